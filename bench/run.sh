@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# run.sh — `make bench`: runs our benchmarks and tinygrad on the same graphs on this machine, and prints one line per
+# benchmark:  bench <name> ours=<value> <unit> tinygrad=<value> ratio=<ours/tinygrad>   (ratio > 1: we are faster).
+# tinygrad is found through $TINYGRAD_PATH, else ../tgref or ../../tgref next to this checkout; without it the peer
+# columns read n/a and a line says why. BENCH_PEER_RUNS sets tinygrad's rewrite repetitions (default 2).
+set -u
+B=${1:-build}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+ours=$("$B/bench_rewrite") || { echo "bench: $B/bench_rewrite failed"; exit 1; }
+
+tg=""
+for d in "${TINYGRAD_PATH:-}" "$ROOT/../tgref" "$ROOT/../../tgref"; do
+  if [ -n "$d" ] && [ -f "$d/tinygrad/__init__.py" ]; then tg=$(cd "$d" && pwd); break; fi
+done
+peer=""
+if [ -z "$tg" ]; then
+  echo "bench: tinygrad peer not run: no tinygrad checkout found (set TINYGRAD_PATH to one)"
+else
+  py=python3
+  peer=$(cd "$tg" && PYTHONPATH="$tg" "$py" "$ROOT/bench/peer_tinygrad.py" 2>&1) || {
+    echo "bench: tinygrad peer failed in $tg:"; echo "$peer" | tail -5 | sed 's/^/  /'; peer=""; }
+fi
+
+value() { echo "$2" | awk -v n="$1" '$1 == n { print $2; exit }'; }
+unit() { echo "$2" | awk -v n="$1" '$1 == n { print $3; exit }'; }
+
+for name in rewrite_sym intern_fresh intern_hit; do
+  o=$(value "$name" "$ours"); u=$(unit "$name" "$ours")
+  p=$(value "$name" "$peer")
+  if [ -n "$p" ]; then
+    r=$(awk -v a="$o" -v b="$p" 'BEGIN { printf "%.2f", a / b }')
+    echo "bench $name ours=$o $u tinygrad=$p ratio=$r"
+  else
+    echo "bench $name ours=$o $u tinygrad=n/a ratio=n/a"
+  fi
+done
+
+# both sides must have rewritten the same graph to the same size, or the comparison is not like for like
+if [ -n "$peer" ]; then
+  for k in rewrite_sym_nodes_in rewrite_sym_nodes_out; do
+    a=$(value "$k" "$ours"); b=$(value "$k" "$peer")
+    [ "$a" != "$b" ] && echo "bench: note: $k differs: ours=$a tinygrad=$b"
+  done
+fi
+exit 0
