@@ -61,6 +61,7 @@ static int bench_rewrite(void) {
   size_t nodes_in = 0, nodes_out = 0;
   const RuleSet *sym = sym_sym();
   for (int run = 0; run < RUNS; run++) {
+    sym_divmod_cache_clear(); /* cold like tinygrad's side: no memoized div/mod folds from an earlier run */
     UOpScope s = uop_scope_begin();
     UOp *g = build_index_graph();
     nodes_in = graph_size(g);

@@ -408,6 +408,22 @@ static void test_gated_load_keeps_index_valid(void) {
   uop_scope_end(scope);
 }
 
+/* test_load_in_valid: a valid that reads memory (an INDEX in the chain) is left alone, even where a clause is implied */
+static void test_simplify_valid_skips_loads(void) {
+  UOpScope scope = uop_scope_begin();
+  ParamArg p;
+  memset(&p, 0, sizeof p);
+  p.slot = 0, p.multiple_of = 1, p.axis = -1, p.dtype = DT_BOOL, p.addrspace = ADDR_GLOBAL;
+  UOp *buf = uop_new(TG_OP_PARAM, dt_ptr(DT_BOOL, ADDR_GLOBAL, 8), NULL, 0, arg_param(&p));
+  UOp *a = uop_variable("a", 0, 10, NULL);
+  UOp *isrc[2] = {buf, a};
+  UOp *loaded = uop_new(TG_OP_INDEX, DT_BOOL, isrc, 2, arg_none());
+  UOp *implied = uop_and(uop_lt(a, wk(5)), uop_lt(a, wk(7)));
+  CHECK(uop_simplify_valid(implied) != NULL); /* (a<7) is implied by (a<5) ... */
+  CHECK(uop_simplify_valid(uop_and(implied, loaded)) == NULL); /* ... but not touched next to a load */
+  uop_scope_end(scope);
+}
+
 /* TestGatedUopGivenValid.test_invalid_gate_simplifies_vectorize: each lane of a 2-wide index simplifies */
 static void test_gate_simplifies_stack(void) {
   UOpScope scope = uop_scope_begin();
@@ -515,6 +531,7 @@ void suite_divmod(void) {
   test_division_by_zero();
   test_gated_load_keeps_index_valid();
   test_gate_simplifies_stack();
+  test_simplify_valid_skips_loads();
   test_random_divmod();
   test_memo();
 }

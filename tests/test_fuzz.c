@@ -1,7 +1,8 @@
 /* test_fuzz.c — the integer/bool interpreter (src/uop/eval.h), the oracle of the symbolic fuzzer: exact dtype
  * semantics (weakint exact, fixed widths wrap, floor vs truncating division), undefined values that are reported and
- * never UB, WHERE/Invalid/unbound handling, leaves, deep graphs; and a few simplifications checked against it on a
- * grid (tools/fuzz_symbolic does this at scale). */
+ * never UB, WHERE/Invalid/unbound handling, leaves, deep graphs; agreement with the constant folder (const_exec_alu)
+ * on every int dtype and op; and a few simplifications checked against it on a grid (tools/fuzz_symbolic does this at
+ * scale). */
 #include "test.h"
 #include "uop/eval.h"
 #include "uop/symbolic.h"
@@ -76,6 +77,8 @@ static void test_casts_shifts_bits(void) {
   CHECK(eval_is(uop_alu2(TG_OP_SHL, uop_const_int(DT_INT8, 1), uop_const_int(DT_INT8, 7)), -128));
   CHECK(eval_is(uop_alu2(TG_OP_SHL, uop_const_int(DT_UINT8, 1), uop_const_int(DT_UINT8, 8)), 0));
   CHECK(eval_is(uop_alu2(TG_OP_SHR, w(-8), w(1)), -4));
+  CHECK(eval_is(uop_alu2(TG_OP_SHR, uop_const_int(DT_UINT8, 200), uop_const_int(DT_UINT8, 3)), 25));
+  CHECK(eval_is(uop_lt(uop_const(DT_UINT64, const_int(-1)), uop_const_int(DT_UINT64, 1)), 0)); /* 2^64-1 < 1 */
   EvalState st;
   CHECK(eval_closed(uop_alu2(TG_OP_SHL, w(3), w(70)), &st) == (i128)3 << 70 && st == EVAL_OK);
   eval_closed(uop_alu2(TG_OP_SHL, w(3), w(-1)), &st);
@@ -154,6 +157,21 @@ static void test_undefined_and_leaves(void) {
   eval_env_bind_node(&env, sp, 2);
   r = uop_eval(e, &env);
   CHECK(r.state == EVAL_OK && r.v == 22);
+  /* inside kernels a Variable is an ALU PARAM: bound by name too */
+  ParamArg pa;
+  memset(&pa, 0, sizeof pa);
+  pa.slot = 0;
+  pa.multiple_of = 1;
+  pa.axis = -1;
+  pa.vmin = 0;
+  pa.vmax = 100;
+  pa.dtype = DT_INT32;
+  pa.addrspace = ADDR_ALU;
+  strcpy(pa.name, "n");
+  UOp *param = uop_new(TG_OP_PARAM, DT_INT32, NULL, 0, arg_param(&pa));
+  eval_env_bind_var(&env, "n", 9);
+  r = uop_eval(uop_mul(param, uop_const_int(DT_INT32, 3)), &env);
+  CHECK(r.state == EVAL_OK && r.v == 27);
   /* a bound Variable evaluates to its value without an environment entry */
   UOp *z = uop_variable("z", 0, 100, NULL);
   UOp *bound = uop_bind(z, 42);
@@ -195,6 +213,49 @@ static void test_deep_graph(void) {
     eval_program_free(p);
   }
   eval_env_free(&env);
+}
+
+/* Two independent implementations of the same semantics: eval and the constant folder (dtype.c const_exec_alu,
+ * tinygrad's exec_alu + truncation) agree on every int dtype, op and a table of edge values. */
+static void test_agrees_with_const_folding(void) {
+  static const TgOp ops[] = {TG_OP_ADD, TG_OP_MUL, TG_OP_SUB, TG_OP_SHL, TG_OP_SHR, TG_OP_CDIV, TG_OP_CMOD,
+                             TG_OP_FLOORDIV, TG_OP_FLOORMOD, TG_OP_MAX, TG_OP_CMPLT, TG_OP_CMPNE, TG_OP_CMPEQ,
+                             TG_OP_XOR, TG_OP_OR, TG_OP_AND, TG_OP_NEG};
+  static const int64_t vals[] = {0, 1, -1, 2, -3, 7, -7, 8, 31, 32, 63, 64, 100, -128, 127, 255, 300, 65535, -32768,
+                                 INT32_MAX, INT32_MIN, 4294967295LL, INT64_MAX, INT64_MIN};
+  const DType *dts[] = {DT_WEAKINT, DT_BOOL, DT_INT8, DT_UINT8, DT_INT16, DT_UINT16, DT_INT32, DT_UINT32, DT_INT64,
+                        DT_UINT64};
+  long compared = 0, disagree = 0;
+  EvalEnv env;
+  eval_env_init(&env);
+  for (size_t d = 0; d < TG_ARRAY_LEN(dts); d++) {
+    const DType *dt = dts[d];
+    for (size_t o = 0; o < TG_ARRAY_LEN(ops); o++) {
+      if (dt == DT_BOOL && (ops[o] == TG_OP_SHL || ops[o] == TG_OP_SHR)) continue; /* no shifts of bools */
+      int ns = ops[o] == TG_OP_NEG ? 1 : 2;
+      const DType *rdt = op_has(ops[o], OPP_COMPARISON) ? DT_BOOL : dt;
+      for (size_t i = 0; i < TG_ARRAY_LEN(vals); i++)
+        for (size_t j = 0; j < (ns == 2 ? TG_ARRAY_LEN(vals) : 1); j++) {
+          UOpScope s = uop_scope_begin();
+          Const src[2] = {dt_const(dt, dt == DT_BOOL ? const_bool(vals[i] & 1) : const_int(vals[i])),
+                          dt_const(dt, dt == DT_BOOL ? const_bool(vals[j] & 1) : const_int(vals[j]))};
+          Const folded = const_exec_alu(ops[o], dt, src, ns);
+          UOp *a = uop_const(dt, src[0]), *b = uop_const(dt, src[1]);
+          EvalValue r = uop_eval(ns == 1 ? uop_alu1(ops[o], a) : uop_alu2(ops[o], a, b), &env);
+          uop_scope_end(s);
+          if (folded.kind == CK_NONE) continue; /* not foldable (division by zero, weakint beyond int64) */
+          compared++;
+          if (r.state != EVAL_OK || r.v != const_as_i128(folded, rdt)) {
+            if (disagree++ < 5)
+              fprintf(stderr, "  eval and const_exec_alu disagree: %s %s (%lld, %lld)\n", op_name(ops[o]), dt->name,
+                      (long long)vals[i], (long long)vals[j]);
+          }
+        }
+    }
+  }
+  eval_env_free(&env);
+  CHECK(compared > 50000);
+  CHECK_EQ_INT(disagree, 0);
 }
 
 /* Simplify e and compare it with the original at every x in [lo, hi] (and y in [ylo, yhi]). */
@@ -248,6 +309,7 @@ void suite_fuzz(void) {
   test_casts_shifts_bits();
   test_undefined_and_leaves();
   test_refusals();
+  test_agrees_with_const_folding();
   test_deep_graph();
   test_simplify_against_eval();
   uop_scope_end(s);

@@ -4,7 +4,8 @@
  * Usage: fuzz_symbolic N SEED
  *   Builds N random integer (sometimes bool) expressions over 1-3 small bounded leaves (Variables and RANGEs), using
  *   ADD, MUL, SUB, negation, FLOORDIV/FLOORMOD by positive constants and by positive-ranged leaves, MAX, min (both as
- *   -max(-a,-b) and as ~max(~a,~b)), comparisons, WHERE, AND/OR/NOT of bools. Each is simplified with uop_simplify,
+ *   -max(-a,-b) and as ~max(~a,~b)), comparisons, WHERE, AND/OR/NOT of bools; one in ten is a sum of leaf*factor
+ *   terms divided by a factor with FLOORDIV/FLOORMOD/CDIV/CMOD (fuzz_symbolic_div). Each is simplified with uop_simplify,
  *   and both graphs are evaluated (src/uop/eval.h) at every point of the leaves' ranges: the values must agree, and
  *   each graph's vmin/vmax must contain its values. Points where the original is undefined (division by zero) are
  *   skipped. Prints "fuzz_symbolic: N expressions, M mismatches" (after details of the first few mismatches, with a
@@ -45,7 +46,7 @@ static int rng_weighted(const int *w, int n) {
 typedef struct Leaf {
   UOp *node;      /* Variable or RANGE */
   bool is_range;
-  char name[8];
+  char name[16];
   int lo, hi;     /* the values it takes */
 } Leaf;
 
@@ -156,6 +157,32 @@ static UOp *random_bool_expr(const Case *c, int depth, UOp *lhs) {
   case 4: return uop_ne(a, b);
   default: return uop_eq(a, b);
   }
+}
+
+/* tinygrad's fuzz_symbolic_div: a sum of 2-4 terms leaf*factor*(+-1) (sometimes a nested one), divided by a factor
+ * with FLOORDIV/FLOORMOD or the truncating CDIV/CMOD (which also get negative divisors). */
+static UOp *random_factor(const Case *c) {
+  static const int consts[] = {1, 2, 3, 4, 5, 7, 16};
+  if (rng_chance(60)) return cint(c, consts[rng_int(0, (int)TG_ARRAY_LEN(consts) - 1)]);
+  if (rng_chance(20)) return uop_mul(positive_leaf_expr(c), positive_leaf_expr(c));
+  return positive_leaf_expr(c);
+}
+
+static UOp *random_divmod_expr(const Case *c, int depth) {
+  int nterms = rng_int(2, 4);
+  UOp *sum = NULL;
+  for (int i = 0; i < nterms; i++) {
+    UOp *t = depth > 0 && rng_chance(10) ? random_divmod_expr(c, depth - 1)
+                                         : uop_mul(random_leaf(c), random_factor(c));
+    if (rng_chance(25)) t = uop_neg(t);
+    sum = sum ? uop_add(sum, t) : t;
+  }
+  static const TgOp ops[] = {TG_OP_FLOORDIV, TG_OP_FLOORMOD, TG_OP_CDIV, TG_OP_CMOD};
+  TgOp op = ops[rng_int(0, 3)];
+  UOp *d = random_factor(c);
+  bool truncating = op == TG_OP_CDIV || op == TG_OP_CMOD;
+  if ((truncating || c->neg_div) && rng_chance(25)) d = uop_neg(d);
+  return uop_alu2(op, sum, d);
 }
 
 /* Leaves with small ranges; the grid of all their values stays under MAX_POINTS. */
@@ -283,7 +310,7 @@ typedef struct Outcome {
   char why[200];
   int point[MAX_LEAVES];
   EvalValue orig, simp;
-  char orig_msg[256], simp_msg[256];
+  char simp_msg[256];
 } Outcome;
 
 static void check_case(const Case *c, UOp *orig, UOp *simp, Outcome *o) {
@@ -321,7 +348,8 @@ static void check_case(const Case *c, UOp *orig, UOp *simp, Outcome *o) {
     if (ro.state == EVAL_OK) {
       EvalValue rs = eval_run(ps, &env);
       const char *why = NULL;
-      if (rs.state != EVAL_OK || rs.v != ro.v) why = "values differ";
+      if (rs.state != EVAL_OK) why = "the simplified graph has no value where the original has one";
+      else if (rs.v != ro.v) why = "values differ";
       else if (ro.v < omin || ro.v > omax) why = "original value outside its vmin/vmax";
       else if (rs.v < smin || rs.v > smax) why = "simplified value outside its vmin/vmax";
       if (why) {
@@ -354,7 +382,8 @@ static void report(uint64_t index, const Case *c, UOp *orig, UOp *simp, const Ou
   printf("mismatch in expression %" PRIu64 " (rerun with FUZZ_ONLY=%" PRIu64 "): %s\n", index, index, o->why);
   for (int i = 0; i < c->nleaves; i++) {
     const Leaf *l = &c->leaf[i];
-    if (l->is_range) printf("  %s = UOp.range(%d, %d)\n", l->name, l->hi + 1, i);
+    if (l->is_range) printf("  %s = UOp.range(%d, %d%s)\n", l->name, l->hi + 1, i,
+                            c->dt == DT_WEAKINT ? "" : ", dtype=dtypes.int");
     else printf("  %s = UOp.variable(\"%s\", %d, %d%s)\n", l->name, l->name, l->lo, l->hi,
                 c->dt == DT_WEAKINT ? "" : ", dtypes.int");
   }
@@ -401,7 +430,9 @@ int main(int argc, char **argv) {
     memset(&c, 0, sizeof c);
     c.neg_div = neg_div;
     make_leaves(&c);
-    UOp *orig = rng_chance(85) ? random_int_expr(&c, rng_int(2, 6)) : random_bool_expr(&c, 2, NULL);
+    int kind = rng_int(0, 99);
+    UOp *orig = kind < 75 ? random_int_expr(&c, rng_int(2, 6))
+                : kind < 90 ? random_bool_expr(&c, 2, NULL) : random_divmod_expr(&c, 2);
     UOp *simp = uop_simplify(orig);
     Outcome o;
     check_case(&c, orig, simp, &o);
@@ -418,6 +449,7 @@ int main(int argc, char **argv) {
     uop_scope_end(scope);
     done++;
   }
+  if (verbose) printf("live UOps at the end: %zu\n", uop_live_count());
   printf("fuzz_symbolic: %" PRIu64 " expressions, %" PRIu64 " mismatches\n", done, mismatches);
   return mismatches ? 1 : 0;
 }

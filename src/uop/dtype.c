@@ -13,7 +13,6 @@
 #include "uop.h"
 
 #include <ctype.h>
-#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -279,8 +278,9 @@ static bool dtype_less(const DType *a, const DType *b) {
   return strcmp(tinygrad_name(a), tinygrad_name(b)) < 0;
 }
 
-static const DType *scalar_least_upper(const DType *a, const DType *b) {
-  DTypeSet common = recursive_parents(a->id) & recursive_parents(b->id);
+/* tinygrad least_upper_dtype: the smallest dtype above both, NULL when there is none (void). */
+static const DType *lattice_least_upper(TgDTypeId a, TgDTypeId b) {
+  DTypeSet common = recursive_parents(a) & recursive_parents(b);
   const DType *best = NULL;
   while (common) {
     int p = __builtin_ctz(common);
@@ -288,6 +288,22 @@ static const DType *scalar_least_upper(const DType *a, const DType *b) {
     if (!best || dtype_less(&tg_dtype_table[p], best)) best = &tg_dtype_table[p];
   }
   return best;
+}
+
+/* Every pair, computed once: promotion runs on every binary node built. */
+static struct {
+  pthread_once_t once;
+  const DType *table[TG_DTYPE_COUNT][TG_DTYPE_COUNT];
+} lub_cache = {PTHREAD_ONCE_INIT, {{NULL}}};
+
+static void lub_cache_init(void) {
+  for (int a = 0; a < TG_DTYPE_COUNT; a++)
+    for (int b = 0; b < TG_DTYPE_COUNT; b++) lub_cache.table[a][b] = lattice_least_upper((TgDTypeId)a, (TgDTypeId)b);
+}
+
+static const DType *scalar_least_upper(const DType *a, const DType *b) {
+  pthread_once(&lub_cache.once, lub_cache_init);
+  return lub_cache.table[a->id][b->id];
 }
 
 /* Scalars promote in the lattice; vectors of equal width promote lane-wise. Void, pointers and vectors of

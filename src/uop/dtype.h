@@ -106,7 +106,8 @@ i128 dt_min_int(const DType *d);
 i128 dt_max_int(const DType *d);
 
 /* Evaluate an ALU op on constants at dtype d (tinygrad exec_alu + truncation), for constant folding. The op is a
- * TgOp value (ops.def). Returns CK_NONE when the op cannot be folded (e.g. integer division by zero: not defined). */
+ * TgOp value (ops.def). Returns CK_NONE when the op cannot be folded (e.g. integer division by zero: not defined).
+ * Comparisons take the operands' dtype as d (so uint64 reads unsigned) and return CK_BOOL. dtype.c lists the rest. */
 Const const_exec_alu(int op, const DType *d, const Const *src, int nsrc);
 /* Bit-reinterpret a constant between dtypes of equal itemsize. */
 Const const_bitcast(Const v, const DType *from, const DType *to);

@@ -7,9 +7,10 @@
  * abort: they make the value undefined (EVAL_UNDEFINED) and the program remembers why. Undefined and Invalid values
  * propagate through ALU ops; WHERE only takes the state of the branch it picks.
  *
- * Leaves get their values from an EvalEnv: Variables (0-d ALU BUFFERs) by name, RANGE / SPECIAL (or any other node,
- * which is then not evaluated) by node pointer; a bound Variable (AFTER(var, STORE(var, CONST))) evaluates to its
- * bound value. Float dtypes, vectors and memory ops are not supported: eval_compile refuses them with a message.
+ * Leaves get their values from an EvalEnv: Variables (0-d ALU BUFFERs, or ALU PARAMs inside kernels) by name, RANGE
+ * and SPECIAL by node pointer; a bound Variable (AFTER(var, STORE(var, CONST))) evaluates to its
+ * bound value. A leaf's value is put on its dtype's grid but not checked against a Variable's declared range.
+ * Float dtypes, vectors and memory ops are not supported: eval_compile refuses them with a message.
  *
  *   EvalProgram *p = eval_compile(root);            // NULL + tg_last_error() when the graph has unsupported parts
  *   EvalEnv env; eval_env_init(&env);

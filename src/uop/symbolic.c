@@ -781,16 +781,18 @@ static UOp *complementary_where(RwCtx *rw, UOp *root, UOp **m) { /* c, t, f */
 static UOp *fold_single_value(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(rw), TG_UNUSED(m);
   int64_t v;
-  if (!is_scalar_dt(root->dtype) || root->dtype->kind == DTK_VOID || dt_is_float(root->dtype)) return NULL;
+  if (!is_scalar_dt(root->dtype) || root->dtype->kind == DTK_VOID) return NULL;
   if (!bounds_single(root, &v)) return NULL;
   return const_like_i(root, v);
 }
 static UOp *max_from_where_a(RwCtx *rw, UOp *root, UOp **m) { /* a, b, c */
   TG_UNUSED(rw), TG_UNUSED(root);
+  if (uop_is_invalid(m[0]) || uop_is_invalid(m[2])) return NULL;
   return const_eq(m[0]->arg.c, m[2]->arg.c) || cval_double(m[0]) == cval_double(m[2]) ? bop(TG_OP_MAX, m[0], m[1]) : NULL;
 }
 static UOp *max_from_where_b(RwCtx *rw, UOp *root, UOp **m) { /* a, b, c */
   TG_UNUSED(rw), TG_UNUSED(root);
+  if (uop_is_invalid(m[1]) || uop_is_invalid(m[2])) return NULL;
   return const_eq(m[1]->arg.c, m[2]->arg.c) || cval_double(m[1]) == cval_double(m[2]) ? bop(TG_OP_MAX, m[0], m[1]) : NULL;
 }
 static UOp *fold_max_bounds(RwCtx *rw, UOp *root, UOp **m) { /* x, y */

@@ -117,12 +117,13 @@ static UOp *given_valid(UOp *valid, UOp *u, bool try_simplex) {
         u = outs[0];
       } else if (u->op == TG_OP_STACK && u->nsrc == 2) {
         /* lanes of a 2-wide index: keep each lane every branch agrees on */
-        bool same0 = true, same1 = true;
-        for (size_t k = 1; k < n; k++) {
-          same0 &= outs[k]->op == TG_OP_STACK && outs[0]->op == TG_OP_STACK && outs[k]->src[0] == outs[0]->src[0];
-          same1 &= outs[k]->op == TG_OP_STACK && outs[0]->op == TG_OP_STACK && outs[k]->src[1] == outs[0]->src[1];
+        bool pairs = true, same0 = true, same1 = true;
+        for (size_t k = 0; k < n; k++) pairs &= outs[k]->op == TG_OP_STACK && outs[k]->nsrc == 2;
+        for (size_t k = 1; pairs && k < n; k++) {
+          same0 &= outs[k]->src[0] == outs[0]->src[0];
+          same1 &= outs[k]->src[1] == outs[0]->src[1];
         }
-        if (outs[0]->op == TG_OP_STACK && outs[0]->nsrc == 2) {
+        if (pairs) {
           if (same0) {
             UOp *s[2] = {outs[0]->src[0], u->src[1]};
             u = uop_replace_src(u, s, 2);
