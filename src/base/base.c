@@ -82,6 +82,26 @@ uint64_t tg_hash_bytes(const void *p, size_t n, uint64_t seed) {
   return tg_hash_mix(h, tail);
 }
 
+int64_t tg_gcd64(int64_t a, int64_t b) {
+  uint64_t x = a < 0 ? (uint64_t)0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? (uint64_t)0 - (uint64_t)b : (uint64_t)b;
+  while (y) {
+    uint64_t t = x % y;
+    x = y;
+    y = t;
+  }
+  return x > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)x;
+}
+
+i128 tg_gcd128(i128 a, i128 b) {
+  u128 x = a < 0 ? (u128)0 - (u128)a : (u128)a, y = b < 0 ? (u128)0 - (u128)b : (u128)b;
+  while (y) {
+    u128 t = x % y;
+    x = y;
+    y = t;
+  }
+  return x > (u128)I128_MAX ? I128_MAX : (i128)x;
+}
+
 int64_t tg_getenv_int(const char *name, int64_t dflt) {
   const char *v = getenv(name);
   if (!v || !*v) return dflt;

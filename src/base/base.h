@@ -86,6 +86,10 @@ static inline uint64_t tg_hash_mix(uint64_t h, uint64_t v) {
 }
 uint64_t tg_hash_bytes(const void *p, size_t n, uint64_t seed);
 
+/* Greatest common divisor of |a| and |b| (gcd(0, 0) = 0); the 64-bit one saturates at INT64_MAX for gcd(INT64_MIN, 0). */
+int64_t tg_gcd64(int64_t a, int64_t b);
+i128 tg_gcd128(i128 a, i128 b);
+
 /* Env knobs with tinygrad's names, read once: tg_getenv_int("DEBUG", 0). */
 int64_t tg_getenv_int(const char *name, int64_t dflt);
 int tg_debug_level(void); /* DEBUG */

@@ -288,15 +288,6 @@ i128 uop_vmax(UOp *u) {
 
 /* ---- index algebra ---- */
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  uint64_t x = a < 0 ? (uint64_t)0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? (uint64_t)0 - (uint64_t)b : (uint64_t)b;
-  while (y) {
-    uint64_t t = x % y;
-    x = y;
-    y = t;
-  }
-  return x > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)x;
-}
 
 static bool const_int_value(const UOp *u, int64_t *v) {
   if (u->op != TG_OP_CONST) return false;
@@ -311,7 +302,7 @@ static int64_t const_factor_leaf(UOp *u) {
   case TG_OP_CONST: return const_int_value(u, &v) ? v : 1;
   case TG_OP_STACK: {
     int64_t g = 0;
-    for (uint32_t i = 0; i < u->nsrc; i++) g = gcd64(g, uop_const_factor(u->src[i]));
+    for (uint32_t i = 0; i < u->nsrc; i++) g = tg_gcd64(g, uop_const_factor(u->src[i]));
     return g;
   }
   case TG_OP_MUL:
@@ -330,7 +321,7 @@ int64_t uop_const_factor(UOp *u) {
   UOpVec terms = {0};
   uop_split(u, TG_OP_ADD, &terms);
   int64_t g = 0;
-  for (size_t i = 0; i < terms.len; i++) g = gcd64(g, const_factor_leaf(terms.data[i]));
+  for (size_t i = 0; i < terms.len; i++) g = tg_gcd64(g, const_factor_leaf(terms.data[i]));
   tg_vec_free(&terms);
   return g;
 }

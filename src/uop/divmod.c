@@ -21,15 +21,6 @@ static i128 floormod_i(i128 a, i128 b) {
   return a - floordiv_i(a, b) * b;
 }
 static i128 abs_i(i128 a) { return a < 0 ? -a : a; }
-static i128 gcd_i(i128 a, i128 b) {
-  a = abs_i(a), b = abs_i(b);
-  while (b) {
-    i128 t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
 /* Values far from the i128 limits: sums and products of a few of them cannot overflow. Bounds at the limits stand
  * for "unbounded" and make a rule give up. */
 static bool small_i(i128 v) { return v > -((i128)1 << 62) && v < ((i128)1 << 62); }
@@ -149,7 +140,7 @@ UOp *uop_gcd(UOp *const *uops, size_t n) {
       term = uops[i];
       f = 1;
     }
-    g = gcd_i(g, f);
+    g = tg_gcd128(g, f);
     if (i == 0) {
       first_term = term;
       bag_add_mul_chain(&common, term, 1);
@@ -317,7 +308,7 @@ static UOp *fold_const_denominator(UOp *d, UOp *x, UOp *y, i128 c, bool *ok) {
   /* gcd with remainder: factor the gcd of the factors and c out of the numerator */
   {
     i128 g = c;
-    for (size_t i = 0; i < n; i++) g = gcd_i(g, factors[i]);
+    for (size_t i = 0; i < n; i++) g = tg_gcd128(g, factors[i]);
     if (g > 1) {
       UOp *div = uop_divides(x_peeled, (int64_t)g);
       if (div) {

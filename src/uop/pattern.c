@@ -856,6 +856,12 @@ static bool match_complete(Matcher *m) {
   const CRule *r = m->rule;
   UOp *res = r->rule->fn ? r->rule->fn(m->rw, m->root, m->caps) : tmpl_build(r, r->troot, m->caps, m->root);
   if (!res) return false;
+  /* A template that answers with a weak constant capture ((ADD x 0) -> x, x the weak -1) states the value of a node
+   * of strong dtype: the constant takes the node's dtype, so a rewrite never turns an int32 into a weakint. */
+  if (!r->rule->fn && res->op == TG_OP_CONST && res->dtype != m->root->dtype && dt_is_weak(res->dtype) &&
+      !uop_is_invalid(res) && (dt_is_int(m->root->dtype) || dt_is_float(m->root->dtype)) &&
+      !dt_is_weak(m->root->dtype))
+    res = uop_const_like(m->root, res->arg.c);
   m->result = res;
   return true;
 }

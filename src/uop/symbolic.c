@@ -845,15 +845,6 @@ static UOp *move_mul_const(RwCtx *rw, UOp *root, UOp **m) { /* x, c1, y */
   return m[2]->op == TG_OP_CONST ? NULL : smul(smul(m[0], m[2]), m[1]);
 }
 
-static int64_t gcd_i64(int64_t a, int64_t b) {
-  uint64_t x = a < 0 ? (uint64_t)0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? (uint64_t)0 - (uint64_t)b : (uint64_t)b;
-  while (y) {
-    uint64_t t = x % y;
-    x = y;
-    y = t;
-  }
-  return x > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)x;
-}
 /* generic lt folding: terms with a common factor d > 1 and a remainder in [0, d) */
 static UOp *lt_folding(RwCtx *rw, UOp *root, UOp **m) { /* x, c */
   TG_UNUSED(rw), TG_UNUSED(root);
@@ -868,7 +859,7 @@ static UOp *lt_folding(RwCtx *rw, UOp *root, UOp **m) { /* x, c */
     int64_t f = uop_const_factor(u);
     if (f != 1) {
       tg_vec_push(&np, u);
-      d = gcd_i64(d, f);
+      d = tg_gcd64(d, f);
       continue;
     }
     i128 lo = uop_vmin(u), hi = uop_vmax(u);

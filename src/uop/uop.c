@@ -457,7 +457,13 @@ static uint64_t node_hash(TgOp op, const DType *dt, UOp *const *src, size_t nsrc
   uint64_t h = tg_hash_mix((uint64_t)op * 0x100000001b3ULL, (uint64_t)(uintptr_t)dt);
   h = tg_hash_mix(h, arg_h ^ ((uint64_t)tag << 32));
   for (size_t i = 0; i < nsrc; i++) h = tg_hash_mix(h, (uint64_t)(uintptr_t)src[i]);
-  return tg_hash_mix(h, nsrc);
+  h = tg_hash_mix(h, nsrc);
+  /* final avalanche (murmur3 fmix64): the table indexes by the low bits */
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  return h ^ (h >> 33);
 }
 
 static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
