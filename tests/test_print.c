@@ -3,144 +3,16 @@
 #include <stdlib.h>
 
 #include "test.h"
+#include "uop/parse.h"
 #include "uop/uop.h"
 
 #define WANT_PRINT_CASES
 #include "render_cases.h"
 
-/* ---- a reader for the explicit graph syntax of render_cases.h: (OP.dtype[=arg] src...) ---- */
-
-static const DType *dtype_named(const char *name) {
-  for (int i = 0; i < TG_DTYPE_COUNT; i++)
-    if (strcmp(tg_dtype_table[i].name, name) == 0) return &tg_dtype_table[i];
-  return NULL;
-}
-
-static int axis_type_named(const char *name) {
-  for (int t = 0; t <= AXIS_LOOP; t++)
-    if (strcmp(axis_type_name((AxisType)t), name) == 0) return t;
-  return -1;
-}
-
-static void skip_space(const char **p) {
-  while (**p == ' ') (*p)++;
-}
-
-/* Builds the node of the arg text `at` (NULL: no arg) for op/dtype; NULL on a syntax error. */
-static UOp *make_node(TgOp op, const DType *dt, const char *at, UOp **src, size_t n) {
-  Arg arg = arg_none();
-  RangeArg r;
-  ParamArg p;
-  int64_t ints[16];
-  char buf[128];
-  if (!at) return uop_new(op, dt, src, n, arg);
-  snprintf(buf, sizeof buf, "%s", at);
-  if (strncmp(buf, "i:", 2) == 0) {
-    char *end;
-    long long v = strtoll(buf + 2, &end, 10);
-    if (buf[2] != '-' && (unsigned long long)v != strtoull(buf + 2, NULL, 10)) /* above INT64_MAX: a uint64 */
-      v = (long long)strtoull(buf + 2, NULL, 10);
-    arg = arg_const(const_int((int64_t)v));
-  } else if (strncmp(buf, "f:", 2) == 0) {
-    arg = arg_const(const_float(strtod(buf + 2, NULL)));
-  } else if (strncmp(buf, "b:", 2) == 0) {
-    arg = arg_const(const_bool(buf[2] == '1'));
-  } else if (strcmp(buf, "inv") == 0) {
-    arg = arg_const(const_invalid());
-  } else if (strncmp(buf, "var:", 4) == 0) {
-    char *name = buf + 4, *lo = strchr(name, ':');
-    if (!lo) return NULL;
-    *lo++ = 0;
-    char *hi = strchr(lo, ':');
-    if (!hi) return NULL;
-    *hi++ = 0;
-    return uop_variable(name, atoll(lo), atoll(hi), dt);
-  } else if (strncmp(buf, "param:", 6) == 0) {
-    memset(&p, 0, sizeof p);
-    char *slot = buf + 6, *name = strchr(slot, ':');
-    if (!name) return NULL;
-    *name++ = 0;
-    char *as = strchr(name, ':');
-    if (!as) return NULL;
-    *as++ = 0;
-    p.slot = atoll(slot);
-    p.multiple_of = 1;
-    p.axis = -1;
-    p.dtype = dt;
-    p.addrspace = atoi(as);
-    if (strcmp(name, "-") != 0) snprintf(p.name, sizeof p.name, "%s", name);
-    arg = arg_param(&p);
-  } else if (strncmp(buf, "rng:", 4) == 0) {
-    memset(&r, 0, sizeof r);
-    char *ids = buf + 4, *type = strchr(ids, ':');
-    if (!type) return NULL;
-    *type++ = 0;
-    int k = 0;
-    for (char *tok = strtok(ids, "_"); tok; tok = strtok(NULL, "_"), k++) {
-      if (k == 0) r.axis_id = atoll(tok);
-      else if (k <= 4) r.sub[k - 1] = atoll(tok);
-    }
-    r.nsub = k - 1;
-    r.axis_type = axis_type_named(type);
-    if (r.axis_type < 0) return NULL;
-    arg = arg_range(&r);
-  } else if (strncmp(buf, "s:", 2) == 0) {
-    arg = arg_str(at + 2);
-  } else if (strncmp(buf, "red:", 4) == 0) {
-    char *opn = buf + 4, *cnt = strchr(opn, ':');
-    if (!cnt) return NULL;
-    *cnt++ = 0;
-    if (op_by_name(opn) < 0) return NULL;
-    arg = arg_reduce((TgOp)op_by_name(opn), atoi(cnt));
-  } else if (strncmp(buf, "perm:", 5) == 0 || strncmp(buf, "flip:", 5) == 0) {
-    size_t k = 0;
-    for (char *tok = strtok(buf + 5, ","); tok && k < 16; tok = strtok(NULL, ",")) ints[k++] = atoll(tok);
-    arg = arg_ints(buf[0] == 'p' ? ARG_PERM : ARG_FLIP, ints, k);
-  } else {
-    return NULL;
-  }
-  return uop_new(op, dt, src, n, arg);
-}
-
-static UOp *parse_node(const char **p) {
-  skip_space(p);
-  if (**p != '(') return NULL;
-  (*p)++;
-  char head[160];
-  size_t hn = 0;
-  while (**p && **p != ' ' && **p != ')' && hn < sizeof head - 1) head[hn++] = *(*p)++;
-  head[hn] = 0;
-  char *eq = strchr(head, '=');
-  if (eq) *eq = 0;
-  char *dot = strchr(head, '.');
-  if (!dot) return NULL;
-  *dot = 0;
-  int op = op_by_name(head);
-  const DType *dt = dtype_named(dot + 1);
-  if (op < 0 || !dt) return NULL;
-  UOp *src[8];
-  size_t n = 0;
-  for (;;) {
-    skip_space(p);
-    if (**p == ')') { (*p)++; break; }
-    if (n == 8) return NULL;
-    UOp *s = parse_node(p);
-    if (!s) return NULL;
-    src[n++] = s;
-  }
-  return make_node((TgOp)op, dt, eq ? eq + 1 : NULL, src, n);
-}
-
-UOp *test_parse_graph(const char *text) {
-  const char *p = text;
-  UOp *u = parse_node(&p);
-  return u && *p == 0 ? u : NULL;
-}
-
 static void check_tinygrad_cases(void) {
   UOpScope sc = uop_scope_begin();
   for (size_t i = 0; i < TG_ARRAY_LEN(render_cases); i++) {
-    UOp *u = test_parse_graph(render_cases[i].graph);
+    UOp *u = uop_parse(render_cases[i].graph);
     CHECK_MSG(u != NULL, "could not parse %s", render_cases[i].graph);
     if (!u) continue;
     char *r = uop_render(u), *s = uop_str(u);
@@ -152,7 +24,7 @@ static void check_tinygrad_cases(void) {
     tg_free(s);
   }
   for (size_t i = 0; i < TG_ARRAY_LEN(print_cases); i++) {
-    UOp *u = test_parse_graph(print_cases[i].graph);
+    UOp *u = uop_parse(print_cases[i].graph);
     CHECK_MSG(u != NULL, "could not parse %s", print_cases[i].graph);
     if (!u) continue;
     char *l = uop_print_list(u);

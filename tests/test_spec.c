@@ -306,7 +306,7 @@ static void check_robustness(void) {
 static void check_against_tinygrad(void) {
   UOpScope sc = uop_scope_begin();
   for (size_t i = 0; i < TG_ARRAY_LEN(spec_cases); i++) {
-    UOp *u = test_parse_graph(spec_cases[i].graph);
+    UOp *u = uop_parse(spec_cases[i].graph);
     CHECK_MSG(u != NULL, "could not parse %s", spec_cases[i].graph);
     if (!u) continue;
     SpecStage st = strcmp(spec_cases[i].stage, "tensor") == 0 ? SPEC_TENSOR : SPEC_PROGRAM;

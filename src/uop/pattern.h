@@ -31,7 +31,8 @@
  *
  * Captures reach a callback as m[0], m[1], ... in order of first appearance in the pattern string; `root` is the
  * matched node. A callback returns the replacement, or NULL (or root itself) for "no match". It may build nodes
- * freely (they belong to the rewrite's scope) and must not change reference counts. Each complete match (both
+ * freely (they belong to the rewrite's scope and die with it); a node it stores somewhere that outlives the rewrite
+ * (a ctx table, a cache) needs uop_keep, and its owner's uop_drop later. Each complete match (both
  * orders of a commutative pair, each alternative) is offered in turn until the callback returns non-NULL; as in
  * tinygrad, returning root itself ends that rule without a match and the next rule is tried.
  *
