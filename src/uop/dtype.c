@@ -31,6 +31,14 @@ const DType tg_dtype_table[TG_DTYPE_COUNT] = {
 #undef DT
 };
 
+/* every dtype.def row names a tg_dtype (else the table above does not compile) and every tg_dtype has a row */
+enum { DTYPE_DEF_COUNT = 0
+#define DT(ident, nm, prio, bits, cnm, knd) +1
+#include "dtype.def"
+#undef DT
+};
+_Static_assert(DTYPE_DEF_COUNT == TG_DTYPE_COUNT, "dtype.def and tg_dtype disagree on the number of dtypes");
+
 static bool id_is_fp8(TgDTypeId id) {
   return id == TG_FP8E4M3 || id == TG_FP8E5M2 || id == TG_FP8E4M3FNUZ || id == TG_FP8E5M2FNUZ;
 }

@@ -8,12 +8,8 @@
 
 #include "../base/base.h"
 
-typedef enum TgDTypeId {
-#define DT(id, name, prio, bits, cname, kind) TG_##id,
-#include "dtype.def"
-#undef DT
-  TG_DTYPE_COUNT
-} TgDTypeId;
+/* The scalar dtype ids are the public tg_dtype enum (include/tinygrad.h); dtype.def holds one row per id. */
+typedef tg_dtype TgDTypeId;
 
 typedef enum DTypeKind { DTK_VOID, DTK_BOOL, DTK_SINT, DTK_UINT, DTK_FLOAT, DTK_WEAKINT, DTK_WEAKFLOAT } DTypeKind;
 
