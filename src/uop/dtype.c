@@ -37,7 +37,7 @@ enum { DTYPE_DEF_COUNT = 0
 #include "dtype.def"
 #undef DT
 };
-_Static_assert(DTYPE_DEF_COUNT == TG_DTYPE_COUNT, "dtype.def and tg_dtype disagree on the number of dtypes");
+_Static_assert((int)DTYPE_DEF_COUNT == (int)TG_DTYPE_COUNT, "dtype.def and tg_dtype disagree on the number of dtypes");
 
 static bool id_is_fp8(TgDTypeId id) {
   return id == TG_FP8E4M3 || id == TG_FP8E5M2 || id == TG_FP8E4M3FNUZ || id == TG_FP8E5M2FNUZ;
