@@ -328,7 +328,11 @@ static void park(UOp *u) {
   tg_vec_push(&parked, u);
 }
 
+static UOpBufferFreeHook buffer_free_hook;
+void uop_set_buffer_free_hook(UOpBufferFreeHook hook) { buffer_free_hook = hook; }
+
 static void free_node(UOp *u) {
+  if (u->op == TG_OP_BUFFER && buffer_free_hook) buffer_free_hook(u);
   itab_remove(u);
   for (uint32_t i = 0; i < u->nsrc; i++) {
     UOp *s = u->src[i];

@@ -235,6 +235,9 @@ UOp *uop_scope_end_keep(UOpScope s, UOp *keep);
 UOp *uop_keep(UOp *u);   /* +1 external reference (NULL ok) */
 void uop_drop(UOp *u);   /* -1 external reference (NULL ok); freed at the end of the innermost scope if unused */
 size_t uop_live_count(void);  /* nodes currently allocated */
+/* Called with every BUFFER node just before it is freed (the engine releases the device memory it owns). */
+typedef void (*UOpBufferFreeHook)(UOp *buffer);
+void uop_set_buffer_free_hook(UOpBufferFreeHook hook);
 size_t uop_intern_capacity(void);
 void uop_collect_all(void);   /* end every open scope down to the base (for tests and at exit) */
 void uop_memory_trim(void);   /* give freed memory back to the OS where the allocator allows */

@@ -1,0 +1,23 @@
+/* engine.h — realize: the glue from a tensor graph to numbers in memory (tinygrad engine/realize.py).
+ *
+ * engine_realize schedules the graph (src/schedule), lowers every kernel (src/codegen), renders it to C
+ * (src/render), compiles all new kernels of the schedule in one compiler process and runs them on the CPU runtime's
+ * thread pool (src/runtime). Device memory belongs to BUFFER UOps: a global BUFFER (ParamArg with a device, a unique
+ * slot number as its identity) owns one runtime buffer, allocated on first use and released when the node dies. */
+#ifndef TG_ENGINE_H
+#define TG_ENGINE_H
+
+#include "uop/uop.h"
+
+/* A new global BUFFER UOp of `numel` elements of `dtype` on `device` ("CPU"), with a fresh identity. No memory yet. */
+UOp *engine_new_buffer(const char *device, const DType *dtype, int64_t numel);
+/* A BUFFER filled with host data (nbytes = numel * itemsize). */
+UOp *engine_buffer_from_host(const char *device, const DType *dtype, int64_t numel, const void *data);
+/* Copy a realized BUFFER's bytes out (nbytes must equal its size). */
+tg_status engine_copyout(UOp *buffer, void *out, size_t nbytes);
+
+/* Realize the roots (tensor-graph UOps). out[i] receives the UOp each root is now represented by: its BUFFER, or a
+ * view of one (tinygrad applies the same map to every live tensor). Errors: a message naming the stage and op. */
+tg_status engine_realize(UOp *const *roots, size_t n, UOp **out);
+
+#endif
