@@ -5,7 +5,7 @@ WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -Isrc
 OPT ?= -O2 -g
 CFLAGS_ALL = $(WARN) $(OPT) -fPIC -pthread $(CFLAGS)
-LDLIBS := -lm -lpthread -ldl
+LDLIBS := -lm -lpthread -ldl -lsqlite3
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 LIB_SRC := $(sort $(wildcard src/*/*.c))

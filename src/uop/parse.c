@@ -23,6 +23,7 @@ static UOp *make_node(TgOp op, const DType *dt, const char *at, UOp **src, size_
   Arg arg = arg_none();
   RangeArg r;
   ParamArg p;
+  KernelInfo kinfo; /* lives until uop_new copies it */
   int64_t ints[16];
   char buf[128];
   if (!at) return uop_new(op, dt, src, n, arg);
@@ -60,6 +61,16 @@ static UOp *make_node(TgOp op, const DType *dt, const char *at, UOp **src, size_
     p.axis = -1;
     p.dtype = dt;
     p.addrspace = atoi(as);
+    char *device = strchr(as, ':'); /* optional 4th field: the device */
+    if (device) snprintf(p.device, sizeof p.device, "%s", device + 1);
+    char *range = strchr(p.device, ':'); /* optional 5th and 6th fields: a Variable's value range lo:hi */
+    if (range) {
+      *range++ = 0;
+      char *hi = strchr(range, ':');
+      if (!hi) return NULL;
+      p.vmin = atoll(range);
+      p.vmax = atoll(hi + 1);
+    }
     if (strcmp(name, "-") != 0) snprintf(p.name, sizeof p.name, "%s", name);
     arg = arg_param(&p);
   } else if (strncmp(buf, "rng:", 4) == 0) {
@@ -76,6 +87,10 @@ static UOp *make_node(TgOp op, const DType *dt, const char *at, UOp **src, size_
     r.axis_type = axis_type_named(type);
     if (r.axis_type < 0) return NULL;
     arg = arg_range(&r);
+  } else if (strncmp(buf, "kern:", 5) == 0) {
+    memset(&kinfo, 0, sizeof kinfo);
+    snprintf(kinfo.name, sizeof kinfo.name, "%.*s", (int)sizeof kinfo.name - 1, buf + 5);
+    arg = arg_kernel(&kinfo);
   } else if (strncmp(buf, "s:", 2) == 0) {
     arg = arg_str(at + 2);
   } else if (strncmp(buf, "red:", 4) == 0) {
@@ -94,10 +109,30 @@ static UOp *make_node(TgOp op, const DType *dt, const char *at, UOp **src, size_
   return uop_new(op, dt, src, n, arg);
 }
 
-static UOp *parse_node(const char **p) {
+/* Shared nodes written once: "(@k OP...)" defines reference k, a later "@k" stands for that node. */
+typedef TG_VEC(UOp *) ParseRefs;
+
+static bool read_ref_number(const char **p, size_t *k) {
+  if (**p != '@') return false;
+  char *end;
+  unsigned long long v = strtoull(*p + 1, &end, 10);
+  if (end == *p + 1) return false;
+  *k = (size_t)v;
+  *p = end;
+  return true;
+}
+
+static UOp *parse_node(const char **p, ParseRefs *refs) {
   skip_space(p);
+  size_t ref = 0;
+  if (**p == '@') { /* a reference to a node defined earlier */
+    if (!read_ref_number(p, &ref) || ref >= refs->len || !refs->data[ref]) return NULL;
+    return refs->data[ref];
+  }
   if (**p != '(') return NULL;
   (*p)++;
+  bool defines = read_ref_number(p, &ref);
+  if (defines) skip_space(p);
   char head[160];
   size_t hn = 0;
   while (**p && **p != ' ' && **p != ')' && hn < sizeof head - 1) head[hn++] = *(*p)++;
@@ -110,22 +145,29 @@ static UOp *parse_node(const char **p) {
   int op = op_by_name(head);
   const DType *dt = dtype_named(dot + 1);
   if (op < 0 || !dt) return NULL;
-  UOp *src[8];
+  UOp *src[64];
   size_t n = 0;
   for (;;) {
     skip_space(p);
     if (**p == ')') { (*p)++; break; }
-    if (n == 8) return NULL;
-    UOp *s = parse_node(p);
+    if (n == TG_ARRAY_LEN(src)) return NULL;
+    UOp *s = parse_node(p, refs);
     if (!s) return NULL;
     src[n++] = s;
   }
-  return make_node((TgOp)op, dt, eq ? eq + 1 : NULL, src, n);
+  UOp *u = make_node((TgOp)op, dt, eq ? eq + 1 : NULL, src, n);
+  if (u && defines) {
+    while (refs->len <= ref) tg_vec_push(refs, NULL);
+    refs->data[ref] = u;
+  }
+  return u;
 }
 
 UOp *uop_parse(const char *text) {
   const char *p = text;
-  UOp *u = parse_node(&p);
+  ParseRefs refs = {0};
+  UOp *u = parse_node(&p, &refs);
+  tg_vec_free(&refs);
   skip_space(&p);
   if (u && *p == 0) return u;
   tg_set_error(TG_ERR_INVALID_ARGUMENT, "uop_parse: syntax error at offset %zu of \"%.60s\"", (size_t)(p - text), text);

@@ -1,0 +1,32 @@
+/* codegen.h — the codegen stage: a kernel AST (a SINK as the scheduler makes it, tinygrad's form: STORE/END over
+ * RANGEs, INDEX into PARAMs, REDUCE over ranges) lowered to the SINK the linearizer takes, as tinygrad's
+ * full_rewrite_to_sink does for the CPU (Clang) renderer without opt search (reference section 7.1):
+ *
+ *   early movement ops -> load collapse -> split ranges -> initial symbolic -> simplify ranges -> opts (NOOPT form:
+ *   WEAK ranges become LOOP/GLOBAL, plus the THREAD split over cores) -> postopt symbolic -> reduce lowering (REG
+ *   accumulator) -> gpudims (THREAD -> core_id) -> add loads -> index dtype lowering -> early / dtype / late
+ *   decompositions (transcendentals included) driven by the renderer's code_for_op -> final rewrite -> casted consts
+ *   -> control flow -> number params.
+ *
+ * The kernel name (tinygrad's E_../r_.. without colors) is written into the lowered SINK's KernelInfo. */
+#ifndef TG_CODEGEN_H
+#define TG_CODEGEN_H
+
+#include "../render/render.h"
+
+/* Lower one kernel. Returns the lowered SINK (owned by the caller's scope), or NULL with tg_last_error() set
+ * ("tinygrad.c: <what> not supported yet" for features that are not there). `ren` is the device's capability
+ * table (renderer_clang() for the CPU); its has_threads / global_max[0] decide the THREAD split. */
+UOp *cg_lower(UOp *kernel_sink, const Renderer *ren);
+
+/* The first half alone (movement ops, split / simplify ranges, symbolic, opts): the kernel AST the opts produce,
+ * its SINK carrying tinygrad's kernel name ("E_256", "r_256_4_512"; colors stripped). For tests and DEBUG. */
+UOp *cg_optimize(UOp *kernel_sink, const Renderer *ren);
+
+/* The transcendental decompositions (tinygrad codegen/decomp/transcendental.py): d is float16/32/64 x. */
+UOp *cg_xexp2(UOp *d);
+UOp *cg_xlog2(UOp *d);
+UOp *cg_xsin(UOp *d);
+UOp *cg_xpow(UOp *base, UOp *exponent);
+
+#endif

@@ -1,0 +1,373 @@
+/* engine.c — realize (tinygrad engine/realize.py): schedule the tensor graph, lower + linearize + render every new
+ * kernel, compile them in one compiler process, allocate the buffers and launch the kernels in order.
+ *
+ * Device memory: every global BUFFER node owns at most one runtime buffer, kept in a side table keyed by the node and
+ * released by uop.c's buffer free hook when the node dies. Compiled kernels are cached by their (interned) kernel
+ * AST: the scheduler renumbers PARAMs and RANGEs, so the same kernel on other buffers is the same node. */
+#include "engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "codegen/codegen.h"
+#include "codegen/linearize.h"
+#include "render/render.h"
+#include "runtime/runtime.h"
+#include "schedule/schedule.h"
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* buffer table: BUFFER node -> runtime buffer (chained hash; entries leave when the node dies)                   */
+
+typedef struct BufEntry {
+  const UOp *node;
+  RtBuffer *buf;
+  struct BufEntry *next;
+} BufEntry;
+
+static struct {
+  BufEntry **slots;
+  size_t cap, len;
+  int64_t next_slot;
+  bool hook_set;
+} bufs;
+
+static size_t buf_slot(const UOp *u) { return (size_t)(tg_hash_mix(0, (uint64_t)(uintptr_t)u) & (bufs.cap - 1)); }
+
+static BufEntry *buf_find(const UOp *u) {
+  if (!bufs.cap) return NULL;
+  for (BufEntry *e = bufs.slots[buf_slot(u)]; e; e = e->next)
+    if (e->node == u) return e;
+  return NULL;
+}
+
+static void buffer_died(UOp *u) {
+  if (!bufs.cap) return;
+  for (BufEntry **p = &bufs.slots[buf_slot(u)]; *p; p = &(*p)->next) {
+    if ((*p)->node != u) continue;
+    BufEntry *e = *p;
+    *p = e->next;
+    rt_buffer_free(e->buf);
+    tg_free(e);
+    bufs.len--;
+    return;
+  }
+}
+
+static void buf_insert(const UOp *u, RtBuffer *b) {
+  if (!bufs.hook_set) {
+    uop_set_buffer_free_hook(buffer_died);
+    bufs.hook_set = true;
+  }
+  if (bufs.len + 1 > bufs.cap) {
+    size_t ncap = bufs.cap ? bufs.cap * 2 : 256;
+    BufEntry **ns = tg_calloc(ncap, sizeof *ns);
+    for (size_t i = 0; i < bufs.cap; i++)
+      for (BufEntry *e = bufs.slots[i], *next; e; e = next) {
+        next = e->next;
+        size_t j = (size_t)(tg_hash_mix(0, (uint64_t)(uintptr_t)e->node) & (ncap - 1));
+        e->next = ns[j];
+        ns[j] = e;
+      }
+    tg_free(bufs.slots);
+    bufs.slots = ns;
+    bufs.cap = ncap;
+  }
+  BufEntry *e = tg_malloc(sizeof *e);
+  e->node = u;
+  e->buf = b;
+  size_t j = buf_slot(u);
+  e->next = bufs.slots[j];
+  bufs.slots[j] = e;
+  bufs.len++;
+}
+
+static int64_t buffer_numel(const UOp *u) {
+  if (u->nsrc >= 1 && u->src[0]->op == TG_OP_CONST && u->src[0]->arg.c.kind == CK_INT) return u->src[0]->arg.c.i;
+  return -1;
+}
+
+static bool is_global_buffer(const UOp *u) {
+  return u->op == TG_OP_BUFFER && u->arg.kind == ARG_PARAM && u->arg.param->addrspace == ADDR_GLOBAL;
+}
+
+/* The runtime buffer of a global BUFFER node, allocated on first use. */
+static tg_status ensure_allocated(const UOp *u, RtBuffer **out) {
+  BufEntry *e = buf_find(u);
+  if (e) {
+    *out = e->buf;
+    return TG_OK;
+  }
+  int64_t numel = buffer_numel(u);
+  if (!is_global_buffer(u) || numel < 0)
+    return tg_set_error(TG_ERR_RUNTIME, "realize: cannot allocate %s %s (not a sized global BUFFER)", op_name(uop_op(u)),
+                        u->dtype->name);
+  RtBuffer *b;
+  tg_status st = rt_buffer_new(u->arg.param->device[0] ? u->arg.param->device : "CPU",
+                               (size_t)numel * (size_t)dt_itemsize(u->dtype), &b);
+  if (st != TG_OK) return st;
+  buf_insert(u, b);
+  *out = b;
+  return TG_OK;
+}
+
+UOp *engine_new_buffer(const char *device, const DType *dtype, int64_t numel) {
+  ParamArg p;
+  memset(&p, 0, sizeof p);
+  p.slot = ++bufs.next_slot;
+  p.multiple_of = 1;
+  p.axis = -1;
+  p.dtype = dtype;
+  p.addrspace = ADDR_GLOBAL;
+  snprintf(p.device, sizeof p.device, "%s", device ? device : "CPU");
+  UOp *n = uop_const_int(DT_WEAKINT, numel);
+  return uop_new(TG_OP_BUFFER, dtype, &n, 1, arg_param(&p));
+}
+
+static UOp *new_buffer_cb(const char *device, const DType *dtype, int64_t numel, void *ctx) {
+  TG_UNUSED(ctx);
+  return engine_new_buffer(device, dtype, numel);
+}
+
+UOp *engine_buffer_from_host(const char *device, const DType *dtype, int64_t numel, const void *data) {
+  UOp *u = engine_new_buffer(device, dtype, numel);
+  RtBuffer *b;
+  if (ensure_allocated(u, &b) != TG_OK) return NULL;
+  size_t nbytes = (size_t)numel * (size_t)dt_itemsize(dtype);
+  if (nbytes && rt_copyin(b, 0, data, nbytes) != TG_OK) return NULL;
+  return u;
+}
+
+tg_status engine_copyout(UOp *buffer, void *out, size_t nbytes) {
+  BufEntry *e = buf_find(buffer);
+  if (!e)
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "copyout: %s %s has no device memory (not realized)",
+                        op_name(uop_op(buffer)), buffer->dtype->name);
+  if (nbytes != rt_buffer_nbytes(e->buf))
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "copyout: %zu bytes requested from a buffer of %zu bytes", nbytes,
+                        rt_buffer_nbytes(e->buf));
+  return rt_copyout(e->buf, 0, out, nbytes);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* compiled kernels, cached by kernel AST                                                                         */
+
+typedef struct Kernel {
+  UOp *ast;            /* kept */
+  RtProgram *prog;
+  char name[TG_NAME_MAX];
+  int nparams;
+  int64_t *param_slot; /* per parameter position: the PARAM slot of a buffer, or -1 for a value */
+  int core_param;      /* position of core_id, or -1 */
+  int ncores;
+  double flops;        /* estimated per launch (ALU ops times enclosing loop trips) */
+  char *src;           /* for DEBUG=4 */
+} Kernel;
+
+static TG_VEC(Kernel *) kernels;
+static UOpMap kernel_by_ast;
+
+/* ALU ops weighted by the trip count of their loops: walk the linear program keeping the product of open RANGEs. */
+static double estimate_flops(UOp *linear) {
+  double trips = 1, flops = 0;
+  TG_VEC(double) stack = {0};
+  for (uint32_t i = 0; i < linear->nsrc; i++) {
+    UOp *u = linear->src[i];
+    if (u->op == TG_OP_RANGE) {
+      tg_vec_push(&stack, trips);
+      i128 n = uop_vmax(u) + 1;
+      trips *= n > 0 ? (double)n : 1;
+    } else if (u->op == TG_OP_END && stack.len) {
+      for (uint32_t k = 1; k < u->nsrc && stack.len; k++) trips = stack.data[--stack.len];
+    } else if (op_is_alu(uop_op(u)) && !op_has(uop_op(u), OPP_COMPARISON)) {
+      flops += trips;
+    }
+  }
+  tg_vec_free(&stack);
+  return flops;
+}
+
+static int core_count(UOp *linear) {
+  for (uint32_t i = 0; i < linear->nsrc; i++) {
+    UOp *u = linear->src[i];
+    if ((u->op == TG_OP_PARAM || u->op == TG_OP_BUFFER) && u->arg.kind == ARG_PARAM &&
+        u->arg.param->addrspace == ADDR_ALU && strcmp(u->arg.param->name, "core_id") == 0)
+      return (int)(u->arg.param->vmax + 1);
+  }
+  return 1;
+}
+
+/* Lower, linearize and render one kernel AST; the program is compiled later with the rest of the batch. */
+static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
+  const Renderer *ren = renderer_clang();
+  UOpScope sc = uop_scope_begin();
+  tg_status st = TG_OK;
+  UOp *lowered = cg_lower(ast, ren);
+  UOp *linear = lowered ? cg_linearize(lowered) : NULL;
+  char *src = linear ? render_c(ren, linear) : NULL;
+  if (!src) {
+    st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_RUNTIME;
+    uop_scope_end(sc);
+    return st;
+  }
+  Kernel *k = tg_calloc(1, sizeof *k);
+  k->ast = uop_keep(ast);
+  snprintf(k->name, sizeof k->name, "%s", render_kernel_name(linear));
+  RenderParamVec params = {0};
+  render_params(linear, &params);
+  k->nparams = (int)params.len;
+  k->param_slot = tg_malloc((params.len + 1) * sizeof(int64_t));
+  k->core_param = -1;
+  for (size_t i = 0; i < params.len; i++) {
+    k->param_slot[i] = params.data[i].is_value ? -1 : params.data[i].slot;
+    if (params.data[i].is_value && strcmp(params.data[i].name, "core_id") == 0) k->core_param = (int)i;
+  }
+  tg_vec_free(&params);
+  k->ncores = core_count(linear);
+  k->flops = estimate_flops(linear);
+  char entry_name[TG_NAME_MAX + 8];
+  snprintf(entry_name, sizeof entry_name, "%s_entry", k->name);
+  char *entry = render_c_entry(linear, entry_name);
+  StrBuf b;
+  sb_init(&b);
+  sb_puts(&b, src);
+  sb_puts(&b, "\n");
+  sb_puts(&b, entry);
+  tg_free(src);
+  tg_free(entry);
+  k->src = sb_take(&b);
+  *entry_src = tg_strdup(entry_name);
+  uop_scope_end(sc);
+  *out = k;
+  return st;
+}
+
+static void kernel_free(Kernel *k) {
+  uop_drop(k->ast);
+  tg_free(k->param_slot);
+  tg_free(k->src);
+  tg_free(k);
+}
+
+/* Kernels for every CALL of the schedule; new ones compiled in one batch. */
+static tg_status get_kernels(UOp *linear, Kernel **out) {
+  TG_VEC(Kernel *) fresh = {0};
+  TG_VEC(char *) entries = {0};
+  tg_status st = TG_OK;
+  for (uint32_t i = 0; i < linear->nsrc && st == TG_OK; i++) {
+    UOp *ast = linear->src[i]->src[0];
+    void **hit = uopmap_get(&kernel_by_ast, ast);
+    if (hit) {
+      out[i] = *hit;
+      continue;
+    }
+    bool pending = false;
+    for (size_t j = 0; j < fresh.len && !pending; j++)
+      if (fresh.data[j]->ast == ast) out[i] = fresh.data[j], pending = true;
+    if (pending) continue;
+    Kernel *k = NULL;
+    char *entry = NULL;
+    st = prepare_kernel(ast, &k, &entry);
+    if (st != TG_OK) break;
+    tg_vec_push(&fresh, k);
+    tg_vec_push(&entries, entry);
+    out[i] = k;
+  }
+  if (st == TG_OK && fresh.len) {
+    RtKernelSource *srcs = tg_calloc(fresh.len, sizeof *srcs);
+    RtProgram **progs = tg_calloc(fresh.len, sizeof *progs);
+    for (size_t j = 0; j < fresh.len; j++) {
+      srcs[j].name = fresh.data[j]->name;
+      srcs[j].src = fresh.data[j]->src;
+      srcs[j].entry = entries.data[j];
+      if (tg_debug_level() >= 4) printf("%s\n", fresh.data[j]->src);
+    }
+    st = rt_compile_many(srcs, fresh.len, progs);
+    for (size_t j = 0; j < fresh.len && st == TG_OK; j++) {
+      fresh.data[j]->prog = progs[j];
+      uopmap_put(&kernel_by_ast, fresh.data[j]->ast, fresh.data[j]);
+      tg_vec_push(&kernels, fresh.data[j]);
+    }
+    tg_free(srcs);
+    tg_free(progs);
+  }
+  if (st != TG_OK)
+    for (size_t j = 0; j < fresh.len; j++) kernel_free(fresh.data[j]);
+  for (size_t j = 0; j < entries.len; j++) tg_free(entries.data[j]);
+  tg_vec_free(&entries);
+  tg_vec_free(&fresh);
+  return st;
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* running                                                                                                        */
+
+static long kernel_count;
+
+static tg_status run_call(UOp *call, Kernel *k) {
+  void *argbufs[RT_MAX_PARAMS];
+  long long vals[RT_MAX_PARAMS];
+  if (k->nparams > RT_MAX_PARAMS)
+    return tg_set_error(TG_ERR_UNSUPPORTED, "realize: kernel %s takes %d parameters (at most %d)", k->name, k->nparams,
+                        RT_MAX_PARAMS);
+  size_t bytes = 0;
+  for (int i = 0; i < k->nparams; i++) {
+    argbufs[i] = NULL;
+    vals[i] = 0;
+    int64_t slot = k->param_slot[i];
+    if (slot < 0) {
+      if (i != k->core_param)
+        return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: realize: kernel %s takes a Variable: not supported yet",
+                            k->name);
+      continue;
+    }
+    if (slot + 1 >= (int64_t)call->nsrc)
+      return tg_set_error(TG_ERR_RUNTIME, "realize: kernel %s reads PARAM %lld but its CALL has %u buffers", k->name,
+                          (long long)slot, call->nsrc - 1);
+    RtBuffer *b;
+    tg_status st = ensure_allocated(call->src[1 + slot], &b);
+    if (st != TG_OK) return st;
+    argbufs[i] = rt_buffer_ptr(b);
+    bytes += rt_buffer_nbytes(b);
+  }
+  double sec = 0;
+  tg_status st = rt_launch(k->prog, argbufs, vals, k->nparams, k->core_param, k->core_param >= 0 ? k->ncores : 1, &sec);
+  if (st != TG_OK) return st;
+  kernel_count++;
+  if (tg_debug_level() >= 2) {
+    double us = sec * 1e6;
+    printf("*** CPU %6ld %-28s arg %3d mem %7.2f GB tm %9.2fus/%9.2fms (%9.2f GFLOPS %7.2f GB/s)\n", kernel_count,
+           k->name, k->nparams, (double)rt_mem_used() / 1e9, us, sec * 1e3, sec > 0 ? k->flops / sec / 1e9 : 0.0,
+           sec > 0 ? (double)bytes / sec / 1e9 : 0.0);
+  }
+  return TG_OK;
+}
+
+tg_status engine_realize(UOp *const *roots, size_t n, UOp **out) {
+  UOpScope sc = uop_scope_begin();
+  UOp *sink = uop_sink(roots, n);
+  SchedResult res;
+  memset(&res, 0, sizeof res);
+  tg_status st = sched_linear(sink, new_buffer_cb, NULL, &res);
+  if (st != TG_OK) {
+    uop_scope_end(sc);
+    return st;
+  }
+  UOp *linear = res.linear;
+  Kernel **ks = tg_calloc(linear->nsrc + 1, sizeof *ks);
+  st = get_kernels(linear, ks);
+  for (uint32_t i = 0; i < linear->nsrc && st == TG_OK; i++) st = run_call(linear->src[i], ks[i]);
+  tg_free(ks);
+  if (st == TG_OK) {
+    for (size_t i = 0; i < n; i++) {
+      out[i] = roots[i];
+      for (size_t j = 0; j < res.nmap; j++)
+        if (res.map_from[j] == roots[i]) out[i] = res.map_to[j];
+      uop_keep(out[i]);
+    }
+  }
+  sched_result_free(&res);
+  uop_scope_end(sc);
+  if (st == TG_OK)
+    for (size_t i = 0; i < n; i++) uop_drop(out[i]); /* back to the caller's scope */
+  return st;
+}

@@ -1,0 +1,733 @@
+/* c.c — the C-style renderer for the CPU (tinygrad renderer/cstyle.py: CStyleLanguage._render + ClangRenderer).
+ *
+ * Walks the linearized list once. Every UOp gets a name (alu0, val0, cast0, bidx0, buf0, Lidx0 ...) or, when it is
+ * used once and cheap to repeat, its expression text is inlined into its user; everything else becomes one line
+ * `type name = expr;` at the current loop depth. Numbering, inlining rules, constant spelling and parenthesisation
+ * follow tinygrad's text exactly, so the output is byte-for-byte tinygrad's for the same list. */
+#include "render.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- names and types ---- */
+
+static const char *c_type_name(const DType *d) {
+  const DType *s = d->scalar;
+  if (s == DT_BOOL) return "_Bool"; /* ClangRenderer.type_map */
+  if (s == DT_FLOAT16) return "__fp16";
+  return s->cname;
+}
+
+static bool is_mem_space(AddrSpace a) { return a == ADDR_GLOBAL || a == ADDR_LOCAL; }
+
+typedef struct CRender CRender;
+static int64_t numel_of(CRender *cr, const UOp *u);
+static AddrSpace aspace(CRender *cr, const UOp *u);
+
+/* tinygrad _render_dtype: "float", a vector "float4" / "unsigned_int2" (spaces become '_'), with '*' for memory in
+ * GLOBAL/LOCAL space or when a pointer is asked for. */
+static void put_dtype(StrBuf *b, const DType *d, int64_t sz, AddrSpace as, bool want_ptr) {
+  const char *name = c_type_name(d);
+  if (sz > 1) {
+    for (const char *p = name; *p; p++) sb_putc(b, *p == ' ' ? '_' : *p);
+    sb_printf(b, "%lld", (long long)sz);
+  } else {
+    sb_puts(b, name);
+  }
+  if (is_mem_space(as) || want_ptr) sb_putc(b, '*');
+}
+
+/* tinygrad render_type(u) */
+static void put_type(CRender *cr, StrBuf *b, const UOp *u) {
+  put_dtype(b, u->dtype, numel_of(cr, u), aspace(cr, u), false);
+}
+
+/* The element count of a PARAM/BUFFER from its shape source; -1 when not a constant. */
+static int64_t const_of(const UOp *u) {
+  while (uop_is(u, TG_OP_CAST) && u->nsrc == 1) u = u->src[0];
+  if (!uop_is_const(u)) return -1;
+  Const c = uop_const_val(u);
+  if (c.kind == CK_INT) return c.i;
+  if (c.kind == CK_BOOL) return c.b;
+  return -1;
+}
+
+/* The shape dims of a PARAM/BUFFER (tinygrad as_shape of src[0]); false when a dim is symbolic. */
+static bool param_shape(const UOp *u, int64_t *dims, int *ndims) {
+  *ndims = 0;
+  if (u->nsrc == 0) return true;
+  const UOp *s = u->src[0];
+  if (uop_is(s, TG_OP_STACK)) {
+    for (uint32_t i = 0; i < s->nsrc && i < 16; i++)
+      if ((dims[(*ndims)++] = const_of(s->src[i])) < 0) return false;
+    return true;
+  }
+  dims[(*ndims)++] = const_of(s);
+  return dims[0] >= 0;
+}
+
+/* ---- Python's float repr (shortest round-trip digits; exponent form outside 1e-4 <= |x| < 1e16) ---- */
+
+static void put_py_float(StrBuf *b, double x) {
+  if (isnan(x)) { sb_puts(b, "nan"); return; }
+  if (isinf(x)) { sb_puts(b, x > 0 ? "inf" : "-inf"); return; }
+  char buf[64];
+  int prec = 1;
+  for (; prec <= 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*e", prec - 1, x);
+    if (strtod(buf, NULL) == x) break;
+  }
+  /* buf: [-]d[.ddd]e[+-]XX */
+  char digits[32];
+  int nd = 0;
+  const char *p = buf;
+  bool neg = *p == '-';
+  if (neg) p++;
+  for (; *p && *p != 'e'; p++)
+    if (*p != '.') digits[nd++] = *p;
+  int exp10 = atoi(p + 1);
+  while (nd > 1 && digits[nd - 1] == '0') nd--;
+  int decpt = exp10 + 1; /* digits d1 d2 ... mean 0.d1d2... * 10^decpt */
+  if (neg) sb_putc(b, '-');
+  if (decpt > -4 && decpt <= 16) {
+    if (decpt <= 0) {
+      sb_puts(b, "0.");
+      for (int i = 0; i < -decpt; i++) sb_putc(b, '0');
+      for (int i = 0; i < nd; i++) sb_putc(b, digits[i]);
+    } else {
+      for (int i = 0; i < decpt; i++) sb_putc(b, i < nd ? digits[i] : '0');
+      sb_putc(b, '.');
+      if (nd > decpt) for (int i = decpt; i < nd; i++) sb_putc(b, digits[i]);
+      else sb_putc(b, '0');
+    }
+  } else {
+    sb_putc(b, digits[0]);
+    if (nd > 1) {
+      sb_putc(b, '.');
+      for (int i = 1; i < nd; i++) sb_putc(b, digits[i]);
+    }
+    sb_printf(b, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+  }
+}
+
+/* str(c.val) as Python prints the CONST's value */
+static void put_py_value(StrBuf *b, const UOp *c) {
+  Const v = uop_const_val(c);
+  switch (v.kind) {
+  case CK_FLOAT: put_py_float(b, v.f); break;
+  case CK_BOOL: sb_puts(b, v.b ? "True" : "False"); break;
+  case CK_INT: {
+    i128 x = const_as_i128(v, c->dtype);
+    if (x > (i128)INT64_MAX) sb_printf(b, "%llu", (unsigned long long)(u128)x);
+    else sb_printf(b, "%lld", (long long)x);
+    break;
+  }
+  default: sb_puts(b, "Invalid"); break;
+  }
+}
+
+/* ---- the render state ---- */
+
+enum { PFX_ALU, PFX_CAST, PFX_BIDX, PFX_VAL, PFX_BUF, PFX_WMMA, PFX_COUNT };
+static const char *const prefix_names[PFX_COUNT] = {"alu", "cast", "bidx", "val", "buf", "wmma"};
+
+struct CRender {
+  const Renderer *ren;
+  ShapeCache shapes;
+  UOpMap expr;        /* node -> heap string: its name or its inlined expression */
+  UOpMap uses;        /* node -> number of uses in the list */
+  int counters[PFX_COUNT];
+  bool failed;
+};
+
+static int64_t numel_of(CRender *cr, const UOp *u) { return shape_max_numel(&cr->shapes, u); }
+static AddrSpace aspace(CRender *cr, const UOp *u) { return uop_addrspace(&cr->shapes, u); }
+
+static size_t use_count(const CRender *cr, const UOp *u) {
+  void **v = uopmap_get(&cr->uses, u);
+  return v ? (size_t)(uintptr_t)*v : 0;
+}
+
+static void set_expr(CRender *cr, const UOp *u, char *s) {
+  void **old = uopmap_get(&cr->expr, u);
+  if (old) tg_free(*old);
+  uopmap_put(&cr->expr, u, s);
+}
+
+static void put_const_cast(CRender *cr, StrBuf *b, const UOp *x, const UOp *c);
+
+/* ctx[u]: the text a user writes for u. A bare CONST (tinygrad always casts them) is spelled as CAST(its dtype). */
+static void put_ref(CRender *cr, StrBuf *b, const UOp *u) {
+  void **v = uopmap_get(&cr->expr, u);
+  if (v) { sb_puts(b, (const char *)*v); return; }
+  if (uop_is_const(u)) { put_const_cast(cr, b, u, u); return; }
+  cr->failed = true;
+  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: render: %s used before it was rendered", op_name(uop_op(u)));
+}
+
+/* tinygrad strip_parens: drop one pair of outer parentheses when what is inside is balanced */
+static void put_stripped(StrBuf *b, const char *s) {
+  size_t n = strlen(s);
+  if (n >= 2 && s[0] == '(' && s[n - 1] == ')') {
+    int depth = 0;
+    bool ok = true;
+    for (size_t i = 1; i + 1 < n && ok; i++) {
+      depth += (s[i] == '(') - (s[i] == ')');
+      ok = depth >= 0;
+    }
+    if (ok && depth == 0) {
+      for (size_t i = 1; i + 1 < n; i++) sb_putc(b, s[i]);
+      return;
+    }
+  }
+  sb_puts(b, s);
+}
+
+/* "(T)(val)" — tinygrad render_cast */
+static void put_cast_open(CRender *cr, StrBuf *b, const UOp *x) {
+  sb_putc(b, '(');
+  put_type(cr, b, x);
+  sb_puts(b, ")(");
+}
+
+/* A constant cast to x's dtype, spelled as tinygrad's base_rewrite const rules do. */
+static void put_const_cast(CRender *cr, StrBuf *b, const UOp *x, const UOp *c) {
+  const DType *d = x->dtype->scalar;
+  Const v = uop_const_val(c);
+  if (dt_is_float(d) && v.kind == CK_FLOAT && !isfinite(v.f)) {
+    sb_putc(b, '(');
+    put_cast_open(cr, b, x);
+    sb_puts(b, isnan(v.f) ? "__builtin_nanf(\"\")" : v.f > 0 ? "__builtin_inff()" : "-__builtin_inff()");
+    sb_puts(b, "))");
+    return;
+  }
+  if (d == DT_FLOAT32) { put_py_value(b, c); sb_putc(b, 'f'); return; }
+  if (d == DT_INT64) { put_py_value(b, c); sb_putc(b, 'l'); return; }
+  if (d == DT_UINT64 || d == DT_UINT32) { /* truncated to the width, unsigned */
+    i128 iv = v.kind == CK_FLOAT ? (i128)v.f : const_as_i128(v, c->dtype);
+    uint64_t u = d == DT_UINT32 ? (uint64_t)(uint32_t)iv : (uint64_t)iv;
+    sb_printf(b, "%llu%s", (unsigned long long)u, d == DT_UINT32 ? "u" : "ul");
+    return;
+  }
+  if (d == DT_BOOL) { sb_puts(b, const_as_double(v, c->dtype) != 0 ? "1" : "0"); return; }
+  bool small_float = d == DT_FLOAT16 || d == DT_BFLOAT16 || d->id == TG_FP8E4M3 || d->id == TG_FP8E5M2 ||
+                     d->id == TG_FP8E4M3FNUZ || d->id == TG_FP8E5M2FNUZ;
+  bool small_uint = d == DT_UINT8 || d == DT_UINT16, small_int = d == DT_INT8 || d == DT_INT16;
+  if (small_float || small_uint || small_int) {
+    sb_putc(b, '(');
+    put_cast_open(cr, b, x);
+    put_py_value(b, c);
+    sb_puts(b, small_float ? "f" : small_uint ? "u" : "");
+    sb_puts(b, "))");
+    return;
+  }
+  if (v.kind == CK_BOOL) { sb_puts(b, v.b ? "1" : "0"); return; }
+  put_py_value(b, c);
+}
+
+/* tinygrad render_access: "*name", or "*((float4*)(name))" for a vector or a reinterpreting access */
+static void put_access(CRender *cr, StrBuf *b, const UOp *bidx) {
+  int64_t n = numel_of(cr, bidx);
+  if (n > 1 || (bidx->nsrc && bidx->dtype != bidx->src[0]->dtype)) {
+    sb_puts(b, "*((");
+    put_dtype(b, bidx->dtype, n, aspace(cr, bidx), true);
+    sb_puts(b, ")(");
+    put_ref(cr, b, bidx);
+    sb_puts(b, "))");
+    return;
+  }
+  sb_putc(b, '*');
+  put_ref(cr, b, bidx);
+}
+
+static bool fail_unsupported(CRender *cr, const UOp *u, const char *why) {
+  cr->failed = true;
+  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: render: %s %s %s not supported yet", op_name(uop_op(u)), u->dtype->name,
+               why);
+  return false;
+}
+
+/* The ALU op's C text (ClangRenderer.code_for_op). */
+static bool put_alu(CRender *cr, StrBuf *b, const UOp *x) {
+  TgOp op = uop_op(x);
+  if (!renderer_has_op(cr->ren, op)) return fail_unsupported(cr, x, "(no C spelling: decompose it first)");
+  char *s[3] = {NULL, NULL, NULL};
+  for (uint32_t i = 0; i < x->nsrc && i < 3; i++) {
+    StrBuf t;
+    sb_init(&t);
+    StrBuf r;
+    sb_init(&r);
+    put_ref(cr, &r, x->src[i]);
+    bool strip = x->src[i]->op == x->op &&
+                 (op == TG_OP_ADD || op == TG_OP_MUL || op == TG_OP_XOR || op == TG_OP_OR || op == TG_OP_AND);
+    if (strip) put_stripped(&t, r.s ? r.s : "");
+    else sb_puts(&t, r.s ? r.s : "");
+    sb_free(&r);
+    s[i] = sb_take(&t);
+  }
+  bool dbl = x->dtype->scalar == DT_FLOAT64;
+  const char *bin = NULL;
+  switch (op) {
+  case TG_OP_SQRT: sb_printf(b, "%s(%s)", dbl ? "__builtin_sqrt" : "__builtin_sqrtf", s[0]); break;
+  case TG_OP_TRUNC: sb_printf(b, "%s(%s)", dbl ? "__builtin_trunc" : "__builtin_truncf", s[0]); break;
+  case TG_OP_NEG: sb_printf(b, "-%s", s[0]); break;
+  case TG_OP_RECIPROCAL: sb_printf(b, "(1/%s)", s[0]); break;
+  case TG_OP_EXP2: sb_printf(b, "exp2(%s)", s[0]); break;
+  case TG_OP_LOG2: sb_printf(b, "log2(%s)", s[0]); break;
+  case TG_OP_SIN: sb_printf(b, "sin(%s)", s[0]); break;
+  case TG_OP_WHERE: sb_printf(b, "(%s?%s:%s)", s[0], s[1], s[2]); break;
+  case TG_OP_AND: bin = "&"; break;
+  case TG_OP_XOR: bin = "^"; break;
+  case TG_OP_OR: bin = "|"; break;
+  case TG_OP_ADD: bin = "+"; break;
+  case TG_OP_SUB: bin = "-"; break;
+  case TG_OP_MUL: bin = "*"; break;
+  case TG_OP_CMOD: bin = "%"; break;
+  case TG_OP_CDIV: case TG_OP_FDIV: bin = "/"; break;
+  case TG_OP_CMPNE: bin = "!="; break;
+  case TG_OP_CMPEQ: bin = "=="; break;
+  case TG_OP_CMPLT: bin = "<"; break;
+  case TG_OP_SHR: bin = ">>"; break;
+  case TG_OP_SHL: bin = "<<"; break;
+  default:
+    for (int i = 0; i < 3; i++) tg_free(s[i]);
+    return fail_unsupported(cr, x, "(no C spelling)");
+  }
+  if (bin) sb_printf(b, "(%s%s%s)", s[0], bin, s[1]);
+  for (int i = 0; i < 3; i++) tg_free(s[i]);
+  return true;
+}
+
+/* CUSTOM/CUSTOMI: Python str.format with the sources ("{0}" or "{}" placeholders, "{{" "}}" escapes). */
+static bool put_custom(CRender *cr, StrBuf *b, const UOp *x) {
+  if (x->arg.kind != ARG_STR) return fail_unsupported(cr, x, "(arg is not a format string)");
+  uint32_t next = 0;
+  for (const char *p = x->arg.str; *p; p++) {
+    if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) { sb_putc(b, *p++); continue; }
+    if (*p != '{') { sb_putc(b, *p); continue; }
+    char *end;
+    long k = strtol(p + 1, &end, 10);
+    if (end == p + 1) k = (long)next++;
+    if (*end != '}' || k < 0 || (uint32_t)k >= x->nsrc) return fail_unsupported(cr, x, "(bad format string)");
+    put_ref(cr, b, x->src[k]);
+    p = end;
+  }
+  return true;
+}
+
+/* One UOp's text (tinygrad base_rewrite); false when the op cannot be rendered. */
+static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
+  if (u->dtype->count > 1) return fail_unsupported(cr, u, "(vector dtypes)");
+  switch (uop_op(u)) {
+  case TG_OP_BUFFER: {
+    int64_t dims[16];
+    int nd;
+    if (!param_shape(u, dims, &nd)) return fail_unsupported(cr, u, "(symbolic shape)");
+    int64_t numel = 1;
+    for (int i = 0; i < nd; i++) numel *= dims[i];
+    sb_printf(l, "%s ", c_type_name(u->dtype));
+    put_ref(cr, l, u);
+    sb_printf(l, "[%lld];", (long long)numel);
+    return true;
+  }
+  case TG_OP_RANGE:
+    if (u->dtype == DT_VOID) { sb_puts(l, "for (;;) {"); return true; }
+    sb_printf(l, "for (%s ", c_type_name(u->dtype));
+    put_ref(cr, l, u);
+    sb_puts(l, " = 0; ");
+    put_ref(cr, l, u);
+    sb_puts(l, " < ");
+    put_ref(cr, l, u->src[0]);
+    sb_puts(l, "; ");
+    put_ref(cr, l, u);
+    sb_puts(l, "++) {");
+    return true;
+  case TG_OP_END:
+    if (u->nsrc == 3 && uop_is(u->src[1], TG_OP_RANGE) && u->src[2]->dtype == DT_BOOL) {
+      sb_puts(l, "  if (!(");
+      put_ref(cr, l, u->src[2]);
+      sb_puts(l, ")) { break; }\n}");
+      return true;
+    }
+    sb_putc(l, '}');
+    return true;
+  case TG_OP_ENDIF: sb_putc(l, '}'); return true;
+  case TG_OP_IF:
+    sb_puts(l, "if (");
+    put_ref(cr, l, u->src[0]);
+    sb_puts(l, ") {");
+    return true;
+  case TG_OP_CAST:
+    if (uop_is_const(u->src[0])) { put_const_cast(cr, l, u, u->src[0]); return true; }
+    if (numel_of(cr, u) > 1 && aspace(cr, u) == ADDR_REG) {
+      sb_puts(l, "__builtin_convertvector(");
+      put_ref(cr, l, u->src[0]);
+      sb_puts(l, ", ");
+      put_type(cr, l, u);
+      sb_putc(l, ')');
+      return true;
+    }
+    sb_putc(l, '(');
+    put_cast_open(cr, l, u);
+    put_ref(cr, l, u->src[0]);
+    sb_puts(l, "))");
+    return true;
+  case TG_OP_BITCAST:
+    if (is_mem_space(aspace(cr, u))) {
+      sb_puts(l, "((");
+      put_type(cr, l, u);
+      sb_puts(l, ")(");
+      put_ref(cr, l, u->src[0]);
+      sb_puts(l, "))");
+      return true;
+    }
+    sb_printf(l, "__builtin_bit_cast(%s, (", c_type_name(u->dtype));
+    put_type(cr, l, u->src[0]);
+    sb_puts(l, ")(");
+    put_ref(cr, l, u->src[0]);
+    sb_puts(l, "))");
+    return true;
+  case TG_OP_BARRIER: sb_puts(l, "__atomic_thread_fence(__ATOMIC_SEQ_CST);"); return true;
+  case TG_OP_STACK: /* a vector from lanes: (float4){a,b,c,d} */
+    sb_putc(l, '(');
+    put_type(cr, l, u);
+    sb_puts(l, "){");
+    for (uint32_t k = 0; k < u->nsrc; k++) {
+      if (k) sb_putc(l, ',');
+      put_ref(cr, l, u->src[k]);
+    }
+    sb_putc(l, '}');
+    return true;
+  case TG_OP_SHRINK:
+    if (u->nsrc != 3 || !uop_is(u->src[2], TG_OP_CAST) || !uop_is_const(u->src[2]->src[0]))
+      return fail_unsupported(cr, u, "(only SHRINK(buffer, offset, constant size))");
+    /* rendered as INDEX is: the address of its first element */
+    /* fall through */
+  case TG_OP_INDEX:
+    if (uop_is(u, TG_OP_INDEX) && u->nsrc != 2)
+      return fail_unsupported(cr, u, "(gated INDEX: move the gate to the LOAD first)");
+    if (aspace(cr, u->src[0]) == ADDR_ALU) { /* a lane of a vector value */
+      const UOp *i = u->src[1];
+      if (!(uop_is(i, TG_OP_CAST) && uop_is_const(i->src[0]))) {
+        sb_puts(l, "(");
+        put_ref(cr, l, u->src[0]);
+        sb_puts(l, ")[");
+        put_ref(cr, l, i);
+        sb_putc(l, ']');
+        return true;
+      }
+      put_ref(cr, l, u->src[0]);
+      StrBuf v;
+      sb_init(&v);
+      put_py_value(&v, i->src[0]);
+      sb_printf(l, "[%s]", v.s ? v.s : "");
+      sb_free(&v);
+      return true;
+    }
+    sb_putc(l, '(');
+    put_ref(cr, l, u->src[0]);
+    sb_putc(l, '+');
+    put_ref(cr, l, u->src[1]);
+    sb_putc(l, ')');
+    return true;
+  case TG_OP_LOAD:
+    if (u->nsrc == 1) {
+      sb_putc(l, '(');
+      put_access(cr, l, u->src[0]);
+      sb_putc(l, ')');
+      return true;
+    }
+    if (u->nsrc == 3) {
+      sb_putc(l, '(');
+      put_ref(cr, l, u->src[2]);
+      sb_putc(l, '?');
+      put_access(cr, l, u->src[0]);
+      sb_putc(l, ':');
+      put_ref(cr, l, u->src[1]);
+      sb_putc(l, ')');
+      return true;
+    }
+    return fail_unsupported(cr, u, "(LOAD with this many sources)");
+  case TG_OP_STORE:
+    if (u->nsrc != 2) return fail_unsupported(cr, u, "(gated STORE outside IF)");
+    put_access(cr, l, u->src[0]);
+    sb_puts(l, " = ");
+    put_ref(cr, l, u->src[1]);
+    sb_putc(l, ';');
+    return true;
+  case TG_OP_CUSTOM: case TG_OP_CUSTOMI: return put_custom(cr, l, u);
+  default: break;
+  }
+  if (op_is_alu(uop_op(u))) return put_alu(cr, l, u);
+  return fail_unsupported(cr, u, "(unknown to the C renderer)");
+}
+
+/* ---- params ---- */
+
+const char *render_kernel_name(UOp *linear) {
+  for (uint32_t i = linear->nsrc; i-- > 0;) {
+    const UOp *u = linear->src[i];
+    if (uop_is(u, TG_OP_SINK)) return u->arg.kind == ARG_KERNEL && u->arg.kernel->name[0] ? u->arg.kernel->name : "test";
+  }
+  return "test";
+}
+
+static bool gate_not_end(const UOp *u, void *ctx) {
+  TG_UNUSED(ctx);
+  return !uop_is(u, TG_OP_END);
+}
+
+void render_params(UOp *linear, RenderParamVec *out) {
+  /* the buffers the kernel writes: PARAMs under a STORE's target (not through END) */
+  UOpVec targets = {0}, topo = {0};
+  for (uint32_t i = 0; i < linear->nsrc; i++)
+    if (uop_is(linear->src[i], TG_OP_STORE)) tg_vec_push(&targets, linear->src[i]->src[0]);
+  uop_toposort_many(targets.data, targets.len, gate_not_end, NULL, &topo);
+  for (uint32_t i = 0; i < linear->nsrc; i++) {
+    UOp *u = linear->src[i];
+    if (!uop_is(u, TG_OP_PARAM) || u->arg.kind != ARG_PARAM) continue;
+    RenderParam p;
+    memset(&p, 0, sizeof p);
+    p.slot = u->arg.param->slot;
+    p.is_value = u->arg.param->addrspace == ADDR_ALU;
+    p.vmin = (int64_t)u->arg.param->vmin;
+    p.vmax = (int64_t)u->arg.param->vmax;
+    p.dtype = u->dtype;
+    int64_t dims[16];
+    int nd;
+    p.numel = -1;
+    StrBuf name;
+    sb_init(&name);
+    sb_printf(&name, "data%lld_", (long long)p.slot);
+    if (param_shape(u, dims, &nd)) {
+      p.numel = 1;
+      for (int k = 0; k < nd; k++) {
+        sb_printf(&name, "%s%lld", k ? "_" : "", (long long)dims[k]);
+        p.numel *= dims[k];
+      }
+    } else {
+      sb_puts(&name, "sym");
+    }
+    snprintf(p.name, sizeof p.name, "%s", name.s);
+    sb_free(&name);
+    for (size_t k = 0; k < topo.len && !p.is_written; k++) p.is_written = topo.data[k] == u;
+    tg_vec_push(out, p);
+  }
+  tg_vec_free(&targets);
+  tg_vec_free(&topo);
+}
+
+/* ---- the walk (tinygrad CStyleLanguage._render) ---- */
+
+/* tinygrad axis_letters: the loop variable's first letter (a WEAK axis loops like LOOP) */
+static char range_letter(AxisType t) {
+  switch (t) {
+  case AXIS_DEVICE: return 'd';
+  case AXIS_GLOBAL: return 'g';
+  case AXIS_THREAD: return 't';
+  case AXIS_LOCAL: return 'l';
+  case AXIS_WARP: return 'w';
+  case AXIS_WEAK: case AXIS_LOOP: return 'L';
+  case AXIS_UPCAST: return 'u';
+  case AXIS_GROUP_REDUCE: return 'G';
+  case AXIS_REDUCE: return 'R';
+  case AXIS_UNROLL: return 'r';
+  default: return 'p';
+  }
+}
+
+static int prefix_of(TgOp op) {
+  switch (op) {
+  case TG_OP_WMMA: return PFX_WMMA;
+  case TG_OP_BUFFER: return PFX_BUF;
+  case TG_OP_CAST: case TG_OP_BITCAST: case TG_OP_STACK: return PFX_CAST;
+  case TG_OP_INDEX: return PFX_BIDX;
+  case TG_OP_LOAD: return PFX_VAL;
+  default: return PFX_ALU;
+  }
+}
+
+/* tinygrad's rule for writing u's expression into its user instead of a line of its own */
+static bool inline_it(CRender *cr, const UOp *u) {
+  TgOp op = uop_op(u);
+  size_t uses = use_count(cr, u);
+  if (op == TG_OP_CAST && numel_of(cr, u) > 1) return false;
+  if (op == TG_OP_CAST && uop_is_const(u->src[0])) return true;
+  if (op == TG_OP_INDEX || op == TG_OP_SHRINK || op == TG_OP_CUSTOMI) return true;
+  if (op == TG_OP_LOAD && aspace(cr, u->src[0]) == ADDR_REG && uses == 1) return true;
+  if ((op == TG_OP_CAST || op == TG_OP_BITCAST) && is_mem_space(aspace(cr, u))) return true;
+  bool cheap = op == TG_OP_STACK || op == TG_OP_CAST || op == TG_OP_BITCAST || (op_is_alu(op) && op != TG_OP_WHERE);
+  return cheap && uses == 1;
+}
+
+/* ClangRenderer._render_defines: one ext_vector_type typedef per (dtype, lanes) of a vector value, first-use order */
+static void put_vector_typedefs(CRender *cr, StrBuf *out, UOp *linear) {
+  const DType *seen_dt[64];
+  int64_t seen_n[64];
+  size_t nseen = 0;
+  bool first = true;
+  for (uint32_t i = 0; i < linear->nsrc; i++) {
+    const UOp *u = linear->src[i];
+    AddrSpace as = aspace(cr, u);
+    UOpShape sh;
+    if ((as != ADDR_ALU && as != ADDR_NONE) || u->dtype == DT_VOID || !shape_of(&cr->shapes, u, &sh) || !sh.has_shape)
+      continue;
+    int64_t n = numel_of(cr, u);
+    if (n <= 1) continue;
+    bool dup = false;
+    for (size_t k = 0; k < nseen && !dup; k++) dup = seen_dt[k] == u->dtype && seen_n[k] == n;
+    if (dup || nseen == TG_ARRAY_LEN(seen_dt)) continue;
+    seen_dt[nseen] = u->dtype;
+    seen_n[nseen++] = n;
+    int64_t bytes = (int64_t)dt_itemsize(u->dtype) * n, align = 1;
+    if (!dt_is_bool(u->dtype))
+      while (align * 2 <= bytes) align *= 2;
+    if (!first) sb_putc(out, '\n');
+    first = false;
+    sb_printf(out, "typedef %s ", c_type_name(u->dtype));
+    put_dtype(out, u->dtype, n, ADDR_REG, false);
+    sb_printf(out, " __attribute__((aligned(%lld),ext_vector_type(%lld)));", (long long)align, (long long)n);
+  }
+}
+
+static void put_indented(StrBuf *body, const char *text, int depth) {
+  const char *p = text;
+  for (;;) {
+    const char *nl = strchr(p, '\n');
+    for (int i = 0; i < depth; i++) sb_puts(body, "  ");
+    if (!nl) { sb_puts(body, p); break; }
+    sb_printf(body, "%.*s\n", (int)(nl - p), p);
+    p = nl + 1;
+  }
+}
+
+char *render_c(const Renderer *ren, UOp *linear) {
+  if (!linear || !uop_is(linear, TG_OP_LINEAR)) {
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "render_c: expected a LINEAR from cg_linearize");
+    return NULL;
+  }
+  CRender cr;
+  memset(&cr, 0, sizeof cr);
+  cr.ren = ren ? ren : renderer_clang();
+  uopmap_init(&cr.expr);
+  uopmap_init(&cr.uses);
+  shape_cache_init(&cr.shapes);
+  for (uint32_t i = 0; i < linear->nsrc; i++) { /* in program order: each shape from its sources' memoized ones */
+    UOpShape sh;
+    uop_addrspace(&cr.shapes, linear->src[i]);
+    if (!shape_of(&cr.shapes, linear->src[i], &sh)) cr.failed = true;
+  }
+  for (uint32_t i = 0; i < linear->nsrc; i++) {
+    const UOp *u = linear->src[i];
+    for (uint32_t k = 0; k < u->nsrc; k++) {
+      void **v = uopmap_get(&cr.uses, u->src[k]);
+      uopmap_put(&cr.uses, u->src[k], (void *)(uintptr_t)((v ? (uintptr_t)*v : 0) + 1));
+    }
+  }
+  RenderParamVec params = {0};
+  render_params(linear, &params);
+  StrBuf body;
+  sb_init(&body);
+  bool first_line = true;
+  int depth = 1;
+  for (uint32_t i = 0; i < linear->nsrc && !cr.failed; i++) {
+    UOp *u = linear->src[i];
+    TgOp op = uop_op(u);
+    if (op == TG_OP_NOOP || op == TG_OP_GROUP || op == TG_OP_CONST || op == TG_OP_SINK) continue;
+    if (op == TG_OP_STACK && u->nsrc == 0) continue;
+    if (op == TG_OP_AFTER) {
+      StrBuf t;
+      sb_init(&t);
+      put_ref(&cr, &t, u->src[0]);
+      set_expr(&cr, u, sb_take(&t));
+      continue;
+    }
+    if (op == TG_OP_PARAM) {
+      for (size_t k = 0; k < params.len; k++)
+        if (params.data[k].slot == u->arg.param->slot) set_expr(&cr, u, tg_strdup(params.data[k].name));
+      continue;
+    }
+    int prefix = -1;
+    StrBuf name;
+    sb_init(&name);
+    if (op == TG_OP_SPECIAL) {
+      sb_puts(&name, u->arg.kind == ARG_STR ? u->arg.str : "special");
+    } else if (op == TG_OP_RANGE) {
+      const RangeArg *ra = u->arg.range;
+      sb_printf(&name, "%cidx", range_letter((AxisType)ra->axis_type));
+      int64_t ids[5] = {ra->axis_id, ra->sub[0], ra->sub[1], ra->sub[2], ra->sub[3]};
+      for (int k = 0; k <= ra->nsub && k < 5; k++)
+        sb_printf(&name, "%s%s%lld", k ? "_" : "", ids[k] < 0 ? "m" : "", (long long)(ids[k] < 0 ? -ids[k] : ids[k]));
+    } else {
+      prefix = prefix_of(op);
+      sb_printf(&name, "%s%d", prefix_names[prefix], cr.counters[prefix]);
+    }
+    set_expr(&cr, u, sb_take(&name));
+    StrBuf l;
+    sb_init(&l);
+    if (!render_one(&cr, &l, u)) { sb_free(&l); break; }
+    if (op == TG_OP_ENDIF || op == TG_OP_END) depth--;
+    if (inline_it(&cr, u)) {
+      set_expr(&cr, u, sb_take(&l));
+    } else {
+      StrBuf line;
+      sb_init(&line);
+      if (op != TG_OP_RANGE && op != TG_OP_STORE && op != TG_OP_BUFFER && u->dtype != DT_VOID) {
+        put_type(&cr, &line, u);
+        sb_putc(&line, ' ');
+        put_ref(&cr, &line, u);
+        sb_printf(&line, " = %s%s", l.s ? l.s : "", op == TG_OP_SPECIAL ? "" : ";");
+      } else {
+        sb_puts(&line, l.s ? l.s : "");
+      }
+      if (!first_line) sb_putc(&body, '\n');
+      first_line = false;
+      put_indented(&body, line.s ? line.s : "", depth);
+      sb_free(&line);
+      sb_free(&l);
+      if (prefix >= 0) cr.counters[prefix]++;
+    }
+    if (op == TG_OP_IF || op == TG_OP_RANGE) depth++;
+  }
+  char *result = NULL;
+  if (!cr.failed) {
+    StrBuf out;
+    sb_init(&out);
+    put_vector_typedefs(&cr, &out, linear);
+    sb_printf(&out, "\nvoid %s(", render_kernel_name(linear));
+    for (size_t k = 0; k < params.len; k++) {
+      const RenderParam *p = &params.data[k];
+      if (k) sb_puts(&out, ", ");
+      if (p->is_value) sb_printf(&out, "const %s %s", c_type_name(p->dtype), p->name);
+      else sb_printf(&out, "%s* restrict %s", c_type_name(p->dtype), p->name);
+    }
+    sb_printf(&out, ") {\n%s\n}\n", body.s ? body.s : "");
+    result = sb_take(&out);
+  }
+  sb_free(&body);
+  tg_vec_free(&params);
+  for (size_t k = 0; k < cr.expr.cap; k++)
+    if (cr.expr.keys[k]) tg_free(cr.expr.vals[k]);
+  uopmap_free(&cr.expr);
+  uopmap_free(&cr.uses);
+  shape_cache_free(&cr.shapes);
+  return result;
+}
+
+char *render_c_entry(UOp *linear, const char *entry_name) {
+  RenderParamVec params = {0};
+  render_params(linear, &params);
+  StrBuf b;
+  sb_init(&b);
+  sb_printf(&b, "void %s(void *const *bufs, const long long *vals) {\n  %s(", entry_name, render_kernel_name(linear));
+  for (size_t k = 0; k < params.len; k++) {
+    const RenderParam *p = &params.data[k];
+    if (k) sb_puts(&b, ", ");
+    if (p->is_value) sb_printf(&b, "(%s)vals[%lld]", c_type_name(p->dtype), (long long)p->slot);
+    else sb_printf(&b, "(%s*)bufs[%lld]", c_type_name(p->dtype), (long long)p->slot);
+  }
+  sb_puts(&b, ");\n}\n");
+  tg_vec_free(&params);
+  return sb_take(&b);
+}

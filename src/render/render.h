@@ -1,0 +1,94 @@
+/* render.h — the renderer: its capability table (tinygrad renderer/__init__.py Renderer) that drives the codegen
+ * decompositions, and the C-style source renderer for the CPU (tinygrad renderer/cstyle.py ClangRenderer).
+ *
+ * The pipeline end: cg_lower (codegen.h) -> cg_linearize (codegen/linearize.h) -> render_c (here) -> cc.
+ * interp_run (codegen/interp.h) executes the same linear list directly and is the oracle for the rendered C. */
+#ifndef TG_RENDER_H
+#define TG_RENDER_H
+
+#include "../uop/pattern.h"
+#include "../uop/uop.h"
+
+/* What a device's code generator can express (tinygrad's Renderer class attributes). Static, lives for the
+ * process. The codegen reads it to choose decompositions: an ALU op not in code_for_op is rewritten into ops that
+ * are (e.g. EXP2/LOG2/SIN into polynomials, MAX into a WHERE, RECIPROCAL into FDIV). */
+typedef struct Renderer {
+  const char *device;          /* "CPU" */
+  const char *suffix;          /* tinygrad Renderer.suffix: "" for C */
+  bool has_local;              /* workgroup-local indices (SPECIAL lidx): false on the CPU */
+  bool has_threads;            /* the THREAD axis runs over cores (core_id Variable): CPU, unless THREADS=0 */
+  bool has_shared;             /* LOCAL (shared) memory buffers */
+  bool supports_float4;        /* vector loads/stores */
+  bool has_global_max, has_local_max; /* false: tinygrad's None (no limit known) */
+  int64_t global_max[3];       /* CPU: {NUM_CPU_THREADS, 0, 0} */
+  int64_t local_max[3];
+  int64_t shared_max;          /* bytes of LOCAL memory */
+  OpSet code_for_op;           /* ALU ops rendered natively (the keys of tinygrad's code_for_op) */
+  uint32_t supported_dtypes;   /* bit (1u << TgDTypeId) per scalar dtype the device computes in */
+  /* Renderer-specific rewrites applied in the codegen's final rewrite (tinygrad Renderer.extra_matcher), or NULL
+   * for none. For the CPU: float64->half/bf16 and bf16->half go through float32; bfloat16 ALU is done in float32;
+   * bf16<->float casts are integer bit manipulation (no compiler intrinsics). */
+  const RuleSet *(*extra_matcher)(void);
+} Renderer;
+
+static inline bool renderer_supports_dtype(const Renderer *r, const DType *d) {
+  return (r->supported_dtypes >> d->scalar->id) & 1u;
+}
+static inline bool renderer_has_op(const Renderer *r, TgOp op) { return opset_has(&r->code_for_op, op); }
+
+/* tinygrad UOp._shape on lowered kernels, where a vector is a shaped value (a LOAD of a SHRINK, a STACK): dims at
+ * their max (symbolic dims at vmax). `has_shape` false for ops without one (SINK, IF, GROUP...). Memoized per cache. */
+typedef struct UOpShape { bool has_shape; int ndim; int64_t dims[8]; } UOpShape;
+/* (tensor helper) src/tensor/shape.h already exports ShapeCache/shape_cache_init/shape_cache_free for tensor-graph
+ * shapes (used by src/schedule); these names keep the render cache's symbols distinct so the library links. */
+#define ShapeCache RenderShapeCache
+#define shape_cache_init render_shape_cache_init
+#define shape_cache_free render_shape_cache_free
+typedef struct ShapeCache { UOpMap memo, aspace; } ShapeCache;
+void shape_cache_init(ShapeCache *c);
+void shape_cache_free(ShapeCache *c);
+/* false (with tg_last_error) for a shape this code does not know (more than 8 dims, a movement op). */
+bool shape_of(ShapeCache *c, const UOp *u, UOpShape *out);
+/* tinygrad max_numel: the product of the shape's dims, 1 without a shape or on error. */
+int64_t shape_max_numel(ShapeCache *c, const UOp *u);
+/* tinygrad UOp.addrspace (memoized in the same cache): where a value lives; ADDR_NONE for tinygrad's None. */
+AddrSpace uop_addrspace(ShapeCache *c, const UOp *u);
+
+/* tinygrad's ClangRenderer: the CPU. CStyleLanguage's ops without EXP2, LOG2, SIN, RECIPROCAL (and no MAX, no
+ * THREEFRY, no MULACC), plus SQRT, TRUNC, FDIV as compiler builtins. All dtypes but fp8. global_max[0] is the
+ * thread count of the THREAD split (NUM_CPU_THREADS env, else the machine's cores); THREADS=0 clears has_threads. */
+const Renderer *renderer_clang(void);
+
+/* Render a linearized kernel (a LINEAR whose sources are the cg_linearize list) to C source for the CPU, as tinygrad's
+ * ClangRenderer.render: vector typedefs, then
+ *   void <name>(float* restrict data0_16, const int core_id, ...) { ... }
+ * with PARAMs in slot order. The name is the SINK's KernelInfo name ("test" if it has none).
+ * Returns a heap string (caller frees), or NULL with tg_last_error() set when the list holds something this
+ * renderer cannot express ("tinygrad.c: render: <op> <dtype> not supported yet"). */
+char *render_c(const Renderer *ren, UOp *linear);
+
+/* The kernel's function name as render_c writes it (KernelInfo name of the list's SINK, else "test"). */
+const char *render_kernel_name(UOp *linear);
+
+/* The kernel's parameters in slot order, as the rendered function takes them. A Variable (ALU address space, e.g.
+ * core_id) is passed by value as `value_dtype`; a buffer as a pointer to `dtype`. */
+typedef struct RenderParam {
+  int64_t slot;
+  bool is_value;               /* a Variable (core_id, user Variables) rather than a buffer */
+  bool is_written;             /* a buffer the kernel stores to */
+  const DType *dtype;          /* element dtype (buffers) or value dtype (Variables) */
+  int64_t numel;               /* buffer elements when known, -1 otherwise */
+  int64_t vmin, vmax;          /* a Variable's value range (core_id: 0 .. threads-1) */
+  char name[TG_NAME_MAX];      /* "data0_16", "core_id" */
+} RenderParam;
+/* Fills *out (caller frees with tg_vec_free). */
+typedef TG_VEC(RenderParam) RenderParamVec;
+void render_params(UOp *linear, RenderParamVec *out);
+
+/* A fixed-ABI entry point for a rendered kernel, to be compiled together with render_c's output:
+ *   void <entry>(void *const *bufs, const long long *vals) { <name>((float*)bufs[0], ..., (int)vals[k]); }
+ * Argument i of the kernel is bufs[i] for a buffer and vals[i] for a Variable (both arrays indexed by slot).
+ * Lets a caller dlsym one signature for every kernel. Heap string (caller frees). */
+char *render_c_entry(UOp *linear, const char *entry_name);
+
+#endif

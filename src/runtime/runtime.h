@@ -1,0 +1,126 @@
+/* runtime.h — the CPU runtime (DESIGN.md decision 5; tinygrad runtime/ops_cpu.py, device.py, helpers.py cache):
+ * device memory from a reusing allocator, kernels compiled in batches by the system C compiler and loaded with
+ * dlopen, a disk cache of compiled code, and a persistent thread pool that runs a kernel's core_id pieces.
+ *
+ * Independent of the IR: it takes C source strings and raw pointers. Thread-safe (one lock per part); a launch
+ * from several threads at once is serialized on the pool.
+ *
+ * Knobs (tinygrad's names): CC (compiler, default clang, else gcc, else cc), CACHELEVEL (0: no disk cache),
+ * CACHEDB (the sqlite file, default $XDG_CACHE_HOME or ~/.cache, then tinygrad.c/cache.db), NUM_CPU_THREADS (pool
+ * size, default the online CPUs), LRU (0: freed buffers go straight back to the OS). */
+#ifndef TG_RT_RUNTIME_H
+#define TG_RT_RUNTIME_H
+
+#include "base/base.h"
+
+/* ============================================================================================== buffers
+ * tinygrad's LRUAllocator: a freed block is kept in a pool keyed by its size and handed out again for the next
+ * request of exactly that size; when the system refuses memory, the pool is released and the request retried.
+ * Blocks of RT_HUGE_THRESHOLD bytes or more are mmap'ed 2 MiB-aligned with madvise(MADV_HUGEPAGE) (first touch of a
+ * 4 KiB page costs 11-14 us on these machines); smaller ones come from aligned_alloc (64-byte aligned). */
+typedef struct RtBuffer RtBuffer;
+#define RT_HUGE_THRESHOLD ((size_t)1 << 21)
+
+/* A buffer of nbytes on `device` (only "CPU"; NULL means "CPU"). nbytes 0 is allowed (a valid, empty buffer).
+ * Contents are unspecified (a reused block keeps old bytes). Errors: unknown device (TG_ERR_UNSUPPORTED), out of
+ * memory after flushing the pool (TG_ERR_OUT_OF_MEMORY); *out is NULL then. */
+tg_status rt_buffer_new(const char *device, size_t nbytes, RtBuffer **out);
+/* A view of `nbytes` bytes at `offset` inside `base` (tinygrad Buffer views). It keeps the base alive; freeing the
+ * base first is fine. Errors: the range exceeds the base. */
+tg_status rt_buffer_view(RtBuffer *base, size_t offset, size_t nbytes, RtBuffer **out);
+/* Drop the caller's reference; the block goes back to the pool when no view holds it. NULL is a no-op. */
+void rt_buffer_free(RtBuffer *buf);
+void *rt_buffer_ptr(const RtBuffer *buf);
+size_t rt_buffer_nbytes(const RtBuffer *buf);
+/* Copy host bytes in / out. nbytes + offset must fit the buffer (error otherwise, nothing copied). */
+tg_status rt_copyin(RtBuffer *dst, size_t offset, const void *src, size_t nbytes);
+tg_status rt_copyout(const RtBuffer *src, size_t offset, void *dst, size_t nbytes);
+
+/* Bytes of live (non-view) buffers: tinygrad GlobalCounters.mem_used. */
+size_t rt_mem_used(void);
+/* Bytes held in the reuse pool, and the number of blocks there. */
+size_t rt_mem_cached(void);
+size_t rt_mem_cached_blocks(void);
+/* Release every pooled block to the OS (tinygrad LRUAllocator.free_cache). */
+void rt_free_cache(void);
+/* Cap on bytes obtained from the OS (live + pooled); 0 = no cap (default). Beyond it a raw allocation fails as if
+ * the OS had refused, which triggers the flush-and-retry path. For memory budgets and for tests. */
+void rt_set_mem_limit(size_t bytes);
+
+/* ============================================================================================== compiler
+ * One request per kernel. `src` is a complete C translation unit defining `void <name>(...)` (tinygrad's rendered
+ * kernel: vector typedefs + the function). Every kernel is called through a fixed ABI:
+ *     void entry(void *const *bufs, const long long *vals)
+ * where parameter i of the kernel receives bufs[i] when it is a pointer and (its type)vals[i] otherwise; both arrays
+ * are indexed by parameter position (unused entries are ignored). `entry` names such a function defined in `src`
+ * (render_c_entry writes one); NULL lets the runtime write it from the parsed signature of <name>. */
+typedef struct RtKernelSource {
+  const char *name;   /* the kernel function, e.g. "E_4_4" */
+  const char *src;
+  const char *entry;  /* fixed-ABI entry symbol in src, or NULL */
+} RtKernelSource;
+
+/* A compiled kernel. Owned by the runtime and interned by (compiler, flags, name, src, entry): compiling the same
+ * source again returns the same pointer. Valid for the life of the process. */
+typedef struct RtProgram RtProgram;
+
+#define RT_MAX_PARAMS 128
+/* The kernel's parameters as parsed from its signature. */
+typedef struct RtParam {
+  bool is_pointer;
+  char name[64];      /* the parameter's name in the source ("data0_16", "core_id") */
+} RtParam;
+
+const char *rt_program_name(const RtProgram *p);
+int rt_program_nparams(const RtProgram *p);
+const RtParam *rt_program_param(const RtProgram *p, int i);
+/* Index of the scalar parameter named "core_id", or -1. */
+int rt_program_core_id_param(const RtProgram *p);
+
+/* Compile n kernels: those not in the in-process table or the disk cache go to ONE compiler process (one file per
+ * kernel, one shared object), which is then dlopen'ed; cached ones are loaded from the cache's shared objects.
+ * out[i] receives kernel i's program. On failure nothing is returned (out untouched) and the error names the
+ * kernel(s), their source and the compiler's message (TG_ERR_RUNTIME), or the bad request (INVALID_ARGUMENT). */
+tg_status rt_compile_many(const RtKernelSource *kernels, size_t n, RtProgram **out);
+/* One kernel: rt_compile_many with n = 1. */
+tg_status rt_compile(const RtKernelSource *kernel, RtProgram **out);
+
+/* The full text of the last compile failure (compiler output + sources; tg_last_error() holds its first 1 KiB).
+ * Valid until the next compile call. */
+const char *rt_compile_log(void);
+
+/* The compiler command's identity: "clang -O2 ..." (what the cache key holds). */
+const char *rt_compiler_command(void);
+
+/* ============================================================================================== launch
+ * Run a kernel. bufs/vals are indexed by parameter position (rt_compile_many's ABI); nargs must equal the
+ * program's parameter count. With core_param >= 0 the kernel is split over cores: it runs once for every core id
+ * 0..ncores-1 with vals[core_param] = core id, in parallel on the thread pool, and rt_launch returns when all are
+ * done; core_param = -1 requires ncores = 1 (one call on the calling thread). *seconds (if not NULL) receives the
+ * wall time of the whole launch (DEBUG=2's "tm"). */
+tg_status rt_launch(const RtProgram *p, void *const *bufs, const long long *vals, int nargs, int core_param,
+                    int ncores, double *seconds);
+
+/* Threads of the pool including the caller (NUM_CPU_THREADS, default the online CPUs). */
+int rt_num_threads(void);
+
+/* ============================================================================================== stats, teardown */
+typedef struct RtStats {
+  long compiler_processes;  /* compiler invocations (each is one process started) */
+  long kernels_compiled;    /* kernels built by those invocations */
+  long disk_hits;           /* kernels loaded from the disk cache */
+  long memory_hits;         /* kernels found already loaded in this process */
+  double compile_seconds;   /* wall time spent in compiler processes */
+  long launches;
+} RtStats;
+RtStats rt_stats(void);
+
+/* Start over: forget the interned programs (the next compile looks at the disk cache again), stop the thread pool,
+ * release pooled memory, close the cache database. Live buffers and programs returned earlier stay valid (compiled
+ * code is never unloaded). The runtime restarts lazily on the next call and reads CC, CACHELEVEL, CACHEDB,
+ * NUM_CPU_THREADS again. */
+void rt_shutdown(void);
+/* Counts rt_shutdown calls. */
+uint64_t rt_generation(void);
+
+#endif

@@ -1,0 +1,219 @@
+/* callify.c — tinygrad's transform_to_call (tensor.py): the tensor graph becomes the body of one CALL.
+ *
+ *   - every node that must get storage (the roots' non-buffer bases, every CONTIGUOUS) is written into a fresh global
+ *     BUFFER: x -> AFTER(buf, STORE(buf, x)), buf viewed in x's shape; the map records original -> buffer view;
+ *   - assigns AFTER(target, STORE(target, value)) whose target is a buffer stay, and are recorded the same way;
+ *     an assign into something that is not a buffer is a CONTIGUOUS of the value;
+ *   - DETACH / CONTIGUOUS_BACKWARD are dropped;
+ *   - all writes are collected under one SINK, and every global BUFFER in it is replaced by PARAM(slot), slots in
+ *     visit order, so the body's key is the same whichever buffers it runs on (the schedule cache key).
+ * Not yet: precompiled FUNCTIONs, contiguous views of buffers folded to SHRINK views, Variables, DISK copies. */
+#include "schedule/sched_internal.h"
+
+#include <stdio.h>
+
+typedef struct CallifyCtx {
+  SchedNewBuffer nb;
+  void *nbctx;
+  ShapeCache shapes;
+  UOpMap done;          /* original node -> rewritten node */
+  UOpMap realize_base;  /* roots' bases that need storage */
+  CallifyResult *res;
+  UOpVec assigns;
+} CallifyCtx;
+
+static bool is_virtual(UOp *u) { return dt_is_weak(u->dtype) || sched_device(u) == NULL; }
+
+static tg_status unsupported(const char *what) {
+  return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: scheduling %s is not supported yet", what);
+}
+
+/* x (rewritten) is stored into a new buffer shaped like `orig`; returns the AFTER that stands for it. */
+static UOp *store_into_new_buffer(CallifyCtx *c, UOp *x, UOp *orig, tg_status *st) {
+  Shape sh;
+  if (sched_shape_of(orig, &c->shapes, &sh) != SHAPE_OK) { *st = TG_ERR_INVALID_ARGUMENT; return NULL; }
+  if (dt_is_weak(orig->dtype)) {
+    *st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "cannot realize a weak dtype (%s); cast to a concrete dtype first",
+                       orig->dtype->name);
+    return NULL;
+  }
+  int64_t numel = shape_numel(&sh);
+  if (numel == 0) return x; /* nothing to store: a size-0 value stays as it is (tinygrad drops the contiguous) */
+  const char *dev = sched_device(orig);
+  UOp *buf = c->nb(dev ? dev : "CPU", dt_strong(orig->dtype), numel, c->nbctx);
+  if (!buf) { *st = tg_set_error(TG_ERR_OUT_OF_MEMORY, "schedule: could not create a buffer of %lld elements", (long long)numel); return NULL; }
+  tg_vec_push(&c->res->new_buffers, uop_keep(buf));
+  UOp *view = buf;
+  if (sh.ndim != 1) {
+    UOp *src[2] = {buf, shape_to_uop(sh.d, sh.ndim)};
+    view = uop_new(TG_OP_RESHAPE, buf->dtype, src, 2, arg_none());
+  }
+  UOp *ss[2] = {view, x};
+  UOp *store = uop_new(TG_OP_STORE, DT_VOID, ss, 2, arg_none());
+  UOp *as[2] = {view, store};
+  UOp *after = uop_new(TG_OP_AFTER, view->dtype, as, 2, arg_none());
+  tg_vec_push(&c->assigns, after);
+  tg_vec_push(&c->res->map_from, uop_keep(orig));
+  tg_vec_push(&c->res->map_to, uop_keep(view));
+  return after;
+}
+
+/* The storage an assign AFTER stands for: its target without AFTERs, views re-applied (tinygrad finalize_after). */
+static UOp *assign_view(UOp *after) {
+  UOp *views[64];
+  size_t nv = 0;
+  UOp *u = after;
+  while ((op_has(uop_op(u), OPP_MOVEMENT) || u->op == TG_OP_UNSHARD || u->op == TG_OP_BITCAST || u->op == TG_OP_AFTER)) {
+    if (u->op != TG_OP_AFTER && nv < TG_ARRAY_LEN(views)) views[nv++] = u;
+    u = u->src[0];
+  }
+  while (nv) {
+    UOp *v = views[--nv];
+    UOp *src[8];
+    TG_ASSERT(v->nsrc <= 8, "view sources");
+    for (uint32_t k = 0; k < v->nsrc; k++) src[k] = v->src[k];
+    src[0] = u;
+    u = uop_replace_src(v, src, v->nsrc);
+  }
+  return u;
+}
+
+static UOp *rebuild(CallifyCtx *c, UOp *x) {
+  UOp *src[64];
+  bool changed = false;
+  TG_ASSERT(x->nsrc <= TG_ARRAY_LEN(src), "sources");
+  for (uint32_t k = 0; k < x->nsrc; k++) {
+    void **p = uopmap_get(&c->done, x->src[k]);
+    src[k] = p ? *p : x->src[k];
+    changed |= src[k] != x->src[k];
+  }
+  return changed ? uop_replace_src(x, src, x->nsrc) : x;
+}
+
+static UOp *callify_node(CallifyCtx *c, UOp *x, tg_status *st) {
+  UOp *y = rebuild(c, x);
+  switch (uop_op(x)) {
+  case TG_OP_DETACH: case TG_OP_CONTIGUOUS_BACKWARD: return y->src[0];
+  case TG_OP_CONTIGUOUS:
+    if (y->src[0]->op == TG_OP_AFTER && sched_has_buffer_identity(y->src[0]->src[0], false)) return y->src[0];
+    if (is_virtual(x)) { *st = unsupported("CONTIGUOUS of a value without a device"); return NULL; }
+    return store_into_new_buffer(c, y->src[0], x, st);
+  case TG_OP_AFTER: {
+    if (uop_is_variable(x->src[0])) { *st = unsupported("a bound Variable"); return NULL; }
+    bool has_store = false;
+    for (uint32_t k = 1; k < y->nsrc; k++) has_store |= y->src[k]->op == TG_OP_STORE;
+    if (!has_store) { /* a view's new state after an assign into it (AFTER(view, AFTER(...))): kept and recorded */
+      tg_vec_push(&c->assigns, y);
+      tg_vec_push(&c->res->map_from, uop_keep(x));
+      tg_vec_push(&c->res->map_to, uop_keep(assign_view(y)));
+      return y;
+    }
+    if (y->nsrc != 2 || y->src[1]->op != TG_OP_STORE) { *st = unsupported("an AFTER with several stores"); return NULL; }
+    UOp *target = sched_base(y->src[0]);
+    while (target->op == TG_OP_BITCAST || target->op == TG_OP_AFTER || target->op == TG_OP_UNSHARD)
+      target = sched_base(target->src[0]);
+    if (target->op != TG_OP_BUFFER) return store_into_new_buffer(c, y->src[1]->src[1], x, st);
+    tg_vec_push(&c->assigns, y);
+    tg_vec_push(&c->res->map_from, uop_keep(x));
+    tg_vec_push(&c->res->map_to, uop_keep(assign_view(y)));
+    return y;
+  }
+  case TG_OP_COPY: *st = unsupported("COPY between devices"); return NULL;
+  case TG_OP_FUNCTION: case TG_OP_CALL: *st = unsupported("FUNCTION/CALL in a tensor graph"); return NULL;
+  case TG_OP_BUFFER:
+    if (x->arg.kind == ARG_PARAM && x->arg.param->addrspace == ADDR_ALU) { *st = unsupported("a Variable"); return NULL; }
+    return y;
+  default:
+    if (uopmap_get(&c->realize_base, x)) {
+      if (is_virtual(x)) { *st = unsupported("realizing a value without a device"); return NULL; }
+      return store_into_new_buffer(c, y, x, st);
+    }
+    return y;
+  }
+}
+
+/* Pre-order walk from the SINK numbering global BUFFERs (tinygrad's bottom-up pm_replace_buf). */
+static void number_buffers(UOp *u, UOpMap *seen, UOpVec *bufs) {
+  UOpVec stack = {0};
+  tg_vec_push(&stack, u);
+  while (stack.len) {
+    UOp *x = stack.data[--stack.len];
+    if (uopmap_get(seen, x)) continue;
+    uopmap_put(seen, x, x);
+    if (sched_is_global_buffer(x)) { tg_vec_push(bufs, x); continue; }
+    for (uint32_t k = x->nsrc; k-- > 0;) tg_vec_push(&stack, x->src[k]);
+  }
+  tg_vec_free(&stack);
+}
+
+static UOp *param_for(UOp *buf, int64_t slot) {
+  ParamArg p = *buf->arg.param;
+  p.slot = slot;
+  UOp *size = buf->src[0];
+  return uop_new(TG_OP_PARAM, buf->dtype, &size, 1, arg_param(&p));
+}
+
+tg_status sched_callify(UOp *sink, SchedNewBuffer nb, void *nbctx, CallifyResult *out) {
+  memset(out, 0, sizeof *out);
+  CallifyCtx c;
+  memset(&c, 0, sizeof c);
+  c.nb = nb;
+  c.nbctx = nbctx;
+  c.res = out;
+  shape_cache_init(&c.shapes);
+  uopmap_init(&c.done);
+  uopmap_init(&c.realize_base);
+  tg_status st = TG_OK;
+
+  for (uint32_t i = 0; i < sink->nsrc; i++) {
+    UOp *b = sched_base(sink->src[i]);
+    if (is_virtual(b) || sched_has_buffer_identity(b, false) || b->op == TG_OP_AFTER) continue;
+    if (b->op == TG_OP_BUFFER && b->arg.kind == ARG_PARAM && b->arg.param->addrspace == ADDR_ALU) continue;
+    uopmap_put(&c.realize_base, b, b);
+  }
+  UOpVec topo = {0};
+  uop_toposort(sink, NULL, NULL, &topo);
+  for (size_t i = 0; i < topo.len && st == TG_OK; i++) {
+    UOp *x = topo.data[i];
+    if (x->op == TG_OP_SINK) continue;
+    UOp *y = callify_node(&c, x, &st);
+    if (y) uopmap_put(&c.done, x, y);
+  }
+  tg_vec_free(&topo);
+  if (st == TG_OK) {
+    UOp *body = uop_sink(c.assigns.data, c.assigns.len);
+    UOpMap seen;
+    uopmap_init(&seen);
+    UOpVec bufs = {0};
+    number_buffers(body, &seen, &bufs);
+    UOpVec params = {0};
+    for (size_t i = 0; i < bufs.len; i++) {
+      tg_vec_push(&params, param_for(bufs.data[i], (int64_t)i));
+      tg_vec_push(&out->args, uop_keep(bufs.data[i]));
+    }
+    out->body = uop_keep(uop_substitute(body, bufs.data, params.data, bufs.len));
+    tg_vec_free(&params);
+    tg_vec_free(&bufs);
+    uopmap_free(&seen);
+  }
+  tg_vec_free(&c.assigns);
+  uopmap_free(&c.done);
+  uopmap_free(&c.realize_base);
+  shape_cache_free(&c.shapes);
+  if (st != TG_OK) sched_callify_free(out);
+  return st;
+}
+
+static void drop_all(UOpVec *v) {
+  for (size_t i = 0; i < v->len; i++) uop_drop(v->data[i]);
+  tg_vec_free(v);
+}
+
+void sched_callify_free(CallifyResult *r) {
+  uop_drop(r->body);
+  r->body = NULL;
+  drop_all(&r->args);
+  drop_all(&r->map_from);
+  drop_all(&r->map_to);
+  drop_all(&r->new_buffers);
+}

@@ -1,0 +1,860 @@
+/* rangeify.c — movement ops become index math (tinygrad schedule/indexing.py run_rangeify, and the earliest
+ * rewrites of rangeify.py that prepare the graph for it).
+ *
+ * Walk the graph consumers-first. Each node gets (input ranges, output ranges): RANGE UOps or index expressions of
+ * them, possibly gated as WHERE(valid, idx, Invalid). A node in the realize map gets fresh output ranges (a kernel
+ * boundary); one consumer: it inherits the consumer's; several: they merge when every consumer indexes it the same
+ * way, else the node is realized. "Ending ranges" realize elementwise/reduce nodes whose consumers iterate ranges
+ * they do not (a REDUCE consumed under a broadcast: softmax's 3 kernels). Then pm_apply_rangeify rewrites: buffers
+ * get INDEX(buf, ranges), REDUCE gets its RANGE sources, PAD becomes WHERE(valid, x, 0), realized nodes become
+ * STAGE(x, closed ranges).INDEX(consumer ranges), movement ops disappear. */
+#include "schedule/sched_internal.h"
+
+#include "uop/symbolic.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * earliest rewrites (bottom-up): movement cleanup, movement ops out of AFTER/END, DETACH removal, SINK of bases,
+ * the write-after-read fix for stores that read their destination through a reordering view. */
+
+static ShapeCache *g_shapes; /* the shape cache of the running pass (set around each graph_rewrite) */
+
+static bool shape_of(UOp *u, Shape *s) { return sched_shape_of(u, g_shapes, s) == SHAPE_OK; }
+
+static UOp *merge_reshapes(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *inner = m[0];
+  UOp *src[2] = {inner->src[0], x->src[1]};
+  return uop_replace_src(x, src, 2);
+}
+
+static UOp *noop_reshape(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  Shape a, b;
+  if (!shape_of(m[0], &a) || !shape_of(x, &b) || !shape_eq(&a, &b)) return NULL;
+  return m[0];
+}
+
+static UOp *merge_permutes(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *x2 = m[0];
+  int64_t perm[TG_MAX_DIMS];
+  for (uint32_t i = 0; i < x->arg.len; i++) perm[i] = x2->arg.ints[x->arg.ints[i]];
+  UOp *s = x2->src[0];
+  return uop_new(TG_OP_PERMUTE, x->dtype, &s, 1, arg_ints(ARG_PERM, perm, x->arg.len));
+}
+
+static UOp *noop_permute(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  for (uint32_t i = 0; i < x->arg.len; i++)
+    if (x->arg.ints[i] != (int64_t)i) return NULL;
+  return x->src[0];
+}
+
+/* AFTER(mop(x), deps...) -> mop(AFTER(x, deps...)): the AFTER always sits on the buffer itself */
+static UOp *mop_out_of_after(RwCtx *rw, UOp *a, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *r = m[0];
+  UOp *src[64];
+  TG_ASSERT(a->nsrc <= 64 && r->nsrc <= 64, "");
+  for (uint32_t i = 0; i < a->nsrc; i++) src[i] = a->src[i];
+  src[0] = r->src[0];
+  UOp *na = uop_new(TG_OP_AFTER, r->src[0]->dtype, src, a->nsrc, arg_none());
+  for (uint32_t i = 0; i < r->nsrc; i++) src[i] = r->src[i];
+  src[0] = na;
+  return uop_new(uop_op(r), r->dtype, src, r->nsrc, r->arg);
+}
+
+static UOp *mop_out_of_end(RwCtx *rw, UOp *e, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *src[64];
+  TG_ASSERT(e->nsrc <= 64, "");
+  for (uint32_t i = 0; i < e->nsrc; i++) src[i] = e->src[i];
+  src[0] = m[0]->src[0];
+  return uop_replace_src(e, src, e->nsrc);
+}
+
+static UOp *drop_src0(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  return x->src[0];
+}
+
+static UOp *sink_of_bases(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  UOp *src[256];
+  bool changed = false;
+  if (x->nsrc > 256) return NULL;
+  for (uint32_t i = 0; i < x->nsrc; i++) {
+    src[i] = sched_base(x->src[i]);
+    changed |= src[i] != x->src[i];
+  }
+  return changed ? uop_replace_src(x, src, x->nsrc) : NULL;
+}
+
+/* STORE(RESHAPE(dst), RESHAPE(src)) with equal shapes: the reshapes cancel */
+static UOp *store_reshapes(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(x);
+  Shape a, b;
+  UOp *dst = m[0], *src = m[1];
+  if (!shape_of(dst, &a) || !shape_of(src, &b) || !shape_eq(&a, &b)) return NULL;
+  UOp *s[2] = {dst, src};
+  return uop_new(TG_OP_STORE, DT_VOID, s, 2, arg_none());
+}
+
+static bool stop_at_contiguous(const UOp *u, void *ctx) {
+  TG_UNUSED(ctx);
+  return u->op != TG_OP_CONTIGUOUS;
+}
+
+/* fix_store_hazard: the destination is read through a PERMUTE/FLIP (or an overlapping SHRINK) in the value */
+static UOp *fix_store_hazard(RwCtx *rw, UOp *st, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *target = m[0], *src = m[1];
+  UOp *base = sched_base(target);
+  if (!uop_in_backward_slice(src, base) && src != base) return NULL;
+  bool shrink_unsafe = uop_op_in_backward_slice_with_self(target, TG_OP_SHRINK);
+  UOpVec topo = {0};
+  uop_toposort(src, stop_at_contiguous, NULL, &topo);
+  UOpMap reaches;
+  uopmap_init(&reaches);
+  UOp *ret = NULL;
+  for (size_t i = 0; i < topo.len && !ret; i++) {
+    UOp *s = topo.data[i];
+    bool r = s == base;
+    for (uint32_t k = 0; k < s->nsrc && !r; k++) r = uopmap_get(&reaches, s->src[k]) != NULL;
+    if (r) uopmap_put(&reaches, s, s);
+    bool unsafe = s->op == TG_OP_PERMUTE || s->op == TG_OP_FLIP || (shrink_unsafe && s->op == TG_OP_SHRINK);
+    if (r && unsafe && !(s == target && s->op == TG_OP_SHRINK)) {
+      UOp *c = uop_new(TG_OP_CONTIGUOUS, src->dtype, &src, 1, arg_none());
+      UOp *ss[2] = {target, c};
+      ret = uop_new(TG_OP_STORE, DT_VOID, ss, 2, arg_none());
+    }
+  }
+  uopmap_free(&reaches);
+  tg_vec_free(&topo);
+  TG_UNUSED(st);
+  return ret;
+}
+
+/* tinygrad UOp._rop: REDUCE over `axes` (sorted) of x, size-1 axes dropped by a reshape */
+static UOp *rop(UOp *x, TgOp op, const int *axes, int naxes) {
+  Shape xs;
+  if (!shape_of(x, &xs)) return NULL;
+  int red[TG_MAX_DIMS], nr = 0;
+  for (int k = 0; k < naxes; k++)
+    if (xs.d[axes[k]] != 1) red[nr++] = axes[k];
+  Shape out = {0, {0}};
+  for (int i = 0; i < xs.ndim; i++) {
+    bool in = false;
+    for (int k = 0; k < naxes; k++) in |= axes[k] == i;
+    if (!in) out.d[out.ndim++] = xs.d[i];
+  }
+  UOp *ret;
+  if (nr == 0) {
+    ret = x;
+  } else {
+    int64_t perm[TG_MAX_DIMS];
+    int np = 0;
+    bool ident = true;
+    for (int k = 0; k < nr; k++) perm[np++] = red[k];
+    for (int i = 0; i < xs.ndim; i++) {
+      bool in = false;
+      for (int k = 0; k < nr; k++) in |= red[k] == i;
+      if (!in) perm[np++] = i;
+    }
+    for (int i = 0; i < np; i++) ident &= perm[i] == i;
+    UOp *p = ident ? x : uop_new(TG_OP_PERMUTE, x->dtype, &x, 1, arg_ints(ARG_PERM, perm, (size_t)np));
+    ret = uop_new(TG_OP_REDUCE, x->dtype, &p, 1, arg_reduce(op, nr));
+    if (nr == naxes) return ret;
+  }
+  UOp *src[2] = {ret, shape_to_uop(out.d, out.ndim)};
+  return uop_new(TG_OP_RESHAPE, x->dtype, src, 2, arg_none());
+}
+
+/* split_reduceop: a reduce with a large input/output ratio becomes two kernels (a partial reduce into 8..256 slots,
+ * made contiguous, then the final reduce), so the first one has outputs to spread over cores */
+static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *x = m[0];
+  Shape rs, xs;
+  if (red->arg.kind != ARG_REDUCE || red->arg.red.naxes == 0 || !shape_of(red, &rs) || !shape_of(x, &xs)) return NULL;
+  int64_t rn = shape_numel(&rs);
+  if (rn == 0 || !tg_getenv_int("SPLIT_REDUCEOP", 1)) return NULL;
+  if (shape_numel(&xs) / rn < tg_getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768)) return NULL;
+  /* which axes of x reach its base (an expanded axis does not: splitting it would not help) */
+  UOp *idx[SCHED_MAX_IDX], *tmp[SCHED_MAX_IDX];
+  size_t n = (size_t)xs.ndim;
+  for (int i = 0; i < xs.ndim; i++)
+    idx[i] = xs.d[i] > 1 ? uop_range(sched_weak_int(xs.d[i]), i, AXIS_LOOP) : sched_weak_int(0);
+  UOp *cur = x;
+  while (op_has(uop_op(cur), OPP_MOVEMENT) || cur->op == TG_OP_DETACH) {
+    Shape ps;
+    size_t nn = 0;
+    if (cur->op == TG_OP_DETACH) { cur = cur->src[0]; continue; }
+    if (!shape_of(cur->src[0], &ps) || !sched_apply_movement(cur, &ps, idx, n, tmp, &nn)) return NULL;
+    for (size_t k = 0; k < nn; k++) idx[k] = tmp[k];
+    n = nn;
+    cur = cur->src[0];
+  }
+  UOpVec live = {0};
+  if (n) sched_ranges(uop_sink(idx, n), &live);
+  bool reaches[TG_MAX_DIMS] = {false};
+  for (size_t k = 0; k < live.len; k++) {
+    int64_t id = live.data[k]->arg.range->axis_id;
+    if (id >= 0 && id < xs.ndim) reaches[id] = true;
+  }
+  tg_vec_free(&live);
+  int64_t hi = TG_MIN((int64_t)256, ((int64_t)1 << tg_getenv_int("REDUCEOP_SPLIT_SIZE", 22)) / rn);
+  int dim = -1;
+  int64_t divisor = 0;
+  for (int i = 0; i < red->arg.red.naxes && dim < 0; i++)
+    for (int64_t d = hi; d >= 8 && dim < 0; d--)
+      if (xs.d[i] % d == 0 && reaches[i]) { dim = i; divisor = d; }
+  if (dim < 0) return NULL;
+  Shape sp = {0, {0}};
+  for (int i = 0; i < xs.ndim; i++) {
+    if (i == dim) { sp.d[sp.ndim++] = divisor; sp.d[sp.ndim++] = xs.d[i] / divisor; }
+    else sp.d[sp.ndim++] = xs.d[i];
+  }
+  UOp *rsrc[2] = {x, shape_to_uop(sp.d, sp.ndim)};
+  UOp *splitted = uop_new(TG_OP_RESHAPE, x->dtype, rsrc, 2, arg_none());
+  int64_t perm[TG_MAX_DIMS];
+  int np = 0;
+  for (int i = 0; i < sp.ndim; i++)
+    if (i != dim) perm[np++] = i;
+  perm[np++] = dim;
+  splitted = uop_new(TG_OP_PERMUTE, x->dtype, &splitted, 1, arg_ints(ARG_PERM, perm, (size_t)np));
+  int axes[TG_MAX_DIMS];
+  for (int i = 0; i < red->arg.red.naxes; i++) axes[i] = i;
+  UOp *first = rop(splitted, (TgOp)red->arg.red.op, axes, red->arg.red.naxes);
+  if (!first) return NULL;
+  first = uop_new(TG_OP_CONTIGUOUS, first->dtype, &first, 1, arg_none());
+  int last = rs.ndim;
+  UOp *second = rop(first, (TgOp)red->arg.red.op, &last, 1);
+  if (!second) return NULL;
+  UOp *fsrc[2] = {second, shape_to_uop(rs.d, rs.ndim)};
+  return uop_new(TG_OP_RESHAPE, second->dtype, fsrc, 2, arg_none());
+}
+
+/* a constant shaped like `shape` (tinygrad const_like: CONST, EXPANDed when the shape is not ()) */
+static UOp *const_shaped(const DType *dt, Const v, const Shape *shape) {
+  UOp *c = uop_const(dt, v);
+  if (shape->ndim == 0) return c;
+  UOp *src[2] = {c, shape_to_uop(shape->d, shape->ndim)};
+  return uop_new(TG_OP_EXPAND, dt, src, 2, arg_none());
+}
+
+static bool has_zero(const Shape *s) {
+  for (int i = 0; i < s->ndim; i++)
+    if (s->d[i] == 0) return true;
+  return false;
+}
+
+/* size 0: a reduce of nothing is the identity element; any other size-0 value is a constant */
+static UOp *size_zero(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  if (x->op == TG_OP_SINK || x->dtype == DT_VOID) return NULL;
+  Shape s;
+  if (sched_shape_of(x, g_shapes, &s) != SHAPE_OK) return NULL;
+  if (x->op == TG_OP_REDUCE && x->arg.kind == ARG_REDUCE && !has_zero(&s)) {
+    Shape in;
+    if (!shape_of(x->src[0], &in) || !has_zero(&in)) return NULL;
+    Const id;
+    switch ((TgOp)x->arg.red.op) {
+    case TG_OP_ADD: id = const_int(0); break;
+    case TG_OP_MUL: id = const_int(1); break;
+    case TG_OP_MAX:
+      id = dt_is_float(x->dtype) ? const_float(-INFINITY) : dt_is_bool(x->dtype) ? const_bool(false)
+                                                                  : const_int((int64_t)dt_min_int(x->dtype));
+      break;
+    default: return NULL;
+    }
+    return const_shaped(x->dtype, id, &s);
+  }
+  if (!has_zero(&s) || (x->op == TG_OP_EXPAND && x->src[0]->op == TG_OP_CONST)) return NULL;
+  return const_shaped(x->dtype, const_int(0), &s);
+}
+
+static const Rule earliest_rules[] = {
+  RULE("(RESHAPE i:(RESHAPE _ _) _)", merge_reshapes, NULL),
+  RULE("(RESHAPE x2 _)", noop_reshape, NULL),
+  RULE("(PERMUTE x2:PERMUTE)", merge_permutes, NULL),
+  RULE("PERMUTE", noop_permute, NULL),
+  RULE("(AFTER r:Movement|INDEX ...)", mop_out_of_after, NULL),
+  RULE("(END r:Movement ...)", mop_out_of_end, NULL),
+  RULE("DETACH|CONTIGUOUS_BACKWARD", drop_src0, NULL),
+  RULE("SINK", sink_of_bases, NULL),
+  RULE("(REDUCE x)", split_reduceop, NULL),
+  RULE("(STORE (RESHAPE dst _) (RESHAPE src _))", store_reshapes, NULL),
+  RULE("(STORE target src)", fix_store_hazard, NULL),
+  RULE("x", size_zero, NULL),
+};
+
+UOp *sched_earliest_rewrites(UOp *sink) {
+  static RuleSet *pm;
+  if (!pm) pm = PM_NEW("earliest rewrites", earliest_rules);
+  ShapeCache sc;
+  shape_cache_init(&sc);
+  ShapeCache *prev = g_shapes;
+  g_shapes = &sc;
+  UOp *r = graph_rewrite(sink, pm, NULL, RW_BOTTOM_UP, NULL, "earliest rewrites");
+  g_shapes = prev;
+  shape_cache_free(&sc);
+  return r;
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * apply_movement_op: the index expressions of a movement op's input, given its output's. */
+
+static UOp *simplify_with(UOp *u, const RuleSet *pm, const char *name) {
+  UOp *r = graph_rewrite(u, pm, NULL, 0, NULL, name);
+  return r ? r : u;
+}
+
+static const RuleSet *reshape_pm(void) {
+  static const RuleSet *pm;
+  if (!pm) pm = pm_concat(sym_symbolic(), sym_simplify_valid());
+  return pm;
+}
+
+UOp *sched_apply_reshape(const Shape *in_shape, const Shape *out_shape, UOp *const *rngs, size_t nr, UOp **out) {
+  TG_ASSERT((int)nr == out_shape->ndim, "");
+  UOp *combined = sched_weak_int(0);
+  int64_t acc = 1;
+  for (size_t k = nr; k-- > 0;) {
+    combined = uop_add(combined, uop_mul(sched_weak_int(acc), rngs[k]));
+    acc *= out_shape->d[k];
+  }
+  UOp *axes[TG_MAX_DIMS];
+  for (int k = in_shape->ndim; k-- > 0;) {
+    axes[k] = uop_mod(combined, sched_weak_int(in_shape->d[k]));
+    combined = uop_idiv(combined, sched_weak_int(in_shape->d[k]));
+  }
+  UOp *sink = simplify_with(uop_sink(axes, (size_t)in_shape->ndim), reshape_pm(), "reshape");
+  for (uint32_t k = 0; k < sink->nsrc; k++) out[k] = sink->src[k];
+  return sink;
+}
+
+static UOp *sub_int(UOp *a, int64_t v) { return uop_sub(a, sched_weak_int(v)); }
+
+bool sched_apply_movement(UOp *x, const Shape *in_shape, UOp *const *rngs, size_t nr, UOp **out, size_t *nout) {
+  Shape a, b;
+  if (!uop_marg_pair(x, &a, &b)) return false;
+  switch (uop_op(x)) {
+  case TG_OP_SHRINK:
+    for (size_t i = 0; i < nr; i++) out[i] = a.d[i] == 0 ? rngs[i] : uop_add(rngs[i], sched_weak_int(a.d[i]));
+    *nout = nr;
+    return true;
+  case TG_OP_PERMUTE:
+    for (size_t i = 0; i < nr; i++)
+      for (size_t j = 0; j < nr; j++)
+        if (a.d[j] == (int64_t)i) out[i] = rngs[j];
+    *nout = nr;
+    return true;
+  case TG_OP_FLIP:
+    for (size_t i = 0; i < nr; i++)
+      out[i] = a.d[i] ? uop_add(sched_weak_int(in_shape->d[i] - 1), uop_neg(rngs[i])) : rngs[i];
+    *nout = nr;
+    return true;
+  case TG_OP_EXPAND:
+    for (size_t i = (size_t)a.ndim; i < nr; i++) out[i - (size_t)a.ndim] = rngs[i];
+    *nout = nr - (size_t)a.ndim;
+    return true;
+  case TG_OP_PAD:
+    for (size_t i = 0; i < nr; i++) {
+      int64_t off = a.d[i], sz = b.d[i], sh = in_shape->d[i];
+      if (sz == sh && off == 0) { out[i] = rngs[i]; continue; }
+      UOp *cond = uop_and(uop_not(uop_lt(rngs[i], sched_weak_int(off))), uop_lt(rngs[i], sched_weak_int(sh + off)));
+      cond = simplify_with(cond, reshape_pm(), "pad");
+      out[i] = uop_where(cond, sub_int(rngs[i], off), uop_invalid());
+    }
+    *nout = nr;
+    return true;
+  case TG_OP_RESHAPE: {
+    UOp *sink = uop_simplify(uop_sink(rngs, nr));
+    UOpVec rs = {0};
+    sched_ranges(sink, &rs);
+    UOpVec ph = {0};
+    for (size_t i = 0; i < rs.len; i++) {
+      RangeArg ra;
+      memset(&ra, 0, sizeof ra);
+      ra.axis_id = (int64_t)i;
+      ra.axis_type = AXIS_PLACEHOLDER;
+      UOp *end = rs.data[i]->src[0];
+      tg_vec_push(&ph, uop_new(TG_OP_RANGE, rs.data[i]->dtype, &end, 1, arg_range(&ra)));
+    }
+    UOp *sub = uop_substitute(sink, rs.data, ph.data, rs.len);
+    UOp *tmp[TG_MAX_DIMS];
+    UOp *res = sched_apply_reshape(in_shape, &a, sub->src, sub->nsrc, tmp);
+    res = uop_substitute(res, ph.data, rs.data, rs.len);
+    for (uint32_t k = 0; k < res->nsrc; k++) out[k] = res->src[k];
+    *nout = res->nsrc;
+    tg_vec_free(&rs);
+    tg_vec_free(&ph);
+    return true;
+  }
+  default: return false;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * run_rangeify */
+
+typedef struct RangeEntry { size_t nin, nout; UOp *in[SCHED_MAX_IDX], *out[SCHED_MAX_IDX]; } RangeEntry;
+typedef struct RealizeEntry { bool listed; int n; int axes[SCHED_MAX_IDX]; } RealizeEntry;
+
+typedef struct IndexingCtx {
+  UOpMap realize;    /* node -> RealizeEntry* */
+  UOpMap range_map;  /* node -> RangeEntry* */
+  UOpMap ending;     /* node -> UOpVec* (ending ranges) */
+  int64_t range_idx;
+  TG_VEC(void *) allocs;
+  TG_VEC(UOpVec *) vecs; /* ending-range lists, whose buffers are freed with the context */
+  ShapeCache shapes;
+  const char *sink_device;
+  bool failed;
+} IndexingCtx;
+
+static void *ictx_alloc(IndexingCtx *c, size_t n) {
+  void *p = tg_calloc(1, n);
+  tg_vec_push(&c->allocs, p);
+  return p;
+}
+
+static RealizeEntry *realize_get(IndexingCtx *c, const UOp *u) {
+  void **p = uopmap_get(&c->realize, u);
+  return p ? *p : NULL;
+}
+
+static void realize_add(IndexingCtx *c, UOp *u) {
+  if (!realize_get(c, u)) uopmap_put(&c->realize, u, ictx_alloc(c, sizeof(RealizeEntry)));
+}
+
+static RangeEntry *range_get(IndexingCtx *c, const UOp *u) {
+  void **p = uopmap_get(&c->range_map, u);
+  return p ? *p : NULL;
+}
+
+static UOp *new_range(IndexingCtx *c, int64_t s, AxisType t) {
+  if (s == 1) return sched_weak_int(0);
+  return uop_range(sched_weak_int(s), c->range_idx++, t);
+}
+
+static bool is_invalid_where(const UOp *r) { return r->op == TG_OP_WHERE && uop_is_invalid(r->src[2]); }
+static UOp *get_idx(UOp *r) { return is_invalid_where(r) ? r->src[1] : r; }
+static UOp *get_valid(UOp *r) { return is_invalid_where(r) ? r->src[0] : uop_const_bool(!uop_is_invalid(r)); }
+
+/* tinygrad data_srcs: the sources that carry data (not shapes, not ranges) */
+static size_t data_src_count(const UOp *u) {
+  switch (uop_op(u)) {
+  case TG_OP_PARAM: case TG_OP_BUFFER: case TG_OP_RANGE: case TG_OP_SPECIAL: return 0;
+  case TG_OP_STORE: return uop_is_variable(u->src[0]) ? 0 : u->nsrc;
+  case TG_OP_INDEX: case TG_OP_STAGE: case TG_OP_REDUCE: case TG_OP_AFTER: case TG_OP_END: return TG_MIN(u->nsrc, 1u);
+  default: return op_has(uop_op(u), OPP_MOVEMENT) ? 1 : u->nsrc;
+  }
+}
+
+static bool is_broadcastable(const UOp *u) { return op_has(uop_op(u), OPP_BINARY | OPP_TERNARY); }
+
+/* out axes of out_shape that src_shape is broadcast along */
+static int broadcast_axes(const Shape *src, const Shape *out, int *axes) {
+  int n = 0, nleft = out->ndim - src->ndim;
+  for (int i = 0; i < nleft; i++) axes[n++] = i;
+  for (int i = 0; i < src->ndim; i++)
+    if (src->d[i] == 1 && out->d[nleft + i] != 1) axes[n++] = nleft + i;
+  return n;
+}
+
+static bool shape_or_fail(IndexingCtx *c, UOp *u, Shape *s) {
+  if (sched_shape_of(u, &c->shapes, s) == SHAPE_OK) return true;
+  c->failed = true;
+  return false;
+}
+
+/* consumer c's input ranges as seen by its source x (broadcast axes become 0, missing leading axes dropped) */
+static size_t broadcast_rngs(IndexingCtx *c, UOp *consumer, UOp *x, UOp *const *rngs, size_t n, UOp **out) {
+  if (!is_broadcastable(consumer)) {
+    for (size_t i = 0; i < n; i++) out[i] = rngs[i];
+    return n;
+  }
+  Shape xs, cs;
+  if (!shape_or_fail(c, x, &xs) || !shape_or_fail(c, consumer, &cs)) return 0;
+  int axes[SCHED_MAX_IDX];
+  int na = broadcast_axes(&xs, &cs, axes), nleft = cs.ndim - xs.ndim;
+  size_t k = 0;
+  for (size_t j = (size_t)nleft; j < n; j++) {
+    bool b = false;
+    for (int a = 0; a < na; a++) b |= axes[a] == (int)j;
+    out[k++] = b ? uop_const_like_int(rngs[j], 0) : rngs[j];
+  }
+  return k;
+}
+
+static UOpVec *ending_of(IndexingCtx *c, const UOp *u) {
+  void **p = uopmap_get(&c->ending, u);
+  return p ? *p : NULL;
+}
+
+static void ranges_of_exprs(UOp *const *e, size_t n, UOpVec *out) {
+  out->len = 0;
+  if (n == 0) return;
+  sched_ranges(uop_sink(e, n), out);
+}
+
+static bool axis_in(const RealizeEntry *re, int i) {
+  for (int k = 0; k < re->n; k++)
+    if (re->axes[k] == i) return true;
+  return false;
+}
+
+static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
+  TgOp op = uop_op(x);
+  UOpVec *ending = ictx_alloc(c, sizeof(UOpVec));
+  tg_vec_push(&c->vecs, ending);
+  uopmap_put(&c->ending, x, ending);
+  for (size_t i = 0; i < consumers->len; i++) {
+    UOpVec *e = ending_of(c, consumers->data[i]);
+    if (e)
+      for (size_t j = 0; j < e->len; j++) tg_vec_push(ending, e->data[j]);
+  }
+  /* ranges the consumers iterate that this node broadcasts over */
+  UOpVec ended = {0}, bcast_ending = {0};
+  Shape xs;
+  bool have_shape = false;
+  for (size_t i = 0; i < consumers->len; i++) {
+    UOp *cu = consumers->data[i];
+    RangeEntry *ce = range_get(c, cu);
+    if (!ce || !is_broadcastable(cu)) continue;
+    Shape cs;
+    if (!have_shape && !shape_or_fail(c, x, &xs)) goto out;
+    have_shape = true;
+    if (!shape_or_fail(c, cu, &cs)) goto out;
+    int axes[SCHED_MAX_IDX];
+    int na = broadcast_axes(&xs, &cs, axes);
+    for (int a = 0; a < na; a++) tg_vec_push(&ended, ce->in[axes[a]]);
+  }
+  ranges_of_exprs(ended.data, ended.len, &bcast_ending);
+  if (op == TG_OP_REDUCE)
+    for (size_t j = 0; j < bcast_ending.len; j++) tg_vec_push(ending, bcast_ending.data[j]);
+
+  UOp *crng[64][SCHED_MAX_IDX];
+  size_t ncrng[64], nc = 0;
+  for (size_t i = 0; i < consumers->len; i++) {
+    RangeEntry *ce = range_get(c, consumers->data[i]);
+    if (!ce) continue;
+    if (nc == 64) { tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: rangeify: more than 64 consumers of one node"); c->failed = true; goto out; }
+    ncrng[nc] = broadcast_rngs(c, consumers->data[i], x, ce->in, ce->nin, crng[nc]);
+    if (c->failed) goto out;
+    nc++;
+  }
+  UOp *outr[SCHED_MAX_IDX];
+  size_t nout = 0;
+  RealizeEntry *re = realize_get(c, x);
+  if (re) {
+    if (!have_shape && !shape_or_fail(c, x, &xs)) goto out;
+    have_shape = true;
+    for (int i = 0; i < xs.ndim; i++) outr[nout++] = new_range(c, xs.d[i], AXIS_WEAK);
+    ending->len = 0;
+    re->listed = true;
+    re->n = xs.ndim;
+    for (int i = 0; i < xs.ndim; i++) re->axes[i] = i;
+  } else if (nc == 0) {
+    goto out;
+  } else if (nc == 1) {
+    nout = ncrng[0];
+    for (size_t i = 0; i < nout; i++) outr[i] = crng[0][i];
+  } else {
+    nout = ncrng[0];
+    bool all_same = true;
+    for (size_t k = 1; k < nc; k++) all_same &= ncrng[k] == nout;
+    for (size_t i = 0; i < nout && all_same; i++)
+      for (size_t k = 1; k < nc; k++) all_same &= get_idx(crng[k][i]) == get_idx(crng[0][i]);
+    if (all_same) {
+      for (size_t i = 0; i < nout; i++) {
+        UOp *valid = uop_const_bool(false);
+        for (size_t k = 0; k < nc; k++) valid = uop_or(valid, get_valid(crng[k][i]));
+        UOp *v = uop_where(valid, get_idx(crng[0][i]), uop_invalid());
+        outr[i] = simplify_with(v, sym_symbolic(), "minimum_valid");
+      }
+    } else {
+      if (!have_shape && !shape_or_fail(c, x, &xs)) goto out;
+      have_shape = true;
+      nout = (size_t)xs.ndim;
+      realize_add(c, x);
+      re = realize_get(c, x);
+      re->listed = true;
+      re->n = 0;
+      for (size_t i = 0; i < nout; i++) {
+        outr[i] = new_range(c, xs.d[i], AXIS_WEAK);
+        re->axes[re->n++] = (int)i;
+      }
+    }
+  }
+  /* a reduce or elementwise node below ended ranges is realized on all its axes */
+  if (ending->len && (op_is_elementwise(op) || op == TG_OP_REDUCE)) {
+    RealizeEntry *cur = realize_get(c, x);
+    int axes[SCHED_MAX_IDX], na = 0;
+    if (cur && cur->listed)
+      for (int k = 0; k < cur->n; k++) axes[na++] = cur->axes[k];
+    for (size_t i = 0; i < nout; i++) {
+      bool in = false;
+      for (int k = 0; k < na; k++) in |= axes[k] == (int)i;
+      if (!in) axes[na++] = (int)i;
+    }
+    ending->len = 0;
+    if (na) {
+      if (!have_shape && !shape_or_fail(c, x, &xs)) goto out;
+      have_shape = true;
+      realize_add(c, x);
+      cur = realize_get(c, x);
+      cur->listed = true;
+      cur->n = na;
+      for (int k = 0; k < na; k++) cur->axes[k] = axes[k];
+      for (size_t i = 0; i < nout; i++)
+        if (axis_in(cur, (int)i)) outr[i] = new_range(c, xs.d[i], AXIS_WEAK);
+    }
+  }
+  for (size_t j = 0; j < bcast_ending.len; j++) tg_vec_push(ending, bcast_ending.data[j]);
+
+  /* input ranges */
+  UOp *inr[SCHED_MAX_IDX];
+  size_t nin = nout;
+  for (size_t i = 0; i < nout; i++) inr[i] = outr[i];
+  if (op_has(op, OPP_MOVEMENT)) {
+    Shape ps;
+    if (!shape_or_fail(c, x->src[0], &ps)) goto out;
+    if (!sched_apply_movement(x, &ps, outr, nout, inr, &nin)) {
+      tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: rangeify: movement op %s with a symbolic argument", op_name(op));
+      c->failed = true;
+      goto out;
+    }
+    if (op == TG_OP_EXPAND) {
+      Shape ea;
+      uop_marg_pair(x, &ea, NULL);
+      UOpVec rs = {0};
+      ranges_of_exprs(outr, (size_t)ea.ndim, &rs);
+      for (size_t j = 0; j < rs.len; j++) tg_vec_push(ending, rs.data[j]);
+      tg_vec_free(&rs);
+    }
+  }
+  if (op == TG_OP_STACK) { /* the leading range selects the source, the sources get the trailing ranges */
+    nin = nout ? nout - 1 : 0;
+    for (size_t i = 0; i < nin; i++) inr[i] = outr[i + 1];
+  }
+  if (op == TG_OP_REDUCE && x->arg.red.naxes) {
+    Shape ps;
+    if (!shape_or_fail(c, x->src[0], &ps)) goto out;
+    nin = 0;
+    for (int i = 0; i < x->arg.red.naxes; i++) inr[nin++] = new_range(c, ps.d[i], AXIS_REDUCE);
+    for (size_t i = 0; i < nout; i++) inr[nin++] = outr[i];
+  }
+  RangeEntry *e = ictx_alloc(c, sizeof(RangeEntry));
+  e->nin = nin;
+  e->nout = nout;
+  for (size_t i = 0; i < nin; i++) e->in[i] = inr[i];
+  for (size_t i = 0; i < nout; i++) e->out[i] = outr[i];
+  uopmap_put(&c->range_map, x, e);
+out:
+  tg_vec_free(&ended);
+  tg_vec_free(&bcast_ending);
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * pm_apply_rangeify */
+
+static IndexingCtx *ictx(RwCtx *rw) { return rw->ctx; }
+
+/* the sources of x with buffers indexed and realized sources staged (tinygrad create_bufferize_and_index_srcs) */
+static bool bufferize_and_index_srcs(IndexingCtx *c, UOp *x, UOp **out) {
+  RangeEntry *xe = range_get(c, x);
+  size_t ndata = data_src_count(x);
+  bool changed = false;
+  for (uint32_t i = 0; i < x->nsrc; i++) {
+    UOp *s = x->src[i], *ns = s;
+    UOp *srng[SCHED_MAX_IDX];
+    size_t nsr = 0;
+    if (xe) {
+      nsr = broadcast_rngs(c, x, s, xe->in, xe->nin, srng);
+      if (c->failed) return false;
+    }
+    RealizeEntry *re;
+    if (s->op == TG_OP_PARAM || s->op == TG_OP_BUFFER || s->op == TG_OP_MSTACK || s->op == TG_OP_MSELECT ||
+        s->op == TG_OP_AFTER) {
+      if (xe && i < ndata) ns = sched_index(s, srng, nsr);
+    } else if ((re = realize_get(c, s)) != NULL) {
+      RangeEntry *se = range_get(c, s);
+      TG_ASSERT(re->listed && se, "realize map must contain a range list");
+      UOp *closed[SCHED_MAX_IDX];
+      size_t ncl = 0;
+      for (size_t k = 0; k < se->nout; k++)
+        if (axis_in(re, (int)k)) closed[ncl++] = se->out[k];
+      if (s->op == TG_OP_STORE) {
+        UOp *rr[SCHED_MAX_IDX];
+        size_t nrr = 0;
+        for (size_t k = 0; k < ncl; k++)
+          if (closed[k]->op == TG_OP_RANGE) rr[nrr++] = closed[k];
+        ns = sched_end(s, rr, nrr);
+        uopmap_put(&c->realize, s, NULL); /* the store is ended once */
+        void **p = uopmap_get(&c->realize, s);
+        TG_ASSERT(p, "");
+        *p = NULL;
+      } else {
+        bool removable = !(s->op == TG_OP_CONTIGUOUS || s->op == TG_OP_AFTER || s->op == TG_OP_BUFFER ||
+                           s->op == TG_OP_CONST || s->op == TG_OP_PARAM || s->op == TG_OP_LOAD || s->op == TG_OP_CALL);
+        const char *dev = sched_device(s);
+        if (!dev) dev = c->sink_device;
+        AddrSpace as = (size_t)re->n == se->nout ? ADDR_GLOBAL : ADDR_LOCAL;
+        ns = sched_stage(ns, closed, ncl, dev, as, removable);
+        if (xe) {
+          UOp *ir[SCHED_MAX_IDX];
+          size_t nir = 0;
+          for (size_t k = 0; k < nsr; k++)
+            if (axis_in(re, (int)k)) ir[nir++] = srng[k];
+          ns = sched_index(ns, ir, nir);
+        }
+      }
+    }
+    out[i] = ns;
+    changed |= ns != s;
+  }
+  return changed;
+}
+
+static UOp *apply_generic(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(m);
+  IndexingCtx *c = ictx(rw);
+  if (x->op == TG_OP_STAGE || x->op == TG_OP_INDEX) return NULL;
+  UOp *src[64];
+  if (x->nsrc > 64) return NULL;
+  if (!bufferize_and_index_srcs(c, x, src)) return NULL;
+  return uop_replace_src(x, src, x->nsrc);
+}
+
+static UOp *apply_reduce(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(m);
+  IndexingCtx *c = ictx(rw);
+  if (x->arg.kind != ARG_REDUCE || x->arg.red.naxes == 0) return NULL;
+  RangeEntry *e = range_get(c, x);
+  if (!e) { tg_set_error(TG_ERR_RUNTIME, "rangeify: REDUCE has no ranges"); c->failed = true; return NULL; }
+  UOp *src[SCHED_MAX_IDX + 1];
+  if (!bufferize_and_index_srcs(c, x, src)) src[0] = x->src[0];
+  for (int i = 0; i < x->arg.red.naxes; i++) src[1 + i] = e->in[i];
+  return uop_new(TG_OP_REDUCE, x->dtype, src, 1 + (size_t)x->arg.red.naxes, arg_reduce((TgOp)x->arg.red.op, 0));
+}
+
+static UOp *apply_pad(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(m);
+  IndexingCtx *c = ictx(rw);
+  RangeEntry *e = range_get(c, x);
+  if (!e) return NULL;
+  UOp *src[3];
+  if (!bufferize_and_index_srcs(c, x, src)) src[0] = x->src[0];
+  UOp *valid = uop_const_bool(true);
+  for (size_t i = 0; i < e->nin; i++) valid = uop_and(valid, get_valid(e->in[i]));
+  return uop_where(valid, src[0], uop_const_int(dt_weak(x->dtype), 0)); /* tinygrad: UOp.const(dtype.const(0)), a weak constant */
+}
+
+/* STACK -> WHERE chain selecting a source by the leading range (tinygrad convert_stack_to_where) */
+static UOp *apply_stack(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(m);
+  IndexingCtx *c = ictx(rw);
+  RangeEntry *e = range_get(c, x);
+  if (!e || x->dtype == DT_VOID || x->nsrc == 0 || x->nsrc > 64 || e->nout == 0) return NULL;
+  UOp *src[64];
+  if (!bufferize_and_index_srcs(c, x, src) && c->failed) return NULL;
+  UOp *r0 = e->out[0], *ret = src[x->nsrc - 1];
+  for (size_t k = x->nsrc - 1; k-- > 0;) ret = uop_where(uop_eq(r0, sched_weak_int((int64_t)k)), src[k], ret);
+  return ret;
+}
+
+static UOp *apply_movement_removal(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(m);
+  if (range_get(ictx(rw), x) || x->src[0]->op == TG_OP_INDEX) return x->src[0];
+  return NULL;
+}
+
+static const Rule apply_rules[] = {
+  RULE("REDUCE", apply_reduce, NULL),
+  RULE("PAD", apply_pad, NULL),
+  RULE("STACK", apply_stack, NULL),
+  RULE("x", apply_generic, NULL),
+  RULE("Movement", apply_movement_removal, NULL),
+};
+
+static bool not_kernel_body(const UOp *u, void *ctx) {
+  TG_UNUSED(ctx);
+  return !(u->op == TG_OP_SINK && u->arg.kind == ARG_KERNEL);
+}
+
+UOp *sched_run_rangeify(UOp *tsink) {
+  static RuleSet *pm;
+  if (!pm) pm = PM_NEW("apply rangeify", apply_rules);
+  IndexingCtx c;
+  memset(&c, 0, sizeof c);
+  uopmap_init(&c.realize);
+  uopmap_init(&c.range_map);
+  uopmap_init(&c.ending);
+  shape_cache_init(&c.shapes);
+  c.sink_device = sched_device(tsink);
+  if (!c.sink_device) c.sink_device = "CPU";
+
+  UOpVec topo = {0};
+  uop_toposort(tsink, not_kernel_body, NULL, &topo);
+  /* the realize map: CONTIGUOUS and STORE always; a STORE's value when it reads the destination */
+  for (size_t i = 0; i < topo.len; i++) {
+    UOp *x = topo.data[i];
+    if (x->op == TG_OP_MSELECT || x->op == TG_OP_MSTACK) {
+      tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: rangeify: multi-device ops are not supported yet");
+      c.failed = true;
+    }
+    if (x->op == TG_OP_CONTIGUOUS || x->op == TG_OP_STORE) realize_add(&c, x);
+    if (x->op == TG_OP_STORE && x->nsrc >= 2) {
+      UOp *base = sched_base(x->src[0]);
+      if (x->src[1] == base || uop_in_backward_slice(x->src[1], base)) realize_add(&c, x->src[1]);
+    }
+  }
+  /* consumers of each node, in toposort order */
+  UOpMap index;
+  uopmap_init(&index);
+  for (size_t i = 0; i < topo.len; i++) uopmap_put(&index, topo.data[i], (void *)(uintptr_t)i);
+  UOpVec *consumers = tg_calloc(topo.len ? topo.len : 1, sizeof(UOpVec));
+  for (size_t i = 0; i < topo.len; i++) {
+    UOp *cu = topo.data[i];
+    size_t nd = data_src_count(cu);
+    for (size_t k = 0; k < nd; k++) {
+      void **p = uopmap_get(&index, cu->src[k]);
+      if (!p) continue;
+      UOpVec *l = &consumers[(uintptr_t)*p];
+      if (!l->len || l->data[l->len - 1] != cu) tg_vec_push(l, cu);
+    }
+  }
+  for (size_t i = topo.len; i-- > 0 && !c.failed;) {
+    UOp *x = topo.data[i];
+    TgOp op = uop_op(x);
+    if (op == TG_OP_CALL || op == TG_OP_FUNCTION || op == TG_OP_LINEAR || op == TG_OP_AFTER) continue;
+    rangeify_node(&c, x, &consumers[i]);
+  }
+  UOp *ret = NULL;
+  if (!c.failed) ret = graph_rewrite(tsink, pm, &c, RW_BOTTOM_UP, NULL, "apply rangeify");
+  if (c.failed) ret = NULL;
+  for (size_t i = 0; i < topo.len; i++) tg_vec_free(&consumers[i]);
+  tg_free(consumers);
+  uopmap_free(&index);
+  tg_vec_free(&topo);
+  for (size_t i = 0; i < c.vecs.len; i++) tg_vec_free(c.vecs.data[i]);
+  tg_vec_free(&c.vecs);
+  for (size_t i = 0; i < c.allocs.len; i++) tg_free(c.allocs.data[i]);
+  tg_vec_free(&c.allocs);
+  uopmap_free(&c.realize);
+  uopmap_free(&c.range_map);
+  uopmap_free(&c.ending);
+  shape_cache_free(&c.shapes);
+  return ret;
+}

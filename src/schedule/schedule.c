@@ -1,0 +1,335 @@
+/* schedule.c — the scheduler's entry points (tinygrad schedule/__init__.py): create_schedule orders the kernel
+ * graph's CALLs by the RAW/WAR edges of its AFTER chains (Kahn, FIFO); the schedule cache maps a callified body's
+ * key to its LINEAR, so a repeated realize skips rangeify; resolution puts the caller's buffers in place of the
+ * PARAMs and fresh buffers in place of the schedule's intermediates. */
+#include "schedule/sched_internal.h"
+
+#include <stdio.h>
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * create_schedule */
+
+static UOp *unwrap_src(UOp *s) {
+  while (s->nsrc && s->op != TG_OP_AFTER && s->op != TG_OP_BUFFER && s->op != TG_OP_PARAM && s->op != TG_OP_MSELECT &&
+         s->op != TG_OP_MSTACK)
+    s = s->src[0];
+  return s;
+}
+
+static bool is_kernel(const UOp *s) { return s->op == TG_OP_CALL || s->op == TG_OP_END; }
+
+/* the kernels that write an AFTER state */
+static void after_kernels(const UOp *a, UOpVec *out) {
+  for (uint32_t i = 1; i < a->nsrc; i++)
+    if (is_kernel(a->src[i])) tg_vec_push(out, a->src[i]);
+}
+
+static bool vec_has(const UOpVec *v, const UOp *x) {
+  for (size_t i = 0; i < v->len; i++)
+    if (v->data[i] == x) return true;
+  return false;
+}
+
+static bool not_kernel_body(const UOp *u, void *ctx) {
+  TG_UNUSED(ctx);
+  return !(u->op == TG_OP_SINK && u->arg.kind == ARG_KERNEL);
+}
+
+typedef struct Write { UOp *buf, *after, *prev; UOpVec kernels; } Write;
+typedef struct Read { UOp *after, *kernel, *state; } Read;
+
+typedef struct SchedGraph {
+  UOpVec kernels;     /* insertion order (tinygrad's in_degree dict) */
+  UOpMap index;       /* kernel -> position + 1 */
+  TG_VEC(UOpVec) children;
+  TG_VEC(int64_t) in_degree;
+} SchedGraph;
+
+static size_t kernel_slot(SchedGraph *g, UOp *k) {
+  void **p = uopmap_get(&g->index, k);
+  if (p) return (size_t)(uintptr_t)*p - 1;
+  tg_vec_push(&g->kernels, k);
+  UOpVec empty = {0};
+  tg_vec_push(&g->children, empty);
+  tg_vec_push(&g->in_degree, 0);
+  uopmap_put(&g->index, k, (void *)(uintptr_t)g->kernels.len);
+  return g->kernels.len - 1;
+}
+
+static void add_edge(SchedGraph *g, UOp *from, UOp *to) {
+  size_t f = kernel_slot(g, from), t = kernel_slot(g, to);
+  tg_vec_push(&g->children.data[f], to);
+  g->in_degree.data[t]++;
+}
+
+static bool states_of(UOp *s, UOpVec *out) {
+  s = unwrap_src(s);
+  if (s->op != TG_OP_AFTER && s->op != TG_OP_BUFFER && s->op != TG_OP_PARAM) {
+    tg_set_error(TG_ERR_RUNTIME, "schedule: input to kernel must resolve to a buffer state, not %s", op_name(uop_op(s)));
+    return false;
+  }
+  tg_vec_push(out, s);
+  return true;
+}
+
+UOp *sched_create_schedule(UOp *sink) {
+  SchedGraph g;
+  memset(&g, 0, sizeof g);
+  uopmap_init(&g.index);
+  TG_VEC(Write) writes = {0};
+  TG_VEC(Read) reads = {0};
+  UOpVec topo = {0}, tmp = {0}, states = {0}, linear = {0};
+  UOp *result = NULL;
+  bool ok = true;
+  uop_toposort(sink, not_kernel_body, NULL, &topo);
+  for (size_t i = 0; i < topo.len && ok; i++) {
+    UOp *u = topo.data[i];
+    if (u->op != TG_OP_AFTER) continue;
+    UOpVec deps = {0}, kernels = {0};
+    for (uint32_t k = 1; k < u->nsrc; k++) {
+      UOp *s = u->src[k];
+      if (is_kernel(s)) tg_vec_push(&kernels, s);
+      else if (s->op == TG_OP_AFTER) tg_vec_push(&deps, s);
+      else if (s->op != TG_OP_STORE) {
+        tg_set_error(TG_ERR_RUNTIME, "schedule: AFTER source should be CALL, END, STORE, or AFTER, not %s", op_name(uop_op(s)));
+        ok = false;
+      }
+    }
+    UOp *prev = unwrap_src(u->src[0]);
+    tmp.len = 0;
+    if (prev->op == TG_OP_AFTER) after_kernels(prev, &tmp);
+    Write w = {sched_buf_uop(u), u, prev, {0}};
+    for (size_t k = 0; k < kernels.len; k++)
+      if (!vec_has(&tmp, kernels.data[k])) tg_vec_push(&w.kernels, kernels.data[k]);
+    tg_vec_push(&writes, w);
+    for (size_t k = 0; k < kernels.len && ok; k++) {
+      UOp *kern = kernels.data[k], *call = kern->op == TG_OP_END ? kern->src[0] : kern;
+      kernel_slot(&g, kern);
+      states.len = 0;
+      for (uint32_t j = 1; j < call->nsrc && ok; j++) ok = states_of(call->src[j], &states);
+      for (size_t j = 0; j < states.len; j++) {
+        Read r = {u, kern, states.data[j]};
+        tg_vec_push(&reads, r);
+      }
+      for (size_t j = 0; j < deps.len && ok; j++) ok = states_of(deps.data[j], &states);
+      for (size_t j = 0; j < states.len; j++) {
+        if (states.data[j]->op != TG_OP_AFTER) continue;
+        tmp.len = 0;
+        after_kernels(states.data[j], &tmp);
+        for (size_t t = 0; t < tmp.len; t++) add_edge(&g, tmp.data[t], kern);
+      }
+    }
+    tg_vec_free(&deps);
+    tg_vec_free(&kernels);
+  }
+  /* WAR: a kernel reading state S runs before a later write that supersedes S */
+  for (size_t i = 0; i < reads.len && ok; i++) {
+    Read *r = &reads.data[i];
+    UOp *buf = sched_buf_uop(r->state);
+    for (size_t j = 0; j < writes.len; j++) {
+      Write *w = &writes.data[j];
+      if (w->buf != buf || w->after == r->after || w->prev != r->state) continue;
+      for (size_t t = 0; t < w->kernels.len; t++) {
+        UOp *wk = w->kernels.data[t];
+        if (wk != r->kernel && !uop_in_backward_slice(r->kernel, wk)) add_edge(&g, r->kernel, wk);
+      }
+    }
+  }
+  if (ok) {
+    /* Kahn, FIFO */
+    UOpVec queue = {0};
+    size_t head = 0;
+    for (size_t i = 0; i < g.kernels.len; i++)
+      if (g.in_degree.data[i] == 0) tg_vec_push(&queue, g.kernels.data[i]);
+    while (head < queue.len) {
+      UOp *rk = queue.data[head++];
+      UOp *k = rk->op == TG_OP_END ? rk->src[0] : rk;
+      UOpVec src = {0};
+      tg_vec_push(&src, k->src[0]);
+      for (uint32_t j = 1; j < k->nsrc; j++) tg_vec_push(&src, sched_buf_uop(unwrap_src(k->src[j])));
+      tg_vec_push(&linear, uop_new(TG_OP_CALL, DT_VOID, src.data, src.len, arg_none()));
+      tg_vec_free(&src);
+      UOpVec *ch = &g.children.data[kernel_slot(&g, rk)];
+      for (size_t j = 0; j < ch->len; j++) {
+        size_t x = kernel_slot(&g, ch->data[j]);
+        if (--g.in_degree.data[x] == 0) tg_vec_push(&queue, ch->data[j]);
+      }
+    }
+    for (size_t i = 0; i < g.kernels.len; i++)
+      if (g.in_degree.data[i] != 0) ok = false;
+    if (!ok) tg_set_error(TG_ERR_INVALID_ARGUMENT, "schedule: cycle detected in assign graph");
+    tg_vec_free(&queue);
+  }
+  if (ok) result = uop_new(TG_OP_LINEAR, DT_VOID, linear.data, linear.len, arg_none());
+  for (size_t i = 0; i < writes.len; i++) tg_vec_free(&writes.data[i].kernels);
+  tg_vec_free(&writes);
+  tg_vec_free(&reads);
+  for (size_t i = 0; i < g.children.len; i++) tg_vec_free(&g.children.data[i]);
+  tg_vec_free(&g.children);
+  tg_vec_free(&g.in_degree);
+  tg_vec_free(&g.kernels);
+  uopmap_free(&g.index);
+  tg_vec_free(&topo);
+  tg_vec_free(&tmp);
+  tg_vec_free(&states);
+  tg_vec_free(&linear);
+  return result;
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * the schedule cache: callified body key -> LINEAR (PARAMs and intermediate BUFFERs unresolved) */
+
+typedef struct CacheEntry { UOpKey key; UOp *linear; } CacheEntry;
+static TG_VEC(CacheEntry) g_cache;
+
+static UOp *cache_get(UOpKey k) {
+  for (size_t i = 0; i < g_cache.len; i++)
+    if (g_cache.data[i].key.lo == k.lo && g_cache.data[i].key.hi == k.hi) return g_cache.data[i].linear;
+  return NULL;
+}
+
+size_t sched_cache_size(void) { return g_cache.len; }
+
+void sched_cache_clear(void) {
+  for (size_t i = 0; i < g_cache.len; i++) uop_drop(g_cache.data[i].linear);
+  tg_vec_free(&g_cache);
+}
+
+static UOp *schedule_body(UOp *body, bool *hit) {
+  UOpKey key = uop_key(body);
+  bool use_cache = tg_getenv_int("SCACHE", 1) != 0;
+  UOp *lin = use_cache ? cache_get(key) : NULL;
+  *hit = lin != NULL;
+  if (lin) return lin;
+  UOp *kg = sched_kernel_graph(body);
+  lin = kg ? sched_create_schedule(kg) : NULL;
+  if (lin && use_cache) {
+    CacheEntry e = {key, uop_keep(lin)};
+    tg_vec_push(&g_cache, e);
+  }
+  return lin;
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * entry points */
+
+typedef struct TestBufCtx { int64_t next; } TestBufCtx;
+
+static UOp *placeholder_buffer(const char *device, const DType *dtype, int64_t numel, void *ctx) {
+  TestBufCtx *c = ctx;
+  ParamArg p;
+  memset(&p, 0, sizeof p);
+  p.slot = c->next++;
+  p.multiple_of = 1;
+  p.axis = -1;
+  p.dtype = dtype;
+  p.addrspace = ADDR_GLOBAL;
+  snprintf(p.device, sizeof p.device, "%s", device);
+  UOp *n = sched_weak_int(numel);
+  return uop_new(TG_OP_BUFFER, dtype, &n, 1, arg_param(&p));
+}
+
+UOp *sched_kernels(UOp *sink) {
+  TestBufCtx bc = {1 << 20};
+  CallifyResult cr;
+  if (sched_callify(sink, placeholder_buffer, &bc, &cr) != TG_OK) return NULL;
+  UOpScope sc = uop_scope_begin();
+  bool hit;
+  UOp *lin = schedule_body(cr.body, &hit);
+  lin = uop_scope_end_keep(sc, lin);
+  sched_callify_free(&cr);
+  return lin;
+}
+
+static UOp *resolve_call(UOp *call, const CallifyResult *cr, UOpMap *fresh, SchedNewBuffer nb, void *ctx, SchedResult *out) {
+  UOpVec src = {0};
+  tg_vec_push(&src, call->src[0]);
+  UOp *ret = NULL;
+  for (uint32_t i = 1; i < call->nsrc; i++) {
+    UOp *s = call->src[i];
+    if (s->op == TG_OP_PARAM && s->arg.kind == ARG_PARAM && s->arg.param->slot >= 0) {
+      TG_ASSERT((size_t)s->arg.param->slot < cr->args.len, "");
+      s = cr->args.data[s->arg.param->slot];
+    } else if (sched_is_global_buffer(s)) {
+      void **p = uopmap_get(fresh, s);
+      if (p) {
+        s = *p;
+      } else {
+        Shape sh;
+        int64_t numel = s->nsrc && uop_as_shape(s->src[0], &sh) ? shape_numel(&sh) : 1;
+        UOp *nbuf = nb(s->arg.param->device[0] ? s->arg.param->device : "CPU", s->dtype, numel, ctx);
+        if (!nbuf) goto done;
+        uopmap_put(fresh, s, nbuf);
+        out->new_buffers = tg_realloc(out->new_buffers, (out->nnew + 1) * sizeof(UOp *));
+        out->new_buffers[out->nnew++] = uop_keep(nbuf);
+        out->intermediates = tg_realloc(out->intermediates, (out->nintermediate + 1) * sizeof(UOp *));
+        out->intermediates[out->nintermediate++] = nbuf;
+        s = nbuf;
+      }
+    }
+    tg_vec_push(&src, s);
+  }
+  ret = uop_new(TG_OP_CALL, DT_VOID, src.data, src.len, arg_none());
+done:
+  tg_vec_free(&src);
+  return ret;
+}
+
+tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out) {
+  memset(out, 0, sizeof *out);
+  if (!sink || sink->op != TG_OP_SINK) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "sched_linear: expected a SINK");
+  CallifyResult cr;
+  tg_status st = sched_callify(sink, nb, ctx, &cr);
+  if (st != TG_OK) return st;
+  UOpScope sc = uop_scope_begin();
+  bool hit = false;
+  UOp *lin = cr.args.len || cr.body->nsrc ? schedule_body(cr.body, &hit) : uop_new(TG_OP_LINEAR, DT_VOID, NULL, 0, arg_none());
+  if (!lin) {
+    uop_scope_end(sc);
+    sched_callify_free(&cr);
+    return TG_ERR_RUNTIME;
+  }
+  out->new_buffers = tg_malloc(sizeof(UOp *) * (cr.new_buffers.len + 1));
+  for (size_t i = 0; i < cr.new_buffers.len; i++) out->new_buffers[out->nnew++] = uop_keep(cr.new_buffers.data[i]);
+  UOpMap fresh;
+  uopmap_init(&fresh);
+  UOpVec calls = {0};
+  for (uint32_t i = 0; i < lin->nsrc && st == TG_OK; i++) {
+    UOp *c = resolve_call(lin->src[i], &cr, &fresh, nb, ctx, out);
+    if (!c) st = tg_set_error(TG_ERR_OUT_OF_MEMORY, "schedule: could not create an intermediate buffer");
+    else tg_vec_push(&calls, c);
+  }
+  uopmap_free(&fresh);
+  if (st == TG_OK) out->linear = uop_keep(uop_new(TG_OP_LINEAR, DT_VOID, calls.data, calls.len, arg_none()));
+  tg_vec_free(&calls);
+  uop_scope_end(sc);
+  out->cache_hit = hit;
+  out->nmap = cr.map_from.len;
+  out->map_from = tg_malloc(sizeof(UOp *) * (out->nmap + 1));
+  out->map_to = tg_malloc(sizeof(UOp *) * (out->nmap + 1));
+  for (size_t i = 0; i < out->nmap; i++) {
+    out->map_from[i] = uop_keep(cr.map_from.data[i]);
+    out->map_to[i] = uop_keep(cr.map_to.data[i]);
+  }
+  sched_callify_free(&cr);
+  if (st != TG_OK) sched_result_free(out);
+  return st;
+}
+
+UOp *sched_apply_map(const SchedResult *r, UOp *u) {
+  return r->nmap ? uop_substitute(u, r->map_from, r->map_to, r->nmap) : u;
+}
+
+void sched_result_free(SchedResult *r) {
+  uop_drop(r->linear);
+  for (size_t i = 0; i < r->nmap; i++) {
+    uop_drop(r->map_from[i]);
+    uop_drop(r->map_to[i]);
+  }
+  for (size_t i = 0; i < r->nnew; i++) uop_drop(r->new_buffers[i]);
+  tg_free(r->map_from);
+  tg_free(r->map_to);
+  tg_free(r->new_buffers);
+  tg_free(r->intermediates);
+  memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,189 @@
+/* rand.c — random tensors as tinygrad makes them (mixin/rand.py): threefry2x32 over a per-device key
+ * [sha256(device index) low word, seed] and a 64-bit counter that every call advances by the number of 32-bit words
+ * it draws; the bits fill a float's mantissa ((bits >> (bitsize - nmant)) | bits(1.0), minus 1), randn is Box-Muller
+ * over two uniforms, uniform/randint/normal scale them. The same seed gives tinygrad's numbers.
+ *
+ * One deviation in form, not in value: tinygrad keeps the counter in a device tensor advanced with assign; here it
+ * lives on the host and each call gets its pre-advance value as a 2-word uint32 buffer. */
+#include "tensor/tensor.h"
+
+#include <math.h>
+
+#include "engine/engine.h"
+
+static uint64_t g_seed;      /* Tensor._seed (tinygrad starts from the time; we start from 0 until seeded) */
+static uint64_t g_counter;   /* the CPU device's rng counter */
+
+/* low 32 bits of int.from_bytes(sha256((0).to_bytes(4, "big")), "big"): the key word of the first device */
+#define DEVICE0_KEY_WORD 0x14b81119u
+
+void tg_manual_seed(uint64_t seed) {
+  g_seed = seed;
+  g_counter = 0;
+}
+
+static UOp *u32_buffer(uint32_t a, uint32_t b) {
+  uint32_t data[2] = {a, b};
+  return engine_buffer_from_host("CPU", DT_UINT32, 2, data);
+}
+
+static UOp *idx_int(UOp *x, int64_t i) {
+  tg_index ix = {TG_IDX_INT, i, 0, 1, true, false, NULL};
+  return t_getitem(x, &ix, 1);
+}
+
+static UOp *idx_slice(UOp *x, int64_t a, int64_t b) {
+  tg_index ix = {TG_IDX_SLICE, a, b, 1, true, true, NULL};
+  return t_getitem(x, &ix, 1);
+}
+
+/* RandMixin._threefry_random_bits */
+static UOp *threefry_bits(UOp *key, UOp *c0, UOp *c1) {
+  UOp *x = t_alu(TG_OP_OR, t_alu(TG_OP_SHL, t_cast(c1, DT_UINT64), wi(32)), t_cast(c0, DT_UINT64));
+  UOp *k = t_alu(TG_OP_OR, t_alu(TG_OP_SHL, t_cast(idx_int(key, 1), DT_UINT64), wi(32)), t_cast(idx_int(key, 0), DT_UINT64));
+  x = t_alu(TG_OP_THREEFRY, x, k);
+  UOp *parts[2] = {t_cast(x, DT_UINT32), t_cast(t_alu(TG_OP_SHR, x, wi(32)), DT_UINT32)};
+  return t_cat(parts, 2, 0);
+}
+
+/* RandMixin.random_bits for num < 2^32 - 1 words (one chunk) */
+static UOp *random_bits(UOp *key, UOp *counter, int64_t num) {
+  if (num >= (int64_t)UINT32_MAX) return terr_unsupported("more than 2^32-1 random words in one call");
+  UOp *low = idx_slice(counter, 0, 1), *high = idx_slice(counter, 1, 2);
+  UOp *c_low = t_add(low, wi(0));
+  UOp *c_high = t_add(t_add(high, wi(0)), t_lt(c_low, low));
+  UOp *new_key = threefry_bits(key, c_low, c_high);
+  int64_t half = (num + 1) / 2;
+  UOp *counts0 = t_arange(0, (double)half, 1, DT_UINT32);
+  UOp *counts1 = t_add(counts0, wi(half));
+  UOp *bits = idx_slice(threefry_bits(new_key, counts0, counts1), 0, num);
+  return t_cat(&bits, 1, 0); /* bits[0].cat(*bits[1:]): a STACK of one, flattened */
+}
+
+static int mantissa_bits(const DType *d) {
+  switch (d->id) {
+  case TG_FLOAT16: return 10;
+  case TG_BFLOAT16: return 7;
+  case TG_FLOAT32: return 23;
+  case TG_FLOAT64: return 52;
+  case TG_FP8E4M3: case TG_FP8E4M3FNUZ: return 3;
+  case TG_FP8E5M2: case TG_FP8E5M2FNUZ: return 2;
+  default: return -1;
+  }
+}
+
+static const DType *uint_of_size(int bytes) {
+  return bytes == 1 ? DT_UINT8 : bytes == 2 ? DT_UINT16 : bytes == 4 ? DT_UINT32 : DT_UINT64;
+}
+
+/* RandMixin._bits_to_rand */
+static UOp *bits_to_rand(UOp *bits, const Shape *s, const DType *dt) {
+  const DType *ud = uint_of_size(dt_itemsize(dt));
+  Const one = const_bitcast(dt_const(dt, const_float(1.0)), dt, ud);
+  UOp *u = t_bitcast(bits, ud);
+  u = t_alu(TG_OP_OR, t_alu(TG_OP_SHR, u, wi(dt->bitsize - mantissa_bits(dt))), wi(one.i));
+  UOp *f = idx_slice(t_bitcast(u, dt), 0, shape_numel(s));
+  return t_reshape(t_sub(f, wi(1)), s->d, s->ndim);
+}
+
+/* RandMixin.rand with Tensor._next_counter's key and counter */
+static UOp *t_rand(const Shape *s, const DType *dt) {
+  if (!dt_is_float(dt) || dt_is_weak(dt) || mantissa_bits(dt) < 0) return terr("rand only supports concrete float dtypes, got %s", dt->name);
+  int64_t num = (shape_numel(s) * dt_itemsize(dt) + 3) / 4;
+  UOp *key = u32_buffer(DEVICE0_KEY_WORD, (uint32_t)g_seed);
+  UOp *counter = u32_buffer((uint32_t)g_counter, (uint32_t)(g_counter >> 32));
+  if (!key || !counter) return NULL;
+  g_counter += (uint64_t)num;
+  return t_contiguous(bits_to_rand(random_bits(key, counter, num), s, dt));
+}
+
+/* randn_like's Box-Muller over a stacked pair of uniforms */
+static UOp *t_randn(const Shape *s, const DType *dt) {
+  if (s->ndim + 1 > TG_MAX_DIMS) return terr("too many dims");
+  Shape s2 = {s->ndim + 1, {2}};
+  for (int i = 0; i < s->ndim; i++) s2.d[i + 1] = s->d[i];
+  UOp *src = t_rand(&s2, DT_FLOAT32);
+  UOp *a = idx_int(src, 0), *b = idx_int(src, 1);
+  UOp *r = t_mul(t_cos(t_mul(a, wf(2 * M_PI))), t_sqrt(t_mul(t_log(t_sub(wi(1), b)), wi(-2))));
+  return t_cast(r, dt);
+}
+
+static bool rand_args(const int64_t *shape, size_t ndim, tg_dtype dtype, const DType *dflt, Shape *s, const DType **dt) {
+  if (ndim > TG_MAX_DIMS) return terr("%zu dims, at most %d supported", ndim, TG_MAX_DIMS), false;
+  if (ndim && !shape) return terr("shape is NULL"), false;
+  s->ndim = (int)ndim;
+  for (size_t i = 0; i < ndim; i++) {
+    if (shape[i] < 0) return terr("invalid input shape %s", fmt_dims(shape, (int)ndim)), false;
+    s->d[i] = shape[i];
+  }
+  if ((unsigned)dtype >= TG_DTYPE_COUNT) return terr("unknown dtype %d", (int)dtype), false;
+  *dt = dtype == TG_VOID ? dflt : &tg_dtype_table[dtype];
+  return true;
+}
+
+tg_tensor *tg_rand(const int64_t *shape, size_t ndim, tg_dtype dtype) {
+  tctx_begin("tg_rand");
+  Shape s;
+  const DType *dt;
+  return tctx_end(rand_args(shape, ndim, dtype, dt_default_float(), &s, &dt) ? t_rand(&s, dt) : NULL);
+}
+
+tg_tensor *tg_randn(const int64_t *shape, size_t ndim, tg_dtype dtype) {
+  tctx_begin("tg_randn");
+  Shape s;
+  const DType *dt;
+  return tctx_end(rand_args(shape, ndim, dtype, dt_default_float(), &s, &dt) ? t_randn(&s, dt) : NULL);
+}
+
+static UOp *pynum(double v) { return v == floor(v) && fabs(v) < 9e15 ? wi((int64_t)v) : wf(v); }
+
+tg_tensor *tg_uniform(const int64_t *shape, size_t ndim, double low, double high, tg_dtype dtype) {
+  tctx_begin("tg_uniform");
+  Shape s;
+  const DType *dt;
+  UOp *r = NULL;
+  if (rand_args(shape, ndim, dtype, dt_default_float(), &s, &dt)) {
+    if (!(low < high)) r = terr("requires low < high, got low=%g, high=%g", low, high);
+    else r = t_add(t_cast(t_mul(pynum(high - low), t_rand(&s, dt_default_float())), dt), pynum(low));
+  }
+  return tctx_end(r);
+}
+
+tg_tensor *tg_randint(const int64_t *shape, size_t ndim, int64_t low, int64_t high, tg_dtype dtype) {
+  tctx_begin("tg_randint");
+  Shape s;
+  const DType *dt;
+  UOp *r = NULL;
+  if (rand_args(shape, ndim, dtype, DT_INT32, &s, &dt)) {
+    if (!dt_is_int(dt) || dt_is_weak(dt)) r = terr("dtype=%s must be int", dt->name);
+    else if (low >= high) r = terr("requires low < high, got low=%lld, high=%lld", (long long)low, (long long)high);
+    else r = t_add(t_cast(t_mul(wi(high - low), t_rand(&s, dt_default_float())), dt), wi(low));
+  }
+  return tctx_end(r);
+}
+
+tg_tensor *tg_normal(const int64_t *shape, size_t ndim, double mean, double std, tg_dtype dtype) {
+  tctx_begin("tg_normal");
+  Shape s;
+  const DType *dt;
+  UOp *r = NULL;
+  if (rand_args(shape, ndim, dtype, dt_default_float(), &s, &dt)) {
+    if (std < 0) r = terr("requires std >= 0, got std=%g", std);
+    else r = t_add(t_mul(pynum(std), t_randn(&s, dt)), pynum(mean));
+  }
+  return tctx_end(r);
+}
+
+tg_tensor *tg_rand_like(const tg_tensor *t) {
+  tctx_begin("tg_rand_like");
+  UOp *x = tin(t, 1);
+  return tctx_end(x ? t_rand(&t->shape, x->dtype) : NULL);
+}
+
+tg_tensor *tg_randn_like(const tg_tensor *t) {
+  tctx_begin("tg_randn_like");
+  UOp *x = tin(t, 1), *r = NULL;
+  if (x && dt_is_weak(x->dtype)) r = terr("randn_like requires a concrete dtype, got %s", x->dtype->name);
+  else if (x) r = t_randn(&t->shape, x->dtype);
+  return tctx_end(r);
+}

@@ -1,0 +1,429 @@
+/* reduce.c — reductions and the ops built on them, as tinygrad builds them: REDUCE(op, n) over the first n axes of
+ * a PERMUTE that moves the reduced axes to the front (size-1 axes are never reduced, only reshaped away), sum in the
+ * sum-accumulation dtype, mean/var via sum and a weak divisor, softmax/logsumexp with a detached max, argmax via an
+ * arange mask, cumsum via a pad + pool + sum, matmul as broadcast multiply + sum, conv2d and pooling via _pool. */
+#include "tensor/tensor.h"
+
+#include <math.h>
+
+/* resolve and dedup axes (NULL = all); an error names the bad axis */
+static bool resolve_axes(UOp *x, const int *axes, int naxes, bool *red, int *nd) {
+  Shape s;
+  if (!tshape(x, &s)) return false;
+  *nd = s.ndim;
+  memset(red, 0, sizeof(bool) * TG_MAX_DIMS);
+  if (!axes) {
+    for (int i = 0; i < s.ndim; i++) red[i] = true;
+    return true;
+  }
+  for (int i = 0; i < naxes; i++) {
+    int d;
+    if (!resolve_dim(x, axes[i], false, &d)) return false;
+    if (s.ndim == 0) continue; /* tinygrad: a 0-d tensor reduces nothing */
+    red[d] = true;
+  }
+  return true;
+}
+
+/* UOp._rop */
+static UOp *rop(UOp *x, TgOp op, const bool *red) {
+  Shape s;
+  if (!tshape(x, &s)) return NULL;
+  int perm[TG_MAX_DIMS], np = 0, nred = 0, nkeep = 0;
+  int64_t keep[TG_MAX_DIMS];
+  bool same = true;
+  for (int i = 0; i < s.ndim; i++)
+    if (red[i] && s.d[i] != 1) perm[np++] = i, nred++;
+  for (int i = 0; i < s.ndim; i++) {
+    if (!(red[i] && s.d[i] != 1)) perm[np++] = i;
+    if (!red[i]) keep[nkeep++] = s.d[i];
+    if (red[i] && s.d[i] == 1) same = false;
+  }
+  if (nred == 0) return t_reshape(x, keep, nkeep);
+  UOp *p = t_permute(x, perm, s.ndim);
+  if (!p) return NULL;
+  UOp *r = uop_new(TG_OP_REDUCE, NULL, &p, 1, arg_reduce(op, nred));
+  return same ? r : t_reshape(r, keep, nkeep);
+}
+
+/* ReduceMixin._reduce */
+UOp *t_reduce(UOp *x, TgOp op, const int *axes, int naxes, bool keepdim) {
+  if (!x) return NULL;
+  x = t_cast(x, dt_strong(x->dtype));
+  bool red[TG_MAX_DIMS];
+  int nd;
+  if (!resolve_axes(x, axes, naxes, red, &nd)) return NULL;
+  UOp *r = rop(x, op, red);
+  if (!keepdim || !r) return r;
+  Shape s;
+  tshape(x, &s);
+  for (int i = 0; i < s.ndim; i++)
+    if (red[i]) s.d[i] = 1;
+  return t_reshape(r, s.d, s.ndim);
+}
+
+UOp *t_sum(UOp *x, const int *axes, int naxes, bool keepdim, const DType *dtype) {
+  if (!x) return NULL;
+  UOp *r = t_reduce(t_cast(x, dtype ? dtype : dt_sum_acc(x->dtype)), TG_OP_ADD, axes, naxes, keepdim);
+  bool small_float = x->dtype == DT_FLOAT16 || x->dtype == DT_BFLOAT16 || (dt_is_float(x->dtype) && x->dtype->bitsize == 8);
+  return !dtype && small_float ? t_cast(r, x->dtype) : r;
+}
+
+UOp *t_prod(UOp *x, const int *axes, int naxes, bool keepdim) { return t_reduce(x, TG_OP_MUL, axes, naxes, keepdim); }
+UOp *t_max(UOp *x, const int *axes, int naxes, bool keepdim) { return t_reduce(x, TG_OP_MAX, axes, naxes, keepdim); }
+UOp *t_min(UOp *x, const int *axes, int naxes, bool keepdim) {
+  return t_inverse(t_max(t_inverse(x), axes, naxes, keepdim));
+}
+
+/* product of the sizes a reduction over `axes` removes (tinygrad's denominator) */
+static bool reduced_count(UOp *x, const int *axes, int naxes, int64_t *out) {
+  bool red[TG_MAX_DIMS];
+  int nd;
+  Shape s;
+  if (!resolve_axes(x, axes, naxes, red, &nd) || !tshape(x, &s)) return false;
+  *out = 1;
+  for (int i = 0; i < s.ndim; i++)
+    if (red[i] && s.d[i] != 1) *out *= s.d[i];
+  return true;
+}
+
+UOp *t_mean(UOp *x, const int *axes, int naxes, bool keepdim) {
+  if (!x) return NULL;
+  const DType *out = dt_is_float(x->dtype) ? x->dtype : DT_FLOAT32;
+  int64_t n;
+  if (!reduced_count(x, axes, naxes, &n)) return NULL;
+  UOp *num = t_sum(t_cast(x, dt_sum_acc(x->dtype)), axes, naxes, keepdim, NULL);
+  return t_cast(t_div(num, wi(n), TG_ROUND_NONE), out);
+}
+
+UOp *t_var(UOp *x, const int *axes, int naxes, bool keepdim, double correction) {
+  if (!x) return NULL;
+  const DType *out = dt_is_float(x->dtype) ? x->dtype : DT_FLOAT32;
+  UOp *sq = t_square(t_sub(x, t_mean(x, axes, naxes, true)));
+  int64_t n;
+  if (!sq || !reduced_count(x, axes, naxes, &n)) return NULL;
+  UOp *num = t_sum(t_cast(sq, dt_sum_acc(x->dtype)), axes, naxes, keepdim, NULL);
+  double d = (double)n - correction;
+  UOp *den = correction == floor(correction) ? wi(d > 0 ? (int64_t)d : 0) : wf(d > 0 ? d : 0);
+  return t_cast(t_div(num, den, TG_ROUND_NONE), out);
+}
+
+UOp *t_softmax(UOp *x, int axis, bool log) {
+  UOp *m = t_sub(x, t_detach(t_max(x, &axis, 1, true)));
+  UOp *e = t_exp(m);
+  UOp *ss = t_sum(e, &axis, 1, true, NULL);
+  return log ? t_sub(m, t_log(ss)) : t_mul(e, t_reciprocal(ss));
+}
+
+UOp *t_logsumexp(UOp *x, int axis, bool keepdim) {
+  UOp *m = t_detach(t_max(x, &axis, 1, true));
+  UOp *r = t_log(t_sum(t_exp(t_sub(x, m)), &axis, 1, keepdim, NULL));
+  return t_add(r, keepdim ? m : t_squeeze(m, axis));
+}
+
+UOp *t_argmax(UOp *x, int axis, bool keepdim) {
+  Shape s;
+  int d;
+  if (!x || !tshape(x, &s)) return NULL;
+  if (!resolve_dim(x, axis, false, &d)) return NULL;
+  if (s.ndim == 0) return terr("argmax of a 0-d tensor needs no axis");
+  UOp *m = t_eq(x, t_max(x, &d, 1, true));
+  int64_t rs[TG_MAX_DIMS];
+  int nr = 0;
+  rs[nr++] = s.d[d];
+  for (int i = d + 1; i < s.ndim; i++) rs[nr++] = 1;
+  UOp *idx = t_mul(m, t_reshape(t_arange((double)s.d[d], 0, -1, NULL), rs, nr));
+  return t_cast(t_sub(wi(s.d[d]), t_max(idx, &d, 1, keepdim)), DT_INT32);
+}
+
+static Const identity_element(TgOp op, const DType *dt) {
+  if (op == TG_OP_ADD) return dt_is_float(dt) ? const_float(0) : dt == DT_BOOL ? const_bool(false) : const_int(0);
+  if (op == TG_OP_MUL) return dt_is_float(dt) ? const_float(1) : dt == DT_BOOL ? const_bool(true) : const_int(1);
+  if (dt_is_float(dt)) return const_float(-INFINITY);
+  if (dt == DT_BOOL) return const_bool(false);
+  return const_int((int64_t)dt_min_int(dt));
+}
+
+UOp *t_cumalu(UOp *x, int axis, TgOp op) {
+  Shape s;
+  int d;
+  if (!x || !tshape(x, &s) || !resolve_dim(x, axis, false, &d)) return NULL;
+  if (s.ndim == 0 || s.d[d] == 0) return terr("cumulative op over an empty axis");
+  int64_t pads[2 * TG_MAX_DIMS] = {0};
+  pads[2 * (s.ndim - 1)] = s.d[d] - 1;
+  int64_t k = s.d[d], one = 1;
+  UOp *pooled = t_pool(t_pad_constant(t_transpose(x, d, -1), pads, s.ndim, identity_element(op, x->dtype)), &k, 1, &one, &one);
+  int last = -1;
+  UOp *r = op == TG_OP_ADD ? t_sum(pooled, &last, 1, false, NULL) : op == TG_OP_MAX ? t_max(pooled, &last, 1, false)
+                                                                                    : t_prod(pooled, &last, 1, false);
+  return t_transpose(r, d, -1);
+}
+
+/* _split_cumalu: one pooled sum up to 512, two stages beyond */
+static UOp *split_cumalu(UOp *x, int axis, TgOp op) {
+  Shape s;
+  int d;
+  if (!x || !tshape(x, &s) || !resolve_dim(x, axis, false, &d)) return NULL;
+  if (s.ndim == 0 || shape_numel(&s) == 0) return op == TG_OP_ADD ? t_cast(x, t_sum(x, NULL, 0, false, NULL)->dtype) : x;
+  const int64_t SPLIT = 256;
+  int64_t n = s.d[d];
+  if (n <= SPLIT * 2) return t_cumalu(x, d, op);
+  Const value = identity_element(op, x->dtype);
+  int64_t pads[2 * TG_MAX_DIMS] = {0};
+  pads[2 * (s.ndim - 1)] = (n + SPLIT - 1) / SPLIT * SPLIT - n;
+  UOp *t = t_pad_constant(t_transpose(x, d, -1), pads, s.ndim, value);
+  Shape ts;
+  if (!tshape(t, &ts) || ts.ndim + 1 > TG_MAX_DIMS) return t ? terr("too many dims") : NULL;
+  int64_t us[TG_MAX_DIMS];
+  for (int i = 0; i < ts.ndim - 1; i++) us[i] = ts.d[i];
+  us[ts.ndim - 1] = -1, us[ts.ndim] = SPLIT;
+  UOp *chunks = t_cumalu(t_reshape(t, us, ts.ndim + 1), -1, op);
+  int cn = ts.ndim + 1;
+  tg_index idx[2] = {{TG_IDX_ELLIPSIS, 0, 0, 1, false, false, NULL}, {TG_IDX_INT, -1, 0, 1, true, false, NULL}};
+  UOp *last = t_getitem(chunks, idx, 2);
+  int64_t bp[2 * TG_MAX_DIMS] = {0};
+  bp[2 * (cn - 2)] = 1, bp[2 * (cn - 2) + 1] = -1;
+  UOp *base = t_pad_constant(t_cumalu(last, -1, op), bp, cn - 1, value);
+  UOp *bu = t_unsqueeze(base, -1);
+  UOp *srcs[2] = {chunks, bu};
+  UOp *comb = chunks && bu ? uop_new(op, NULL, srcs, 2, arg_none()) : NULL;
+  UOp *flat = t_flatten(comb, -2, -1);
+  tg_index tail[2] = {{TG_IDX_ELLIPSIS, 0, 0, 1, false, false, NULL}, {TG_IDX_SLICE, -n, 0, 1, true, false, NULL}};
+  return t_transpose(t_getitem(flat, tail, 2), d, -1);
+}
+
+UOp *t_cumsum(UOp *x, int axis) { return split_cumalu(x, axis, TG_OP_ADD); }
+
+UOp *t_dot(UOp *x, UOp *w) {
+  Shape xs, ws;
+  if (!x || !w || !tshape(x, &xs) || !tshape(w, &ws)) return NULL;
+  int dx = xs.ndim, dw = ws.ndim;
+  if (!(dx > 0 && dw > 0)) return terr("both tensors need to be at least 1D, got %dD and %dD", dx, dw);
+  int axis_w = -TG_MIN(dw, 2);
+  if (xs.d[dx - 1] != ws.d[dw + axis_w]) return terr("cannot dot %s and %s", fmt_shape(&xs), fmt_shape(&ws));
+  int ones = TG_MIN(TG_MIN(dx - 1, dw - 1), 1);
+  int64_t a[TG_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i < dx - 1; i++) a[n++] = xs.d[i];
+  for (int i = 0; i < ones; i++) a[n++] = 1;
+  a[n++] = xs.d[dx - 1];
+  x = t_reshape(x, a, n);
+  n = 0;
+  for (int i = 0; i < dw - 2; i++) a[n++] = ws.d[i];
+  for (int i = 0; i < ones; i++) a[n++] = 1;
+  for (int i = dw + axis_w; i < dw; i++) a[n++] = ws.d[i];
+  w = t_transpose(t_reshape(w, a, n), -1, axis_w);
+  if (!x || !w) return NULL;
+  int last = -1;
+  return t_cast(t_sum(t_mul(x, w), &last, 1, false, NULL), dt_least_upper(x->dtype, w->dtype));
+}
+
+UOp *t_one_hot_along_dim(UOp *x, int64_t num_classes, int dim) {
+  if (!x) return NULL;
+  if (!dt_is_int(x->dtype)) return terr("one-hot expects an int index tensor, getting %s", x->dtype->name);
+  int d, nd = tndim(x);
+  if (!resolve_dim(x, dim, false, &d)) return NULL;
+  int offset = nd - d - 1;
+  int64_t rs[TG_MAX_DIMS];
+  rs[0] = num_classes;
+  for (int i = 0; i < offset; i++) rs[1 + i] = 1;
+  return t_eq(x, t_reshape(t_arange(0, (double)num_classes, 1, NULL), rs, 1 + offset));
+}
+
+UOp *t_gather(UOp *x, int dim, UOp *index) {
+  Shape xs, is;
+  int d;
+  if (!x || !index || !tshape(x, &xs) || !tshape(index, &is)) return NULL;
+  if (!dt_is_int(index->dtype)) return terr("index dtype %s is not an int dtype", index->dtype->name);
+  if (is.ndim != xs.ndim) return terr("self.ndim must equal index.ndim, self %s, index %s", fmt_shape(&xs), fmt_shape(&is));
+  if (!resolve_dim(x, dim, false, &d)) return NULL;
+  int64_t to[TG_MAX_DIMS];
+  for (int i = 0; i < xs.ndim; i++) {
+    if (i != d && xs.d[i] < is.d[i]) return terr("requires self.shape[d] >= index.shape[d] for d != dim: self %s, index %s", fmt_shape(&xs), fmt_shape(&is));
+    to[i] = i == d ? -1 : is.d[i];
+  }
+  UOp *v = t_transpose(t_unsqueeze(t_shrink_to(x, to, xs.ndim), -1), -1, d);
+  int last = -1;
+  return t_sum(t_where(t_one_hot_along_dim(t_unsqueeze(index, -1), xs.d[d], -1), v, wi(0)), &last, 1, false, x->dtype);
+}
+
+/* ------------------------------------------------------------------------------------------------ public API */
+
+static const int *axes_or_null(const int *axes) { return axes; }
+
+#define REDUCE_API(name, expr)                                                             \
+  tg_tensor *name(const tg_tensor *t, const int *axes, size_t naxes, bool keepdim) {       \
+    tctx_begin(#name);                                                                     \
+    UOp *x = tin(t, 1);                                                                    \
+    const int *ax = axes_or_null(axes);                                                    \
+    int nax = (int)naxes;                                                                  \
+    if (x && naxes > TG_MAX_DIMS * 4) return tctx_end(terr("too many axes (%zu)", naxes)); \
+    return tctx_end(x ? (expr) : NULL);                                                    \
+  }
+
+REDUCE_API(tg_sum, t_sum(x, ax, nax, keepdim, NULL))
+REDUCE_API(tg_prod, t_prod(x, ax, nax, keepdim))
+REDUCE_API(tg_max, t_max(x, ax, nax, keepdim))
+REDUCE_API(tg_min, t_min(x, ax, nax, keepdim))
+REDUCE_API(tg_mean, t_mean(x, ax, nax, keepdim))
+REDUCE_API(tg_any, t_max(t_cast(x, DT_BOOL), ax, nax, keepdim))
+REDUCE_API(tg_all, t_prod(t_cast(x, DT_BOOL), ax, nax, keepdim))
+
+tg_tensor *tg_var(const tg_tensor *t, const int *axes, size_t naxes, bool keepdim, double correction) {
+  tctx_begin("tg_var");
+  UOp *x = tin(t, 1);
+  return tctx_end(x ? t_var(x, axes, (int)naxes, keepdim, correction) : NULL);
+}
+
+tg_tensor *tg_std(const tg_tensor *t, const int *axes, size_t naxes, bool keepdim, double correction) {
+  tctx_begin("tg_std");
+  UOp *x = tin(t, 1);
+  return tctx_end(x ? t_sqrt(t_var(x, axes, (int)naxes, keepdim, correction)) : NULL);
+}
+
+static tg_tensor *axis_api(const char *op, const tg_tensor *t, int axis, bool keepdim, int kind) {
+  tctx_begin(op);
+  UOp *x = tin(t, 1), *r = NULL;
+  int d;
+  if (x && resolve_dim(x, axis, false, &d)) {
+    switch (kind) {
+    case 0: r = t_logsumexp(x, d, keepdim); break;
+    case 1: r = t_argmax(x, d, keepdim); break;
+    case 2: r = t_argmax(t_inverse(x), d, keepdim); break;
+    case 3: r = t_cumsum(x, d); break;
+    case 4: r = t_softmax(x, d, false); break;
+    default: r = t_softmax(x, d, true); break;
+    }
+  }
+  return tctx_end(r);
+}
+
+tg_tensor *tg_logsumexp(const tg_tensor *t, int axis, bool keepdim) { return axis_api("tg_logsumexp", t, axis, keepdim, 0); }
+tg_tensor *tg_argmax(const tg_tensor *t, int axis, bool keepdim) { return axis_api("tg_argmax", t, axis, keepdim, 1); }
+tg_tensor *tg_argmin(const tg_tensor *t, int axis, bool keepdim) { return axis_api("tg_argmin", t, axis, keepdim, 2); }
+tg_tensor *tg_cumsum(const tg_tensor *t, int axis) { return axis_api("tg_cumsum", t, axis, false, 3); }
+tg_tensor *tg_softmax(const tg_tensor *t, int axis) { return axis_api("tg_softmax", t, axis, false, 4); }
+tg_tensor *tg_log_softmax(const tg_tensor *t, int axis) { return axis_api("tg_log_softmax", t, axis, false, 5); }
+
+tg_tensor *tg_argmax_all(const tg_tensor *t) {
+  tctx_begin("tg_argmax_all");
+  UOp *x = tin(t, 1);
+  return tctx_end(x ? t_argmax(t_flatten(x, 0, -1), 0, false) : NULL);
+}
+
+tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b) {
+  tctx_begin("tg_matmul");
+  UOp *x = tin(a, 1), *w = x ? tin(b, 2) : NULL;
+  return tctx_end(w ? t_dot(x, w) : NULL);
+}
+
+tg_tensor *tg_dot(const tg_tensor *a, const tg_tensor *b) {
+  tctx_begin("tg_dot");
+  UOp *x = tin(a, 1), *w = x ? tin(b, 2) : NULL;
+  return tctx_end(w ? t_dot(x, w) : NULL);
+}
+
+tg_tensor *tg_gather(const tg_tensor *t, int axis, const tg_tensor *index) {
+  tctx_begin("tg_gather");
+  UOp *x = tin(t, 1), *i = x ? tin(index, 2) : NULL;
+  return tctx_end(i ? t_gather(x, axis, i) : NULL);
+}
+
+tg_tensor *tg_one_hot(const tg_tensor *t, int64_t num_classes) {
+  tctx_begin("tg_one_hot");
+  UOp *x = tin(t, 1), *r = NULL;
+  if (x && !dt_is_int(x->dtype)) r = terr("expect integer dtype, getting %s", x->dtype->name);
+  else if (x && num_classes < 0) r = terr("num_classes must be non-negative, got %lld", (long long)num_classes);
+  else if (x) {
+    tg_index idx[2] = {{TG_IDX_ELLIPSIS, 0, 0, 1, false, false, NULL}, {TG_IDX_NEWAXIS, 0, 0, 1, false, false, NULL}};
+    r = t_where(t_one_hot_along_dim(t_getitem(x, idx, 2), num_classes, -1), wi(1), wi(0));
+  }
+  return tctx_end(r);
+}
+
+/* ---- conv and pooling ---- */
+
+/* (pad_y, pad_x) per spatial axis -> grouped (before, after) pairs over all axes, leading axes unpadded */
+static void spatial_pads(int ndim, const int64_t *padding, int64_t *pads) {
+  memset(pads, 0, sizeof(int64_t) * 2 * (size_t)ndim);
+  for (int j = 0; j < 2; j++) pads[2 * (ndim - 2 + j)] = pads[2 * (ndim - 2 + j) + 1] = padding ? padding[j] : 0;
+}
+
+tg_tensor *tg_conv2d(const tg_tensor *xt, const tg_tensor *wt, const tg_tensor *bt, int groups, const int64_t stride[2],
+                     const int64_t padding[2], const int64_t dilation[2]) {
+  tctx_begin("tg_conv2d");
+  UOp *x = tin(xt, 1), *w = x ? tin(wt, 2) : NULL, *b = NULL;
+  if (w && bt) b = tin(bt, 3);
+  if (!w || (bt && !b)) return tctx_end(NULL);
+  Shape xs = xt->shape, ws = wt->shape;
+  static const int64_t ones[2] = {1, 1};
+  const int64_t *st = stride ? stride : ones, *dl = dilation ? dilation : ones;
+  if (xs.ndim != 4 || ws.ndim != 4) return tctx_end(terr("conv2d needs 4-d input and weight, got %s and %s", fmt_shape(&xs), fmt_shape(&ws)));
+  if (groups < 1) return tctx_end(terr("groups must be positive, got %d", groups));
+  int64_t bs = xs.d[0], cin_ = xs.d[1], cout = ws.d[0], cin = ws.d[1];
+  if (groups * cin != cin_ || cout % groups)
+    return tctx_end(terr("Input Tensor shape %s does not match the shape of the weights %s. (%lld vs. %lld)", fmt_shape(&xs),
+                         fmt_shape(&ws), (long long)(groups * cin), (long long)cin_));
+  if (padding && (padding[0] < 0 || padding[1] < 0)) return tctx_end(terr("negative padding"));
+  int64_t pads[8];
+  spatial_pads(4, padding, pads);
+  UOp *p = t_pool(t_pad_constant(x, pads, 4, const_float(0.0)), ws.d + 2, 2, st, dl);
+  Shape ps;
+  if (!p || !tshape(p, &ps)) return tctx_end(NULL);
+  int64_t rcout = cout / groups, oy = ps.d[2], ox = ps.d[3], H = ws.d[2], W = ws.d[3];
+  int64_t r1[8] = {bs, groups, cin, 1, oy, ox, H, W}, e1[8] = {bs, groups, cin, rcout, oy, ox, H, W};
+  int perm[8] = {0, 1, 3, 4, 5, 2, 6, 7};
+  p = t_permute(t_expand(t_reshape(p, r1, 8), e1, 8), perm, 8);
+  int64_t wr[8] = {1, groups, rcout, 1, 1, cin, H, W};
+  int axes[3] = {-1, -2, -3};
+  int64_t out[4] = {bs, cout, oy, ox};
+  UOp *ret = t_reshape(t_sum(t_mul(p, t_reshape(w, wr, 8)), axes, 3, true, NULL), out, 4);
+  if (b) {
+    int64_t br[4] = {1, -1, 1, 1};
+    ret = t_add(ret, t_reshape(b, br, 4));
+  }
+  return tctx_end(ret);
+}
+
+static bool pool_args(const tg_tensor *xt, const int64_t *kernel, const int64_t *stride, const int64_t *padding) {
+  if (!kernel) return terr("kernel size is NULL"), false;
+  if (xt->shape.ndim < 2) return terr("pooling needs at least 2 dims, got %s", fmt_shape(&xt->shape)), false;
+  for (int j = 0; j < 2; j++) {
+    if (kernel[j] < 1 || (stride && stride[j] < 1)) return terr("kernel and stride must be positive"), false;
+    if (padding && padding[j] < 0) return terr("negative padding"), false;
+  }
+  return true;
+}
+
+tg_tensor *tg_max_pool2d(const tg_tensor *xt, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2],
+                         const int64_t dilation[2]) {
+  tctx_begin("tg_max_pool2d");
+  UOp *x = tin(xt, 1);
+  if (!x || !pool_args(xt, kernel, stride, padding)) return tctx_end(NULL);
+  static const int64_t ones[2] = {1, 1};
+  int nd = xt->shape.ndim;
+  int64_t pads[2 * TG_MAX_DIMS];
+  spatial_pads(nd, padding, pads);
+  const DType *dt = dt_strong(x->dtype);
+  Const lo = dt_is_float(dt) ? const_float(-INFINITY) : dt == DT_BOOL ? const_bool(false) : const_int((int64_t)dt_min_int(dt));
+  UOp *p = t_pool(t_pad_constant(x, pads, nd, lo), kernel, 2, stride ? stride : kernel, dilation ? dilation : ones);
+  int axes[2] = {-2, -1};
+  return tctx_end(t_max(p, axes, 2, false));
+}
+
+tg_tensor *tg_avg_pool2d(const tg_tensor *xt, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2],
+                         bool count_include_pad) {
+  tctx_begin("tg_avg_pool2d");
+  UOp *x = tin(xt, 1);
+  if (!x || !pool_args(xt, kernel, stride, padding)) return tctx_end(NULL);
+  static const int64_t ones[2] = {1, 1};
+  int nd = xt->shape.ndim;
+  int64_t pads[2 * TG_MAX_DIMS];
+  spatial_pads(nd, padding, pads);
+  const int64_t *st = stride ? stride : kernel;
+  int axes[2] = {-2, -1};
+  UOp *p = t_pool(t_pad_constant(x, pads, nd, const_float(0.0)), kernel, 2, st, ones);
+  if (count_include_pad) return tctx_end(t_mean(p, axes, 2, false));
+  UOp *cnt = t_pool(t_pad_constant(t_const_like(x, const_int(1), NULL), pads, nd, const_float(0.0)), kernel, 2, st, ones);
+  return tctx_end(t_div(t_sum(p, axes, 2, false, NULL), t_sum(cnt, axes, 2, false, NULL), TG_ROUND_NONE));
+}

@@ -1,0 +1,51 @@
+/* shape.h — shapes of tensor-graph UOps (tinygrad's UOp._shape, marg, as_shape and shape_to_shape_arg).
+ *
+ * In the tensor graph a shape is not stored on the node: it is derived from the sources. Movement ops carry their
+ * shape arguments as UOp sources (a CONST for one dimension, a STACK of CONSTs otherwise, an empty STACK for ()):
+ *   RESHAPE(x, shape)   EXPAND(x, prepended sizes)   PAD(x, begins, new sizes)   SHRINK(x, offsets, sizes)
+ *   PERMUTE(x) arg=order   FLIP(x) arg=flags   REDUCE(x) arg=(op, n): reduces the first n axes
+ * Elementwise ops broadcast their sources' shapes (right-aligned, size-1 axes stretch); a CONST is 0-d.
+ * Only concrete (integer) sizes are supported here; a symbolic size is an error that says so. */
+#ifndef TG_TENSOR_SHAPE_H
+#define TG_TENSOR_SHAPE_H
+
+#include "uop/uop.h"
+
+typedef struct Shape {
+  int ndim;
+  int64_t d[TG_MAX_DIMS];
+} Shape;
+
+typedef enum ShapeResult {
+  SHAPE_ERROR = -1, /* invalid graph (bad reshape, mismatched broadcast, ...): tg_last_error says why */
+  SHAPE_NONE = 0,   /* the op has no shape (SINK, LINEAR, a void CALL, ...) */
+  SHAPE_OK = 1
+} ShapeResult;
+
+/* The shape of u as tinygrad computes it. Walks u's sources once (cost: the size of the graph). */
+ShapeResult uop_shape(UOp *u, Shape *out);
+
+/* Repeated queries over one graph: a cache keyed by node (nodes must outlive the cache). */
+typedef struct ShapeCache { UOpMap map; TG_VEC(void *) owned; } ShapeCache;
+void shape_cache_init(ShapeCache *c);
+void shape_cache_free(ShapeCache *c);
+ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out);
+/* Record a known shape for u (walks stop there). */
+void shape_cache_seed(ShapeCache *c, UOp *u, const Shape *s);
+
+/* A shape-argument UOp (CONST or STACK of CONSTs) as sizes (tinygrad as_shape). False if a size is not constant. */
+bool uop_as_shape(const UOp *arg, Shape *out);
+/* Sizes -> shape-argument UOp (tinygrad shape_to_shape_arg): one size -> CONST weakint, else STACK of them. */
+UOp *shape_to_uop(const int64_t *dims, int ndim);
+/* The movement arg of a RESHAPE/EXPAND (sizes), PAD/SHRINK (first/second: begins and sizes), PERMUTE/FLIP (ints). */
+bool uop_marg_pair(const UOp *mop, Shape *first, Shape *second);
+
+/* Helpers on plain shapes. */
+int64_t shape_numel(const Shape *s);
+bool shape_eq(const Shape *a, const Shape *b);
+/* "(4, 3)" into buf (always NUL-terminated). */
+const char *shape_fmt(const Shape *s, char *buf, size_t n);
+/* Right-aligned broadcast of two shapes (tinygrad _broadcast_shape); false if incompatible. */
+bool shape_broadcast(const Shape *a, const Shape *b, Shape *out);
+
+#endif

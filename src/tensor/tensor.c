@@ -1,0 +1,716 @@
+/* tensor.c — tensor handles, scopes, the per-call context, inspection, creation (tinygrad CreationMixin and
+ * Tensor.__init__), realize, assign and copies to the host.
+ *
+ * Lifetimes: a handle holds one uop_keep on its node. It starts with one reference owned by the innermost open
+ * tg_scope (or by the caller when none is open); tg_retain/tg_release add and drop references. */
+#include "tensor/tensor.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "engine/engine.h"
+
+/* ------------------------------------------------------------------------------------------------ live handles */
+
+static tg_tensor *live_head;
+static size_t live_count;
+
+typedef TG_VEC(tg_tensor *) HandleVec;
+static TG_VEC(HandleVec) scopes;
+
+static tg_tensor *handle_new(UOp *u, const Shape *s, bool has_device) {
+  tg_tensor *t = tg_calloc(1, sizeof *t);
+  t->uop = uop_keep(u);
+  t->shape = *s;
+  t->rc = 1;
+  t->has_device = has_device;
+  t->next = live_head;
+  if (live_head) live_head->prev = t;
+  live_head = t;
+  live_count++;
+  if (scopes.len) tg_vec_push(&scopes.data[scopes.len - 1], t);
+  return t;
+}
+
+static void handle_free(tg_tensor *t) {
+  if (t->prev) t->prev->next = t->next;
+  else live_head = t->next;
+  if (t->next) t->next->prev = t->prev;
+  live_count--;
+  UOpScope s = uop_scope_begin();
+  uop_drop(t->uop);
+  uop_scope_end(s);
+  tg_free(t);
+}
+
+tg_tensor *tg_retain(tg_tensor *t) {
+  if (t) t->rc++;
+  return t;
+}
+
+void tg_release(tg_tensor *t) {
+  if (t && --t->rc == 0) handle_free(t);
+}
+
+tg_scope tg_scope_begin(void) {
+  HandleVec empty = {0};
+  tg_vec_push(&scopes, empty);
+  return scopes.len - 1;
+}
+
+void tg_scope_end(tg_scope s) {
+  while (scopes.len > s) {
+    HandleVec *v = &scopes.data[scopes.len - 1];
+    for (size_t i = v->len; i-- > 0;) tg_release(v->data[i]);
+    tg_vec_free(v);
+    scopes.len--;
+  }
+}
+
+tg_tensor *tg_scope_keep(tg_tensor *t) {
+  if (!t || !scopes.len) return t;
+  HandleVec *v = &scopes.data[scopes.len - 1];
+  for (size_t i = v->len; i-- > 0;) {
+    if (v->data[i] != t) continue;
+    memmove(v->data + i, v->data + i + 1, (v->len - i - 1) * sizeof *v->data);
+    v->len--;
+    if (scopes.len >= 2) tg_vec_push(&scopes.data[scopes.len - 2], t);
+    break;
+  }
+  return t;
+}
+
+size_t tg_live_tensors(void) { return live_count; }
+
+/* ---------------------------------------------------------------------------------------------- call context */
+
+static struct {
+  int depth;
+  const char *op;
+  UOpScope scope;
+  ShapeCache cache;
+  UOpMap device; /* node -> 1 (no device) / 2 (has one), seeded by the inputs */
+} ctx;
+
+void tctx_begin(const char *op) {
+  if (ctx.depth++ > 0) return;
+  ctx.op = op;
+  ctx.scope = uop_scope_begin();
+  shape_cache_init(&ctx.cache);
+  uopmap_init(&ctx.device);
+}
+
+const char *tctx_op(void) { return ctx.op ? ctx.op : "tinygrad"; }
+
+static void ctx_close(void) {
+  if (--ctx.depth > 0) return;
+  shape_cache_free(&ctx.cache);
+  uopmap_free(&ctx.device);
+  uop_scope_end(ctx.scope);
+  ctx.op = NULL;
+}
+
+tg_tensor *tctx_end(UOp *result) {
+  tg_tensor *t = NULL;
+  Shape s;
+  if (result && tshape(result, &s)) t = handle_new(result, &s, tdevice(result));
+  ctx_close();
+  return t;
+}
+
+void tctx_end_void(void) { ctx_close(); }
+
+UOp *terr(const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: %s", tctx_op(), msg);
+  return NULL;
+}
+
+UOp *terr_unsupported(const char *what) {
+  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: %s: %s not supported yet", tctx_op(), what);
+  return NULL;
+}
+
+UOp *tin(const tg_tensor *t, int i) {
+  if (!t) {
+    /* keep the first error: a NULL that came out of a failed call already has its message */
+    if (tg_last_status() == TG_OK) terr("argument %d is NULL", i);
+    return NULL;
+  }
+  shape_cache_seed(&ctx.cache, t->uop, &t->shape);
+  uopmap_put(&ctx.device, t->uop, (void *)(uintptr_t)(t->has_device ? 2 : 1));
+  return t->uop;
+}
+
+bool tshape(UOp *u, Shape *out) {
+  if (!u) return false;
+  ShapeResult r = uop_shape_cached(u, &ctx.cache, out);
+  if (r == SHAPE_OK) return true;
+  if (r == SHAPE_NONE) terr("%s has no shape", op_name(uop_op(u)));
+  return false;
+}
+
+int tndim(UOp *u) {
+  Shape s;
+  return tshape(u, &s) ? s.ndim : -1;
+}
+
+static bool device_unknown(const UOp *u, void *unused) {
+  TG_UNUSED(unused);
+  return uopmap_get(&ctx.device, u) == NULL;
+}
+
+/* tinygrad's UOp.device is not None: some BUFFER below (memoized per call, stopping at the inputs) */
+bool tdevice(UOp *u) {
+  if (!u) return false;
+  if (ctx.depth == 0) return uop_op_in_backward_slice_with_self(u, TG_OP_BUFFER);
+  UOpVec order = {0};
+  uop_toposort(u, device_unknown, NULL, &order);
+  for (size_t i = 0; i < order.len; i++) {
+    UOp *n = order.data[i];
+    if (uopmap_get(&ctx.device, n)) continue;
+    bool has = (n->op == TG_OP_BUFFER || n->op == TG_OP_COPY) && !(n->arg.kind == ARG_PARAM && !n->arg.param->device[0]);
+    for (uint32_t k = 0; k < n->nsrc && !has; k++) {
+      void **v = uopmap_get(&ctx.device, n->src[k]);
+      has = v && (uintptr_t)*v == 2;
+    }
+    uopmap_put(&ctx.device, n, (void *)(uintptr_t)(has ? 2 : 1));
+  }
+  tg_vec_free(&order);
+  void **v = uopmap_get(&ctx.device, u);
+  return v && (uintptr_t)*v == 2;
+}
+
+bool resolve_dim(UOp *u, int dim, bool extra, int *out) {
+  int nd = tndim(u);
+  if (nd < 0) return false;
+  int total = nd + (extra ? 1 : 0), lim = TG_MAX(1, total);
+  if (dim < -lim || dim > lim - 1) {
+    terr("dim=%d out of range [%d, %d]", dim, -lim, lim - 1);
+    return false;
+  }
+  *out = dim < 0 ? dim + total : dim;
+  return true;
+}
+
+const char *fmt_shape(const Shape *s) {
+  static char bufs[4][192];
+  static int at;
+  at = (at + 1) & 3;
+  return shape_fmt(s, bufs[at], sizeof bufs[at]);
+}
+
+const char *fmt_dims(const int64_t *d, int n) {
+  Shape s;
+  s.ndim = TG_MIN(n, TG_MAX_DIMS);
+  for (int i = 0; i < s.ndim; i++) s.d[i] = d[i];
+  return fmt_shape(&s);
+}
+
+/* --------------------------------------------------------------------------------------------------- inspection */
+
+int tg_ndim(const tg_tensor *t) { return t ? t->shape.ndim : -1; }
+const int64_t *tg_shape(const tg_tensor *t) { return t ? t->shape.d : NULL; }
+int64_t tg_numel(const tg_tensor *t) { return t ? shape_numel(&t->shape) : -1; }
+tg_dtype tg_get_dtype(const tg_tensor *t) { return t ? t->uop->dtype->id : TG_VOID; }
+const char *tg_device(const tg_tensor *t) { return t && t->has_device ? "CPU" : NULL; }
+
+int64_t tg_size(const tg_tensor *t, int axis) {
+  if (!t) return -1;
+  int nd = t->shape.ndim;
+  if (axis < -nd || axis >= nd) {
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_size: dim=%d out of range for %d dims", axis, nd);
+    return -1;
+  }
+  return t->shape.d[axis < 0 ? axis + nd : axis];
+}
+
+const char *tg_dtype_name(tg_dtype d) { return (unsigned)d < TG_DTYPE_COUNT ? tg_dtype_table[d].name : "?"; }
+size_t tg_dtype_itemsize(tg_dtype d) {
+  if ((unsigned)d >= TG_DTYPE_COUNT || d == TG_VOID || dt_is_weak(&tg_dtype_table[d])) return 0;
+  return (size_t)dt_itemsize(&tg_dtype_table[d]);
+}
+
+char *tg_graph_str(const tg_tensor *t) { return t ? uop_str(t->uop) : NULL; }
+void tg_str_free(char *s) { tg_free(s); }
+
+/* ------------------------------------------------------------------------------------------------------ helpers */
+
+Const cfloat(double v) { return const_float(v); }
+Const cint(int64_t v) { return const_int(v); }
+Const cbool(bool v) { return const_bool(v); }
+
+static const DType *from_py(Const v) {
+  switch (v.kind) {
+  case CK_BOOL: case CK_INVALID: return DT_BOOL;
+  case CK_INT: return DT_WEAKINT;
+  default: return DT_WEAKFLOAT;
+  }
+}
+
+UOp *t_const(Const v, const DType *d) {
+  if (!d || v.kind == CK_INVALID) d = from_py(v);
+  return uop_const(d, v);
+}
+
+UOp *wf(double v) { return t_const(const_float(v), NULL); }
+UOp *wi(int64_t v) { return t_const(const_int(v), NULL); }
+
+UOp *t_const_like(UOp *like, Const v, const DType *d) {
+  Shape s;
+  if (!tshape(like, &s)) return NULL;
+  UOp *c = t_const(v, d ? d : like->dtype);
+  if (s.ndim == 0) return c;
+  return t_mop(c, TG_OP_EXPAND, s.d, NULL, s.ndim);
+}
+
+/* a user dtype argument: TG_VOID means `dflt`; out-of-range ids are errors */
+static bool user_dtype(tg_dtype d, const DType *dflt, const DType **out) {
+  if ((unsigned)d >= TG_DTYPE_COUNT) {
+    terr("unknown dtype %d", (int)d);
+    return false;
+  }
+  *out = d == TG_VOID ? dflt : &tg_dtype_table[d];
+  return true;
+}
+
+static bool check_shape_arg(const int64_t *shape, size_t ndim, Shape *out) {
+  if (ndim > TG_MAX_DIMS) {
+    terr("%zu dims, at most %d supported", ndim, TG_MAX_DIMS);
+    return false;
+  }
+  if (ndim && !shape) {
+    terr("shape is NULL with ndim %zu", ndim);
+    return false;
+  }
+  out->ndim = (int)ndim;
+  for (size_t i = 0; i < ndim; i++) {
+    if (shape[i] < 0) {
+      terr("negative size in shape %s", fmt_dims(shape, (int)ndim));
+      return false;
+    }
+    out->d[i] = shape[i];
+  }
+  return true;
+}
+
+/* ----------------------------------------------------------------------------------------------------- creation */
+
+/* tinygrad Tensor.empty: new_buffer(size).reshape(shape) */
+static UOp *t_empty(const Shape *s, const DType *dt) {
+  if (dt_is_weak(dt) || dt == DT_VOID) return terr("cannot create storage for weak dtype %s", dt->name);
+  UOp *buf = engine_new_buffer("CPU", dt, shape_numel(s));
+  if (!buf) return NULL;
+  return t_reshape(buf, s->d, s->ndim);
+}
+
+/* tinygrad Tensor.full: const(fill, dt).reshape((1,)*n).expand(shape), then (buffer=True) stored into a new buffer */
+static UOp *t_full(const Shape *s, Const fill, const DType *dt, bool buffer, bool explicit_dtype) {
+  int64_t ones[TG_MAX_DIMS];
+  for (int i = 0; i < s->ndim; i++) ones[i] = 1;
+  UOp *val = t_const(fill, dt);
+  val = t_expand(t_reshape(val, ones, s->ndim), s->d, s->ndim);
+  if (!buffer || !val) return val;
+  UOp *ret = t_empty(s, explicit_dtype ? dt : dt_strong(val->dtype));
+  if (!ret) return NULL;
+  UOp *st[2] = {ret, val};
+  UOp *store = uop_new(TG_OP_STORE, DT_VOID, st, 2, arg_none());
+  UOp *af[2] = {ret, store};
+  return uop_new(TG_OP_AFTER, NULL, af, 2, arg_none());
+}
+
+tg_tensor *tg_empty(const int64_t *shape, size_t ndim, tg_dtype dtype) {
+  tctx_begin("tg_empty");
+  Shape s;
+  const DType *dt;
+  UOp *r = check_shape_arg(shape, ndim, &s) && user_dtype(dtype, dt_default_float(), &dt) ? t_empty(&s, dt) : NULL;
+  return tctx_end(r);
+}
+
+static tg_tensor *full_common(const char *op, const int64_t *shape, size_t ndim, Const fill, tg_dtype dtype) {
+  tctx_begin(op);
+  Shape s;
+  const DType *dt;
+  UOp *r = NULL;
+  if (check_shape_arg(shape, ndim, &s) && user_dtype(dtype, NULL, &dt))
+    r = t_full(&s, fill, dt ? dt : from_py(fill), true, dt != NULL);
+  return tctx_end(r);
+}
+
+tg_tensor *tg_full(const int64_t *shape, size_t ndim, double value, tg_dtype dtype) {
+  return full_common("tg_full", shape, ndim, const_float(value), dtype);
+}
+tg_tensor *tg_full_int(const int64_t *shape, size_t ndim, int64_t value, tg_dtype dtype) {
+  return full_common("tg_full_int", shape, ndim, const_int(value), dtype);
+}
+tg_tensor *tg_zeros(const int64_t *shape, size_t ndim, tg_dtype dtype) {
+  return full_common("tg_zeros", shape, ndim, const_float(0.0), dtype);
+}
+tg_tensor *tg_ones(const int64_t *shape, size_t ndim, tg_dtype dtype) {
+  return full_common("tg_ones", shape, ndim, const_float(1.0), dtype);
+}
+
+static tg_tensor *like_common(const char *op, const tg_tensor *t, Const fill, tg_dtype dtype, bool empty) {
+  tctx_begin(op);
+  UOp *x = tin(t, 1), *r = NULL;
+  const DType *dt;
+  if (x && user_dtype(dtype, x->dtype, &dt))
+    r = empty ? t_empty(&t->shape, dtype == TG_VOID ? dt_strong(dt) : dt) : t_full(&t->shape, fill, dt, true, true);
+  return tctx_end(r);
+}
+
+tg_tensor *tg_full_like(const tg_tensor *t, double value, tg_dtype dtype) {
+  return like_common("tg_full_like", t, const_float(value), dtype, false);
+}
+tg_tensor *tg_zeros_like(const tg_tensor *t, tg_dtype dtype) { return like_common("tg_zeros_like", t, const_int(0), dtype, false); }
+tg_tensor *tg_ones_like(const tg_tensor *t, tg_dtype dtype) { return like_common("tg_ones_like", t, const_int(1), dtype, false); }
+tg_tensor *tg_empty_like(const tg_tensor *t, tg_dtype dtype) { return like_common("tg_empty_like", t, const_int(0), dtype, true); }
+
+tg_tensor *tg_from_data(const void *data, tg_dtype dtype, const int64_t *shape, size_t ndim) {
+  tctx_begin("tg_from_data");
+  Shape s;
+  const DType *dt;
+  UOp *r = NULL;
+  if (check_shape_arg(shape, ndim, &s) && user_dtype(dtype, dt_default_float(), &dt)) {
+    if (dt_is_weak(dt) || dt == DT_VOID) r = terr("cannot create storage for weak dtype %s", dt->name);
+    else if (!data && shape_numel(&s) > 0) r = terr("data is NULL");
+    else {
+      UOp *buf = engine_buffer_from_host("CPU", dt, shape_numel(&s), data);
+      r = buf ? t_reshape(buf, s.d, s.ndim) : NULL;
+    }
+  }
+  return tctx_end(r);
+}
+
+tg_tensor *tg_from_floats(const float *data, const int64_t *shape, size_t ndim) {
+  return tg_from_data(data, TG_FLOAT32, shape, ndim);
+}
+
+static tg_tensor *const_handle(const char *op, Const v, const DType *d) {
+  tctx_begin(op);
+  return tctx_end(t_const(v, d));
+}
+tg_tensor *tg_const_float(double v) { return const_handle("tg_const_float", const_float(v), NULL); }
+tg_tensor *tg_const_int(int64_t v) { return const_handle("tg_const_int", const_int(v), NULL); }
+tg_tensor *tg_const_bool(bool v) { return const_handle("tg_const_bool", const_bool(v), NULL); }
+
+tg_tensor *tg_scalar(double v, tg_dtype dtype) {
+  tctx_begin("tg_scalar");
+  const DType *dt;
+  UOp *r = NULL;
+  if (user_dtype(dtype, dt_default_float(), &dt)) {
+    if (dt == DT_VOID) r = terr("void dtype");
+    else r = t_const(dt_is_float(dt) ? const_float(v) : dt_is_bool(dt) ? const_bool(v != 0) : const_int((int64_t)v), dt);
+  }
+  return tctx_end(r);
+}
+
+static bool is_integral(double v) { return isfinite(v) && v == floor(v) && fabs(v) < 9.007199254740992e15; }
+
+/* tinygrad arange: full((n,), step).cumsum + (start - step), cast to dtype */
+UOp *t_arange(double start, double stop, double step, const DType *dtype) {
+  bool ints = is_integral(start) && is_integral(stop) && is_integral(step);
+  if (step == 0 || isnan(step) || isnan(start) || isnan(stop)) return terr("arange step must be nonzero and finite");
+  if (!dtype) {
+    dtype = ints ? dt_default_int() : dt_default_float();
+    double lo = step > 0 ? start : stop - step, hi = step > 0 ? stop - step : start;
+    if (dtype == dt_default_int() && (lo < -2147483648.0 || hi > 2147483647.0)) dtype = DT_INT64;
+  }
+  double n = ceil((stop - start) / step);
+  if (n > (double)INT32_MAX * 64) return terr("arange of %g elements is too large", n);
+  int64_t len = n > 0 ? (int64_t)n : 0;
+  Shape s = {1, {len}};
+  if (len <= 0) {
+    s.d[0] = 0;
+    return t_full(&s, const_int(0), dtype, false, true);
+  }
+  UOp *steps = t_full(&s, ints ? const_int((int64_t)step) : const_float(step), dtype, false, true);
+  UOp *off = ints ? wi((int64_t)(start - step)) : wf(start - step);
+  return t_cast(t_add(t_cumalu(steps, 0, TG_OP_ADD), off), dtype);
+}
+
+tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dtype) {
+  tctx_begin("tg_arange");
+  const DType *dt;
+  UOp *r = user_dtype(dtype, NULL, &dt) ? t_arange(start, stop, step, dt) : NULL;
+  return tctx_end(r);
+}
+
+tg_tensor *tg_linspace(double start, double stop, int64_t steps, tg_dtype dtype) {
+  tctx_begin("tg_linspace");
+  const DType *dt;
+  UOp *r = NULL;
+  if (!user_dtype(dtype, dt_default_float(), &dt)) return tctx_end(NULL);
+  if (steps < 0) r = terr("number of steps must be non-negative, got %lld", (long long)steps);
+  else if (dt == DT_BOOL) r = terr("linspace with bool dtype is not supported");
+  else if (steps == 1) {
+    Shape s = {1, {1}};
+    r = t_full(&s, is_integral(start) ? const_int((int64_t)start) : const_float(start), dt, false, true);
+  } else {
+    UOp *ar = t_arange(0, (double)steps, 1, dt_default_float());
+    UOp *scaled = t_mul(ar, wf((stop - start) / (double)(steps - 1)));
+    r = t_cast(t_add(is_integral(start) ? wi((int64_t)start) : wf(start), scaled), dt);
+  }
+  return tctx_end(r);
+}
+
+tg_tensor *tg_eye(int64_t n, int64_t m, tg_dtype dtype) {
+  tctx_begin("tg_eye");
+  const DType *dt;
+  UOp *r = NULL;
+  if (m < 0) m = n;
+  if (!user_dtype(dtype, dt_default_float(), &dt)) return tctx_end(NULL);
+  if (n < 0) r = terr("cannot have negative n=%lld", (long long)n);
+  else r = t_cast(t_eq(t_unsqueeze(t_arange(0, (double)n, 1, NULL), -1), t_arange(0, (double)m, 1, NULL)), dt);
+  return tctx_end(r);
+}
+
+/* ---------------------------------------------------------------------------------------------- realize / data */
+
+static bool has_buffer_identity(const UOp *u, bool after_ok) {
+  while (u->op == TG_OP_RESHAPE || u->op == TG_OP_UNSHARD || u->op == TG_OP_MSELECT || (after_ok && u->op == TG_OP_AFTER))
+    u = u->src[0];
+  return u->op == TG_OP_BUFFER || u->op == TG_OP_PARAM;
+}
+
+/* point every live handle on `from` at `to` (tinygrad applies the realize map to all tensors) */
+static void retarget_handles(UOp *from, UOp *to) {
+  for (tg_tensor *h = live_head; h; h = h->next) {
+    if (h->uop != from) continue;
+    uop_keep(to);
+    uop_drop(h->uop);
+    h->uop = to;
+  }
+}
+
+static tg_status realize_uops(UOp **roots, size_t n) {
+  UOp **out = tg_calloc(n ? n : 1, sizeof *out);
+  tg_status st = engine_realize(roots, n, out);
+  if (st == TG_OK)
+    for (size_t i = 0; i < n; i++)
+      if (out[i] && out[i] != roots[i]) retarget_handles(roots[i], out[i]);
+  tg_free(out);
+  return st;
+}
+
+tg_status tg_realize_many(tg_tensor *const *ts, size_t n) {
+  tctx_begin("tg_realize");
+  UOp **roots = tg_calloc(n ? n : 1, sizeof *roots);
+  size_t k = 0;
+  tg_status st = TG_OK;
+  for (size_t i = 0; i < n; i++) {
+    UOp *u = tin(ts ? ts[i] : NULL, (int)i + 1);
+    if (!u) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; break; }
+    /* virtual values (no device, or weak) and plain buffers have nothing to compute */
+    if (!ts[i]->has_device || dt_is_weak(u->dtype) || has_buffer_identity(u, false)) continue;
+    roots[k++] = u;
+  }
+  if (st == TG_OK && k) st = realize_uops(roots, k);
+  tg_free(roots);
+  tctx_end_void();
+  return st;
+}
+
+tg_status tg_realize(tg_tensor *t) { return tg_realize_many(&t, 1); }
+
+UOp *t_contiguous(UOp *x) {
+  if (!x) return NULL;
+  if (dt_is_weak(x->dtype)) return x;
+  if (x->op == TG_OP_CONTIGUOUS || !tdevice(x) || has_buffer_identity(x, false)) return x;
+  return uop_alu1(TG_OP_CONTIGUOUS, x);
+}
+
+tg_tensor *tg_contiguous(const tg_tensor *t) {
+  tctx_begin("tg_contiguous");
+  return tctx_end(t_contiguous(tin(t, 1)));
+}
+
+/* a device-less value gets a buffer: tinygrad's clone("CPU") (empty_like + AFTER(STORE)) */
+static UOp *clone_to_cpu(UOp *x) {
+  Shape s;
+  if (!tshape(x, &s)) return NULL;
+  UOp *ret = t_empty(&s, dt_strong(x->dtype));
+  if (!ret) return NULL;
+  UOp *st[2] = {ret, t_cast(x, ret->dtype)};
+  UOp *store = uop_new(TG_OP_STORE, DT_VOID, st, 2, arg_none());
+  UOp *af[2] = {ret, store};
+  return uop_new(TG_OP_AFTER, NULL, af, 2, arg_none());
+}
+
+/* copy out a realized value: a BUFFER, or a contiguous range of one (tinygrad's buffer view: SHRINK of a 1-d BUFFER) */
+static tg_status copyout_view(UOp *v, void *out, size_t nbytes) {
+  if (v && v->op == TG_OP_BUFFER) return engine_copyout(v, out, nbytes);
+  Shape off, sz, full;
+  if (v && v->op == TG_OP_SHRINK && v->src[0]->op == TG_OP_BUFFER && v->dtype == v->src[0]->dtype &&
+      uop_marg_pair(v, &off, &sz) && off.ndim == 1 && uop_as_shape(v->src[0]->src[0], &full) && full.ndim == 1) {
+    size_t isz = (size_t)dt_itemsize(v->dtype), total = (size_t)full.d[0] * isz;
+    if ((size_t)sz.d[0] * isz != nbytes) return terr("view of %lld elements for %zu bytes", (long long)sz.d[0], nbytes), TG_ERR_INVALID_ARGUMENT;
+    unsigned char *tmp = tg_malloc(total ? total : 1);
+    tg_status st = engine_copyout(v->src[0], tmp, total);
+    if (st == TG_OK) memcpy(out, tmp + (size_t)off.d[0] * isz, nbytes);
+    tg_free(tmp);
+    return st;
+  }
+  terr_unsupported("copying out this view of a buffer");
+  return TG_ERR_UNSUPPORTED;
+}
+
+tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
+  tctx_begin("tg_to_host");
+  UOp *x = tin(t, 1);
+  tg_status st = TG_OK;
+  if (!x) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; goto done; }
+  if (dt_is_weak(x->dtype)) x = t_cast(x, dt_strong(x->dtype));
+  size_t need = (size_t)shape_numel(&t->shape) * (size_t)dt_itemsize(x->dtype);
+  if (nbytes != need) {
+    terr("buffer of %zu bytes for %s %s needs %zu", nbytes, fmt_shape(&t->shape), x->dtype->name, need);
+    st = TG_ERR_INVALID_ARGUMENT;
+    goto done;
+  }
+  if (need == 0) goto done;
+  if (!out) { terr("out is NULL"); st = TG_ERR_INVALID_ARGUMENT; goto done; }
+  bool same_value = x == t->uop; /* no cast was needed: the realized buffer can stand for t from now on */
+  x = tdevice(x) ? t_contiguous(x) : clone_to_cpu(x);
+  if (!x) { st = tg_last_status(); goto done; }
+  UOp *buf = x;
+  if (!has_buffer_identity(x, false)) {
+    UOp *res = NULL;
+    st = engine_realize(&x, 1, &res);
+    if (st != TG_OK) goto done;
+    if (same_value && res && !has_buffer_identity(t->uop, false)) retarget_handles(t->uop, res);
+    buf = res;
+  }
+  while (buf && (buf->op == TG_OP_RESHAPE || buf->op == TG_OP_AFTER)) buf = buf->src[0];
+  st = copyout_view(buf, out, nbytes);
+done:
+  tctx_end_void();
+  return st;
+}
+
+static double host_value_as_double(const unsigned char *p, const DType *d) {
+  switch (d->id) {
+  case TG_BOOL: return *(const bool *)p;
+  case TG_INT8: return *(const int8_t *)p;
+  case TG_UINT8: return *(const uint8_t *)p;
+  case TG_INT16: return *(const int16_t *)p;
+  case TG_UINT16: return *(const uint16_t *)p;
+  case TG_INT32: return *(const int32_t *)p;
+  case TG_UINT32: return *(const uint32_t *)p;
+  case TG_INT64: return (double)*(const int64_t *)p;
+  case TG_UINT64: return (double)*(const uint64_t *)p;
+  case TG_FLOAT16: return tg_half_bits_to_float(*(const uint16_t *)p);
+  case TG_BFLOAT16: return tg_bf16_bits_to_float(*(const uint16_t *)p);
+  case TG_FP8E4M3: case TG_FP8E5M2: case TG_FP8E4M3FNUZ: case TG_FP8E5M2FNUZ: return tg_fp8_bits_to_float(*p, d->id);
+  case TG_FLOAT32: return *(const float *)p;
+  case TG_FLOAT64: return *(const double *)p;
+  default: return NAN;
+  }
+}
+
+static tg_status item_bytes(tg_tensor *t, unsigned char out[16], const DType **dt) {
+  if (!t) {
+    if (tg_last_status() == TG_OK) tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_item: argument 1 is NULL");
+    return tg_last_status();
+  }
+  if (shape_numel(&t->shape) != 1) {
+    char b[160];
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_item: must have one element, shape is %s",
+                        shape_fmt(&t->shape, b, sizeof b));
+  }
+  *dt = dt_strong(t->uop->dtype);
+  return tg_to_host(t, out, (size_t)dt_itemsize(*dt));
+}
+
+tg_status tg_item_double(tg_tensor *t, double *out) {
+  unsigned char b[16] = {0};
+  const DType *dt = NULL;
+  tg_status st = item_bytes(t, b, &dt);
+  if (st == TG_OK && out) *out = host_value_as_double(b, dt);
+  return st;
+}
+
+tg_status tg_item_int64(tg_tensor *t, int64_t *out) {
+  unsigned char b[16] = {0};
+  const DType *dt = NULL;
+  tg_status st = item_bytes(t, b, &dt);
+  if (st != TG_OK || !out) return st;
+  switch (dt->id) {
+  case TG_INT64: memcpy(out, b, 8); break;
+  case TG_UINT64: { uint64_t v; memcpy(&v, b, 8); *out = (int64_t)v; break; }
+  default: *out = (int64_t)host_value_as_double(b, dt); break;
+  }
+  return st;
+}
+
+/* ------------------------------------------------------------------------------------------------------- assign */
+
+/* root with every `from` replaced by `to` (memoized rebuild) */
+static UOp *substitute(UOp *root, UOp *from, UOp *to, UOpMap *memo) {
+  if (root == from) return to;
+  void **hit = uopmap_get(memo, root);
+  if (hit) return *hit;
+  UOp *r = root;
+  if (root->nsrc && uop_in_backward_slice(root, from)) {
+    UOp **src = tg_malloc(root->nsrc * sizeof *src);
+    for (uint32_t i = 0; i < root->nsrc; i++) src[i] = substitute(root->src[i], from, to, memo);
+    r = uop_replace_src(root, src, root->nsrc);
+    tg_free(src);
+  }
+  uopmap_put(memo, root, r);
+  return r;
+}
+
+tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
+  tctx_begin("tg_assign");
+  UOp *dst = tin(t, 1), *src = tin(x, 2);
+  tg_status st = TG_OK;
+  if (!dst || !src) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; goto done; }
+  if (dt_is_weak(dst->dtype) || !t->has_device) {
+    terr("cannot assign into a tensor without storage (%s, dtype %s)", fmt_shape(&t->shape), dst->dtype->name);
+    st = TG_ERR_INVALID_ARGUMENT;
+    goto done;
+  }
+  if (dst == src) goto done;
+  src = t_broadcast_to(src, &t->shape);
+  if (src && dt_is_weak(src->dtype)) src = t_cast(src, dt_least_upper(dst->dtype, src->dtype));
+  if (!src) { st = tg_last_status(); goto done; }
+  if (src->dtype != dst->dtype) {
+    terr("assign dtype mismatch %s != %s", dst->dtype->name, src->dtype->name);
+    st = TG_ERR_INVALID_ARGUMENT;
+    goto done;
+  }
+  UOp *ss[2] = {dst, src};
+  UOp *store = uop_new(TG_OP_STORE, DT_VOID, ss, 2, arg_none());
+  UOp *as[2] = {dst, store};
+  UOp *assign = uop_new(TG_OP_AFTER, NULL, as, 2, arg_none());
+  UOp *ib = dst;
+  while (!has_buffer_identity(ib, false) &&
+         (op_has(uop_op(ib), OPP_MOVEMENT) || ib->op == TG_OP_BITCAST || ib->op == TG_OP_DETACH))
+    ib = ib->src[0];
+  if (ib != dst && has_buffer_identity(ib, true)) {
+    /* view assign: the buffer itself becomes AFTER(buffer, assign) in every live tensor */
+    UOp *as2[2] = {ib, assign};
+    UOp *repl = uop_new(TG_OP_AFTER, NULL, as2, 2, arg_none());
+    UOpMap memo;
+    uopmap_init(&memo);
+    for (tg_tensor *h = live_head; h; h = h->next) {
+      UOp *nu = substitute(h->uop, ib, repl, &memo);
+      if (nu == h->uop) continue;
+      uop_keep(nu);
+      uop_drop(h->uop);
+      h->uop = nu;
+    }
+    uopmap_free(&memo);
+  } else {
+    uop_keep(assign);
+    uop_drop(t->uop);
+    t->uop = assign;
+  }
+done:
+  tctx_end_void();
+  return st;
+}

@@ -1,0 +1,517 @@
+/* test_codegen.c — the codegen stage (src/codegen, but not the linearizer or the interpreter):
+ *   - every kernel of tests/codegen_cases.h (tinygrad's kernel ASTs, tools/gen_codegen_cases.py) lowered by cg_lower
+ *     equals tinygrad's full_rewrite_to_sink output node for node, with tinygrad's kernel name;
+ *   - the transcendental decompositions (exp2, log2, sin, pow, sqrt-as-pow) evaluated by a small scalar evaluator
+ *     against libm over many inputs and the special values (inf, -inf, nan, -0.0, denormals);
+ *   - FLOORDIV / FLOORMOD / MAX / THREEFRY decompositions evaluated against their definitions;
+ *   - unsupported inputs fail with a message, not a wrong graph. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "test.h"
+#include "codegen/cg_internal.h"
+#include "uop/eval.h"
+#include "uop/parse.h"
+
+#include "codegen_cases.h"
+
+/* The CPU renderer's table, with the thread count the cases were generated with (NUM_CPU_THREADS=8). */
+static Renderer cpu_renderer(void) {
+  Renderer r = *renderer_clang();
+  r.has_threads = true;
+  r.has_global_max = true;
+  r.global_max[0] = 8;
+  r.extra_matcher = NULL; /* none of the cases has the float64->half / bfloat16 casts it rewrites */
+  return r;
+}
+
+/* cases whose lowered graph is known to differ from tinygrad's (the reason is the gap) */
+static const struct { const char *name, *why; } known_gaps[] = {
+    {"rand_2", "memory_coalescing (two adjacent loads as one vector load through SHRINK) not implemented"},
+    {"randn_0", "memory_coalescing (two adjacent loads as one vector load through SHRINK) not implemented"},
+    {"randn_1", "memory_coalescing (two adjacent loads as one vector load through SHRINK) not implemented"},
+    {"rand_3", "memory_coalescing (two adjacent loads as one vector load through SHRINK) not implemented"},
+    {"randint_0", "memory_coalescing (two adjacent loads as one vector load through SHRINK) not implemented"},
+    {"randint_1", "memory_coalescing (two adjacent loads as one vector load through SHRINK) not implemented"},
+    {"bf16_add_0", "bfloat16 lowering is the renderer's extra_matcher (render/clang.c), off in these tests"},
+    {"f64_to_half_0", "float64 -> half through float32 is the renderer's extra_matcher, off in these tests"},
+};
+
+static const char *gap_of(const char *name) {
+  for (size_t i = 0; i < TG_ARRAY_LEN(known_gaps); i++)
+    if (strcmp(known_gaps[i].name, name) == 0) return known_gaps[i].why;
+  return NULL;
+}
+
+/* a generated graph: its pieces joined (caller frees) */
+static char *joined(const char *const *pieces) {
+  StrBuf b;
+  sb_init(&b);
+  for (size_t i = 0; pieces[i]; i++) sb_puts(&b, pieces[i]);
+  return sb_take(&b);
+}
+
+/* Structural equality, except that a uint constant CAST(uintN, CONST weakint v) matches any v' == v mod 2^N: tinygrad
+ * keeps a CONST's mathematical value (-127 as a uint32 constant), tinygrad.c keeps it on the dtype's grid. */
+static bool same_mod_uint(UOp *a, UOp *b, UOpMap *seen) {
+  if (a == b) return true;
+  void **hit = uopmap_get(seen, a);
+  if (hit) return *hit == b;
+  if (a->op != b->op || a->dtype != b->dtype || a->nsrc != b->nsrc) return false;
+  if (!arg_eq(&a->arg, &b->arg)) return false;
+  if (a->op == TG_OP_CAST && dt_is_unsigned(a->dtype) && a->src[0]->op == TG_OP_CONST && b->src[0]->op == TG_OP_CONST &&
+      a->src[0]->dtype == DT_WEAKINT && b->src[0]->dtype == DT_WEAKINT && a->src[0]->arg.c.kind == CK_INT &&
+      b->src[0]->arg.c.kind == CK_INT) {
+    uint64_t mask = a->dtype->bitsize >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << a->dtype->bitsize) - 1;
+    bool ok = ((uint64_t)a->src[0]->arg.c.i & mask) == ((uint64_t)b->src[0]->arg.c.i & mask);
+    if (ok) uopmap_put(seen, a, b);
+    return ok;
+  }
+  for (uint32_t i = 0; i < a->nsrc; i++)
+    if (!same_mod_uint(a->src[i], b->src[i], seen)) return false;
+  uopmap_put(seen, a, b);
+  return true;
+}
+
+static bool same_graph(UOp *got, UOp *want) {
+  if (got->nsrc != want->nsrc) return false;
+  UOpMap seen;
+  uopmap_init(&seen);
+  bool ok = true;
+  for (uint32_t i = 0; i < got->nsrc && ok; i++) ok = same_mod_uint(got->src[i], want->src[i], &seen);
+  uopmap_free(&seen);
+  return ok;
+}
+
+static void test_tinygrad_cases(void) {
+  Renderer ren = cpu_renderer();
+  for (size_t i = 0; i < TG_ARRAY_LEN(codegen_cases); i++) {
+    UOpScope sc = uop_scope_begin();
+    const char *name = codegen_cases[i].name;
+    char *ast_text = joined(codegen_cases[i].ast), *want_text = joined(codegen_cases[i].lowered);
+    UOp *ast = uop_parse(ast_text), *want = uop_parse(want_text);
+    tg_free(ast_text);
+    tg_free(want_text);
+    CHECK_MSG(ast && want, "%s: parse: %s", name, tg_last_error());
+    if (!ast || !want) { uop_scope_end(sc); continue; }
+    UOp *got = cg_lower(ast, &ren);
+    CHECK_MSG(got != NULL, "%s: cg_lower failed: %s", name, tg_last_error());
+    if (got) {
+      const char *gap = gap_of(name);
+      bool same = same_graph(got, want);
+      if (!gap) {
+        CHECK_MSG(same, "%s: lowered graph differs from tinygrad's", name);
+      } else {
+        CHECK_MSG(!same, "%s: known gap (%s) now matches tinygrad: drop it from known_gaps", name, gap);
+      }
+      CHECK_MSG(got->arg.kind == ARG_KERNEL, "%s: lowered SINK has no KernelInfo", name);
+      if (got->arg.kind == ARG_KERNEL && strcmp(name, "idx_gather_0") != 0)
+        CHECK_MSG(strcmp(got->arg.kernel->name, codegen_cases[i].kname) == 0, "%s: kernel name %s, tinygrad %s", name,
+                  got->arg.kernel->name, codegen_cases[i].kname);
+    }
+    UOp *opt = cg_optimize(ast, &ren);
+    CHECK_MSG(opt && (strcmp(name, "idx_gather_0") == 0 || strcmp(opt->arg.kernel->name, codegen_cases[i].kname) == 0),
+              "%s: cg_optimize name", name);
+    uop_scope_end(sc);
+  }
+}
+
+/* ================================================================================================================
+ * a scalar evaluator for float / int / bool graphs with one float input (the Variable "x") and optionally "y"
+ * ================================================================================================================ */
+
+typedef union Val { double f; uint64_t u; } Val;
+
+static bool is_f(const DType *d) { return dt_is_float(d); }
+
+/* put a number on dtype d (ints wrap, floats round) */
+static Val norm(const DType *d, Val v) {
+  Val r = v;
+  switch (d->id) {
+  case TG_FLOAT32: r.f = (float)v.f; break;
+  case TG_FLOAT16: r.f = tg_half_bits_to_float(tg_float_to_half_bits((float)v.f)); break;
+  case TG_FLOAT64: case TG_WEAKFLOAT: break;
+  case TG_BOOL: r.u = v.u != 0; break;
+  default:
+    if (d->bitsize < 64) {
+      uint64_t mask = ((uint64_t)1 << d->bitsize) - 1;
+      r.u = v.u & mask;
+      if (!dt_is_unsigned(d) && (r.u >> (d->bitsize - 1)) & 1) r.u |= ~mask; /* sign extend */
+    }
+  }
+  return r;
+}
+
+static int64_t as_i(Val v) { return (int64_t)v.u; }
+
+static Val from_f_to_int(double f, const DType *d) {
+  Val r;
+  /* C leaves out-of-range conversions undefined: use x86's "integer indefinite" (the minimum) there */
+  if (isnan(f) || f >= 9.2233720368547758e18 || f < -9.2233720368547758e18) r.u = (uint64_t)1 << 63;
+  else if (dt_is_unsigned(d) && f >= 0) r.u = f >= 1.8446744073709552e19 ? 0 : (uint64_t)f;
+  else r.u = (uint64_t)(int64_t)f;
+  if (!dt_is_unsigned(d) && d->bitsize < 64) {
+    double lo = -ldexp(1.0, d->bitsize - 1), hi = ldexp(1.0, d->bitsize - 1);
+    if (isnan(f) || f < lo || f >= hi) r.u = (uint64_t)1 << (d->bitsize - 1);
+  }
+  return norm(d, r);
+}
+
+static Val bitcast(Val v, const DType *from, const DType *to) {
+  uint64_t bits;
+  if (from->id == TG_FLOAT32) { float f = (float)v.f; uint32_t b; memcpy(&b, &f, 4); bits = b; }
+  else if (from->id == TG_FLOAT64) memcpy(&bits, &v.f, 8);
+  else if (from->id == TG_FLOAT16) bits = tg_float_to_half_bits((float)v.f);
+  else bits = v.u;
+  Val r;
+  if (to->id == TG_FLOAT32) { uint32_t b = (uint32_t)bits; float f; memcpy(&f, &b, 4); r.f = f; }
+  else if (to->id == TG_FLOAT64) memcpy(&r.f, &bits, 8);
+  else if (to->id == TG_FLOAT16) r.f = tg_half_bits_to_float((uint16_t)bits);
+  else { r.u = bits; r = norm(to, r); }
+  return r;
+}
+
+static bool cmp_lt(const DType *d, Val a, Val b) {
+  if (is_f(d)) return a.f < b.f;
+  if (dt_is_unsigned(d) || dt_is_bool(d)) return a.u < b.u;
+  return as_i(a) < as_i(b);
+}
+
+static bool cmp_eq(const DType *d, Val a, Val b) { return is_f(d) ? a.f == b.f : a.u == b.u; }
+
+typedef struct FEval { UOpVec topo; Val *vals; bool bad; char why[128]; } FEval;
+
+static Val feval(FEval *e, UOp *root, double x, double y) {
+  if (!e->topo.len) {
+    uop_toposort(root, NULL, NULL, &e->topo);
+    e->vals = tg_calloc(e->topo.len, sizeof(Val));
+  }
+  for (size_t i = 0; i < e->topo.len; i++) {
+    UOp *u = e->topo.data[i];
+    Val s[3] = {{0}, {0}, {0}};
+    const DType *sd = u->nsrc ? u->src[0]->dtype : u->dtype;
+    for (uint32_t k = 0; k < u->nsrc && k < 3; k++)
+      for (size_t j = 0; j < i; j++)
+        if (e->topo.data[j] == u->src[k]) { s[k] = e->vals[j]; break; }
+    Val r = {0};
+    bool fl = is_f(u->dtype);
+    switch (uop_op(u)) {
+    case TG_OP_CONST:
+      if (u->arg.c.kind == CK_FLOAT) r.f = u->arg.c.f;
+      else if (u->arg.c.kind == CK_BOOL) r.u = u->arg.c.b;
+      else if (fl) r.f = (double)u->arg.c.i;
+      else r.u = (uint64_t)u->arg.c.i;
+      break;
+    case TG_OP_BUFFER: case TG_OP_PARAM: r.f = strcmp(u->arg.param->name, "y") == 0 ? y : x; break;
+    case TG_OP_CAST:
+      if (fl && is_f(sd)) r.f = s[0].f;
+      else if (fl) r.f = dt_is_unsigned(sd) ? (double)s[0].u : dt_is_bool(sd) ? (double)(s[0].u != 0) : (double)as_i(s[0]);
+      else if (dt_is_bool(u->dtype)) r.u = is_f(sd) ? s[0].f != 0 : s[0].u != 0;
+      else if (is_f(sd)) r = from_f_to_int(s[0].f, u->dtype);
+      else r.u = s[0].u;
+      break;
+    case TG_OP_BITCAST: r = bitcast(s[0], sd, u->dtype); break;
+    case TG_OP_ADD: if (fl) r.f = s[0].f + s[1].f; else r.u = s[0].u + s[1].u; break;
+    case TG_OP_SUB: if (fl) r.f = s[0].f - s[1].f; else r.u = s[0].u - s[1].u; break;
+    case TG_OP_MUL: if (fl) r.f = s[0].f * s[1].f; else r.u = s[0].u * s[1].u; break;
+    case TG_OP_FDIV: r.f = s[0].f / s[1].f; break;
+    case TG_OP_NEG: if (fl) r.f = -s[0].f; else r.u = -s[0].u; break;
+    case TG_OP_RECIPROCAL: r.f = 1.0 / s[0].f; break;
+    case TG_OP_SQRT: r.f = sqrt(s[0].f); break;
+    case TG_OP_TRUNC: r.f = trunc(s[0].f); break;
+    case TG_OP_MAX: r = cmp_lt(u->dtype, s[0], s[1]) ? s[1] : s[0]; break;
+    case TG_OP_CMPLT: r.u = cmp_lt(sd, s[0], s[1]); break;
+    case TG_OP_CMPNE: r.u = !cmp_eq(sd, s[0], s[1]); break;
+    case TG_OP_CMPEQ: r.u = cmp_eq(sd, s[0], s[1]); break;
+    case TG_OP_WHERE: r = s[0].u ? s[1] : s[2]; break;
+    case TG_OP_AND: r.u = s[0].u & s[1].u; break;
+    case TG_OP_OR: r.u = s[0].u | s[1].u; break;
+    case TG_OP_XOR: r.u = s[0].u ^ s[1].u; break;
+    case TG_OP_SHL: r.u = s[1].u >= 64 ? 0 : s[0].u << s[1].u; break;
+    case TG_OP_SHR:
+      if (dt_is_unsigned(u->dtype)) r.u = s[1].u >= 64 ? 0 : s[0].u >> s[1].u;
+      else r.u = (uint64_t)(as_i(s[0]) >> (s[1].u >= 63 ? 63 : s[1].u));
+      break;
+    case TG_OP_CDIV: case TG_OP_CMOD:
+      if (s[1].u == 0) { e->bad = true; snprintf(e->why, sizeof e->why, "division by zero"); break; }
+      if (dt_is_unsigned(u->dtype)) r.u = u->op == TG_OP_CDIV ? s[0].u / s[1].u : s[0].u % s[1].u;
+      else if (as_i(s[0]) == INT64_MIN && as_i(s[1]) == -1) r.u = u->op == TG_OP_CDIV ? s[0].u : 0;
+      else r.u = (uint64_t)(u->op == TG_OP_CDIV ? as_i(s[0]) / as_i(s[1]) : as_i(s[0]) % as_i(s[1]));
+      break;
+    default:
+      e->bad = true;
+      snprintf(e->why, sizeof e->why, "op %s not evaluated", op_name(uop_op(u)));
+    }
+    e->vals[i] = norm(u->dtype, r);
+  }
+  return e->vals[e->topo.len - 1];
+}
+
+static void feval_free(FEval *e) {
+  tg_vec_free(&e->topo);
+  tg_free(e->vals);
+}
+
+/* the decomposed graph of op(x) [or op(x, y)] at dtype d, through the late decomposition rules */
+static UOp *decomposed(TgOp op, const DType *d, const Renderer *ren) {
+  UOp *x = uop_variable("x", 0, 1, d), *y = uop_variable("y", 0, 1, d);
+  UOp *g = op == TG_OP_POW ? uop_alu2(TG_OP_POW, x, y) : uop_alu1(op, x);
+  g = graph_rewrite(g, cg_pm_pow(), NULL, 0, NULL, "pow");
+  return g ? graph_rewrite(g, cg_pm_late_decomp(ren), (void *)(uintptr_t)ren, 0, NULL, "decomp") : NULL;
+}
+
+static double ulp_of(double ref, const DType *d) {
+  int e;
+  frexp(ref == 0 ? 1e-300 : ref, &e);
+  int mant = d->id == TG_FLOAT64 ? 52 : d->id == TG_FLOAT32 ? 23 : 10;
+  double min_ulp = d->id == TG_FLOAT64 ? ldexp(1, -1074) : d->id == TG_FLOAT32 ? ldexp(1, -149) : ldexp(1, -24);
+  return fmax(ldexp(1.0, e - 1 - mant), min_ulp);
+}
+
+static double ref_of(TgOp op, double x, double y) {
+  switch (op) {
+  case TG_OP_EXP2: return exp2(x);
+  case TG_OP_LOG2: return log2(x);
+  case TG_OP_SIN: return sin(x);
+  case TG_OP_SQRT: return sqrt(x);
+  default: return pow(x, y);
+  }
+}
+
+/* max error in ULPs over the inputs; specials must match exactly (nan <-> nan, inf sign, zero sign) */
+static void check_transcendental(TgOp op, const DType *d, const double *xs, size_t n, double max_ulp, const double *ys) {
+  Renderer ren = cpu_renderer();
+  UOpScope sc = uop_scope_begin();
+  UOp *g = decomposed(op, d, &ren);
+  CHECK_MSG(g != NULL, "decompose %s %s: %s", op_name(op), d->name, tg_last_error());
+  if (!g) { uop_scope_end(sc); return; }
+  /* the result must be free of the op itself (and of POW, whose EXP2/LOG2 are decomposed too) */
+  UOpVec topo = {0};
+  uop_toposort(g, NULL, NULL, &topo);
+  bool clean = true;
+  for (size_t i = 0; i < topo.len; i++)
+    clean &= topo.data[i]->op != TG_OP_EXP2 && topo.data[i]->op != TG_OP_LOG2 && topo.data[i]->op != TG_OP_SIN &&
+             topo.data[i]->op != TG_OP_POW && topo.data[i]->op != TG_OP_FLOORDIV && topo.data[i]->op != TG_OP_RECIPROCAL;
+  tg_vec_free(&topo);
+  CHECK_MSG(clean, "%s %s: decomposed graph still holds a transcendental / FLOORDIV / RECIPROCAL", op_name(op), d->name);
+  FEval e = {0};
+  double worst = 0, worst_x = 0;
+  int special_bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    Val xv = norm(d, (Val){.f = xs[i]}), yv = norm(d, (Val){.f = ys ? ys[i] : 0});
+    double got = feval(&e, g, xv.f, yv.f).f;
+    double ref = norm(d, (Val){.f = ref_of(op, xv.f, yv.f)}).f;
+    if (e.bad) break;
+    /* tinygrad's log2 checks 1/x != -inf last: a negative denormal float gives -inf there (libm: nan) */
+    if (op == TG_OP_LOG2 && xv.f < 0 && d->id == TG_FLOAT32 && isinf(1.0f / (float)xv.f)) ref = -INFINITY;
+    if (isnan(ref) || isinf(ref) || ref == 0) {
+      bool ok = isnan(ref) ? isnan(got) : (got == ref && signbit(got) == signbit(ref));
+      /* a zero result may come out with the other sign only where tinygrad's polynomial does the same (sin) */
+      if (!ok && ref == 0 && got == 0 && op == TG_OP_SIN) ok = true;
+      if (!ok && special_bad++ < 3)
+        tg_test_fail(__FILE__, __LINE__, "%s %s(%.17g, %.17g) = %.17g, libm %.17g", d->name, op_name(op), xv.f, yv.f, got,
+                     ref);
+      continue;
+    }
+    /* allowed error in ULPs of the result: sin near k*pi also gets one ULP of its argument (the argument's own
+     * rounding moves the result that much); pow grows with |y*log2(x)|, as exp2(y*log2(x)) amplifies log2's error */
+    double err = fabs(got - ref) / ulp_of(ref, d);
+    if (op == TG_OP_SIN) err = fmin(err, fabs(got - ref) / ulp_of(xv.f, d) * max_ulp);
+    if (op == TG_OP_POW) err /= fmax(1.0, fabs(yv.f * log2(fabs(xv.f))));
+    if (!(err <= worst)) { worst = isnan(err) ? INFINITY : err; worst_x = xv.f; }
+  }
+  CHECK_MSG(!e.bad, "%s %s: evaluator: %s", op_name(op), d->name, e.why);
+  CHECK_MSG(special_bad == 0, "%s %s: %d special values differ", op_name(op), d->name, special_bad);
+  CHECK_MSG(worst <= max_ulp, "%s %s: %.2f ULP at x=%.17g (allowed %.1f)", op_name(op), d->name, worst, worst_x, max_ulp);
+  feval_free(&e);
+  uop_scope_end(sc);
+}
+
+static size_t fill_inputs(double *xs, size_t cap, double lo, double hi, uint64_t seed) {
+  static const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0, 0.5, 2.0, 1e-40, -1e-40,
+                                    1.401298464324817e-45, 1e-310, 4.9e-324, 1e-4, 3.0, 100.0, -100.0};
+  size_t n = 0;
+  for (size_t i = 0; i < TG_ARRAY_LEN(specials) && n < cap; i++) xs[n++] = specials[i];
+  uint64_t s = seed;
+  while (n < cap) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    double t = (double)(s >> 11) / 9007199254740992.0;
+    xs[n++] = lo + (hi - lo) * t;
+  }
+  return n;
+}
+
+static void test_transcendentals(void) {
+  enum { N = 3000 };
+  static double xs[N], ys[N], big[N], pos[N], wide[N];
+  fill_inputs(xs, N, -160, 160, 1);
+  fill_inputs(big, N, -1e6, 1e6, 2);
+  fill_inputs(pos, N, 0, 1e4, 3);
+  fill_inputs(ys, N, -8, 8, 4);
+  /* log2: positive values across many binades, denormals included */
+  for (size_t i = 0; i < N; i++) wide[i] = i < 20 ? xs[i] : ldexp(1.0 + (double)(i % 97) / 97.0, (int)(i % 300) - 160);
+  check_transcendental(TG_OP_EXP2, DT_FLOAT32, xs, N, 2.0, NULL);
+  check_transcendental(TG_OP_EXP2, DT_FLOAT64, xs, N, 2.0, NULL);
+  /* float16 results below 2^-14 are denormal: a few ULPs there */
+  check_transcendental(TG_OP_EXP2, DT_FLOAT16, xs, 400, 4.0, NULL);
+  check_transcendental(TG_OP_LOG2, DT_FLOAT32, wide, N, 2.0, NULL);
+  check_transcendental(TG_OP_LOG2, DT_FLOAT64, wide, N, 2.0, NULL);
+  check_transcendental(TG_OP_LOG2, DT_FLOAT32, pos, N, 2.0, NULL);
+  check_transcendental(TG_OP_SIN, DT_FLOAT32, xs, N, 2.0, NULL);
+  /* float64 sin: 1 ULP below |x| = 30 (Cody-Waite); above, tinygrad's Payne-Hanek in float64 is good to ~1e-8
+   * absolute (checked against values tinygrad itself computes on its CPU device below) */
+  static double small[N];
+  fill_inputs(small, N, -30, 30, 5);
+  check_transcendental(TG_OP_SIN, DT_FLOAT64, small, N, 2.0, NULL);
+  {
+    Renderer ren = cpu_renderer();
+    UOpScope sc = uop_scope_begin();
+    UOp *g = decomposed(TG_OP_SIN, DT_FLOAT64, &ren);
+    static const double xin[] = {-34.499174907732808, 100.53099054538848, 3.0, 1e-5};
+    static const double tinygrad_says[] = {-0.05831120100082687, 2.5626107906211105e-05, 0.1411200080598671,
+                                           9.999999999833334e-06};
+    for (size_t i = 0; g && i < TG_ARRAY_LEN(xin); i++) {
+      FEval e = {0};
+      double got = feval(&e, g, xin[i], 0).f;
+      /* tinygrad's compiler may fuse multiply-adds: a few ULPs of slack, far below the gap to libm at 34.5 */
+      CHECK_MSG(!e.bad && fabs(got - tinygrad_says[i]) <= 4 * ulp_of(tinygrad_says[i], DT_FLOAT64),
+                "float64 sin(%.17g) = %.17g, tinygrad %.17g", xin[i], got, tinygrad_says[i]);
+      feval_free(&e);
+    }
+    uop_scope_end(sc);
+  }
+  /* large arguments take the Payne-Hanek path; the error there is absolute, measured at the result's scale */
+  check_transcendental(TG_OP_SIN, DT_FLOAT32, big, N, 1e6, NULL);
+  check_transcendental(TG_OP_POW, DT_FLOAT32, pos, N, 2.0, ys);
+  double negs[8] = {-2.0, -2.0, -8.0, -0.5, -INFINITY, -INFINITY, 0.0, 2.0};
+  double exps[8] = {3.0, 2.0, 1.0 / 3.0, -1.0, 3.0, 2.0, 0.0, 0.0};
+  check_transcendental(TG_OP_POW, DT_FLOAT32, negs, 8, 2.0, exps);
+  Renderer ren = cpu_renderer();
+  /* SQRT is native on the CPU: no decomposition; without it, pow(x, 0.5) */
+  UOpScope sc = uop_scope_begin();
+  UOp *g = decomposed(TG_OP_SQRT, DT_FLOAT32, &ren);
+  CHECK(g && g->op == TG_OP_SQRT);
+  uop_scope_end(sc);
+}
+
+/* ================================================================================================================
+ * integer decompositions, checked with the exact integer evaluator
+ * ================================================================================================================ */
+
+static void test_int_decomps(void) {
+  Renderer ren = cpu_renderer();
+  static const int64_t divisors[] = {1, 2, 3, 4, 5, 7, 8, 16, -1, -2, -3, -4, -7, -8};
+  for (int range_kind = 0; range_kind < 2; range_kind++) {
+    int64_t lo = range_kind ? 0 : -40, hi = 40;
+    for (size_t k = 0; k < TG_ARRAY_LEN(divisors); k++) {
+      for (int op = 0; op < 2; op++) {
+        UOpScope sc = uop_scope_begin();
+        UOp *x = uop_variable("x", lo, hi, DT_INT32);
+        UOp *c = uop_const_int(DT_INT32, divisors[k]);
+        UOp *g = uop_alu2(op ? TG_OP_FLOORMOD : TG_OP_FLOORDIV, x, c);
+        UOp *d = graph_rewrite(g, cg_pm_late_decomp(&ren), (void *)&ren, 0, NULL, "decomp");
+        CHECK(d != NULL);
+        if (!d) { uop_scope_end(sc); continue; }
+        bool no_floor = d->op != TG_OP_FLOORDIV && d->op != TG_OP_FLOORMOD;
+        UOpVec topo = {0};
+        uop_toposort(d, NULL, NULL, &topo);
+        for (size_t i = 0; i < topo.len; i++) no_floor &= topo.data[i]->op != TG_OP_FLOORDIV && topo.data[i]->op != TG_OP_FLOORMOD;
+        tg_vec_free(&topo);
+        CHECK_MSG(no_floor, "floor %s by %lld not decomposed", op ? "mod" : "div", (long long)divisors[k]);
+        EvalEnv env;
+        eval_env_init(&env);
+        int bad = 0;
+        for (int64_t v = lo; v <= hi; v++) {
+          eval_env_bind_var(&env, "x", v);
+          EvalValue a = uop_eval(g, &env), b = uop_eval(d, &env);
+          if (a.state != EVAL_OK || b.state != EVAL_OK || a.v != b.v) bad++;
+        }
+        CHECK_MSG(bad == 0, "x %s %lld over [%lld, %lld]: %d values differ", op ? "%" : "//", (long long)divisors[k],
+                  (long long)lo, (long long)hi, bad);
+        eval_env_free(&env);
+        uop_scope_end(sc);
+      }
+    }
+  }
+  /* MAX becomes CMPLT + WHERE on the CPU */
+  UOpScope sc = uop_scope_begin();
+  UOp *x = uop_variable("x", -5, 5, DT_INT32), *y = uop_variable("y", -5, 5, DT_INT32);
+  UOp *d = graph_rewrite(uop_max(x, y), cg_pm_early_decomp(&ren), (void *)&ren, 0, NULL, "decomp");
+  CHECK(d && d->op == TG_OP_WHERE);
+  EvalEnv env;
+  eval_env_init(&env);
+  int bad = 0;
+  for (int a = -5; a <= 5; a++)
+    for (int b = -5; b <= 5; b++) {
+      eval_env_bind_var(&env, "x", a);
+      eval_env_bind_var(&env, "y", b);
+      EvalValue r = uop_eval(d, &env);
+      bad += r.state != EVAL_OK || r.v != (a > b ? a : b);
+    }
+  CHECK_EQ_INT(bad, 0);
+  eval_env_free(&env);
+  uop_scope_end(sc);
+}
+
+/* reference threefry2x32 (Random123), 20 rounds */
+static uint64_t threefry_ref(uint64_t x, uint64_t key) {
+  uint32_t x0 = (uint32_t)x, x1 = (uint32_t)(x >> 32), k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+  static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  uint32_t ks[3] = {k1, k0 ^ k1 ^ 0x1BD11BDA, k0};
+  uint32_t a = x0 + ks[2], b = x1 + ks[0];
+  for (int i = 0; i < 5; i++) {
+    for (int k = 0; k < 4; k++) {
+      int r = rot[i % 2][k];
+      a = a + b;
+      b = a ^ ((b << r) | (b >> (32 - r)));
+    }
+    a += ks[i % 3];
+    b += ks[(i + 1) % 3] + (uint32_t)(i + 1);
+  }
+  return ((uint64_t)b << 32) | a;
+}
+
+static void test_threefry(void) {
+  Renderer ren = cpu_renderer();
+  UOpScope sc = uop_scope_begin();
+  static const uint64_t xs[] = {0, 1, 0xdeadbeefcafebabeULL, 12345678901234ULL};
+  static const uint64_t keys[] = {0, 42, 0x0123456789abcdefULL};
+  for (size_t i = 0; i < TG_ARRAY_LEN(xs); i++)
+    for (size_t k = 0; k < TG_ARRAY_LEN(keys); k++) {
+      UOp *g = uop_alu2(TG_OP_THREEFRY, uop_const_int(DT_UINT64, (int64_t)xs[i]), uop_const_int(DT_UINT64, (int64_t)keys[k]));
+      UOp *d = graph_rewrite(g, cg_pm_late_decomp(&ren), (void *)&ren, 0, NULL, "threefry");
+      CHECK(d != NULL);
+      if (!d) continue;
+      FEval e = {0};
+      Val v = feval(&e, d, 0, 0);
+      CHECK_MSG(!e.bad && v.u == threefry_ref(xs[i], keys[k]), "threefry(%llx, %llx) = %llx, want %llx",
+                (unsigned long long)xs[i], (unsigned long long)keys[k], (unsigned long long)v.u,
+                (unsigned long long)threefry_ref(xs[i], keys[k]));
+      feval_free(&e);
+    }
+  uop_scope_end(sc);
+}
+
+static void test_errors(void) {
+  Renderer ren = cpu_renderer();
+  UOpScope sc = uop_scope_begin();
+  /* a movement op left in a kernel AST is refused with a message */
+  UOp *ast = uop_parse("(SINK.void=kern:test (STORE.void (INDEX.float (PARAM.float=param:0:-:1:CPU (CONST.weakint=i:4)) "
+                       "(CONST.weakint=i:0)) (PERMUTE.float=perm:0 (CONST.float=f:1.0))))");
+  CHECK(ast != NULL);
+  if (ast) {
+    CHECK(cg_lower(ast, &ren) == NULL);
+    CHECK(strstr(tg_last_error(), "not supported yet") != NULL);
+  }
+  CHECK(cg_lower(uop_const_int(DT_INT32, 1), &ren) == NULL);
+  CHECK(cg_lower(ast, NULL) == NULL);
+  uop_scope_end(sc);
+}
+
+void suite_codegen(void) {
+  test_tinygrad_cases();
+  test_transcendentals();
+  test_int_decomps();
+  test_threefry();
+  test_errors();
+}

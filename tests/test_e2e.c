@@ -1,0 +1,133 @@
+/* test_e2e.c — the whole pipeline from the public API: tensors built lazily, scheduled into kernels, lowered,
+ * rendered to C, compiled, run on the CPU runtime, read back, and compared with values computed here in plain C. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "test.h"
+#include "tinygrad.h"
+
+static bool close_arrays(const float *got, const float *want, size_t n, double atol, double rtol) {
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - (double)want[i]);
+    if (!(d <= atol + rtol * fabs((double)want[i])) && !(isnan(got[i]) && isnan(want[i]))) {
+      fprintf(stderr, "  element %zu: got %.9g want %.9g\n", i, got[i], want[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+static void fill(float *x, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 1103515245u + 12345u;
+    x[i] = (float)((seed >> 8) % 2001) / 1000.0f - 1.0f;
+  }
+}
+
+/* relu(a + b) with b broadcast over rows */
+static void test_elementwise_broadcast(void) {
+  tg_scope sc = tg_scope_begin();
+  float a[12], b[4], want[12], got[12];
+  fill(a, 12, 1);
+  fill(b, 4, 2);
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++) want[i * 4 + j] = fmaxf(a[i * 4 + j] + b[j], 0.0f);
+  int64_t sa[2] = {3, 4}, sb[1] = {4};
+  tg_tensor *c = tg_relu(tg_add(tg_from_floats(a, sa, 2), tg_from_floats(b, sb, 1)));
+  tg_status st = tg_to_host(c, got, sizeof got);
+  CHECK_MSG(st == TG_OK, "relu(a+b): %s", tg_last_error());
+  if (st == TG_OK) CHECK(close_arrays(got, want, 12, 1e-6, 1e-6));
+  tg_scope_end(sc);
+}
+
+/* sum over each axis and over everything */
+static void test_reduce(void) {
+  tg_scope sc = tg_scope_begin();
+  float a[6 * 5];
+  fill(a, 30, 3);
+  int64_t sh[2] = {6, 5};
+  tg_tensor *t = tg_from_floats(a, sh, 2);
+  for (int axis = 0; axis < 2; axis++) {
+    int n = axis == 0 ? 5 : 6;
+    float want[6] = {0}, got[6];
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 5; j++) want[axis == 0 ? j : i] += a[i * 5 + j];
+    tg_status st = tg_to_host(tg_sum(t, &axis, 1, false), got, (size_t)n * sizeof(float));
+    CHECK_MSG(st == TG_OK, "sum(axis=%d): %s", axis, tg_last_error());
+    if (st == TG_OK) CHECK(close_arrays(got, want, (size_t)n, 1e-5, 1e-5));
+  }
+  double total = 0, got = 0;
+  for (int i = 0; i < 30; i++) total += a[i];
+  tg_status st = tg_item_double(tg_sum(t, NULL, 0, false), &got);
+  CHECK_MSG(st == TG_OK, "sum(): %s", tg_last_error());
+  if (st == TG_OK) CHECK_NEAR(got, total, 1e-4);
+  tg_scope_end(sc);
+}
+
+/* softmax over the last axis (3 kernels in tinygrad) */
+static void test_softmax(void) {
+  tg_scope sc = tg_scope_begin();
+  float a[4 * 8], want[32], got[32];
+  fill(a, 32, 4);
+  for (int i = 0; i < 4; i++) {
+    float m = -INFINITY, s = 0;
+    for (int j = 0; j < 8; j++) m = fmaxf(m, a[i * 8 + j]);
+    for (int j = 0; j < 8; j++) s += expf(a[i * 8 + j] - m);
+    for (int j = 0; j < 8; j++) want[i * 8 + j] = expf(a[i * 8 + j] - m) / s;
+  }
+  int64_t sh[2] = {4, 8};
+  tg_status st = tg_to_host(tg_softmax(tg_from_floats(a, sh, 2), -1), got, sizeof got);
+  CHECK_MSG(st == TG_OK, "softmax: %s", tg_last_error());
+  if (st == TG_OK) CHECK(close_arrays(got, want, 32, 1e-6, 1e-4));
+  tg_scope_end(sc);
+}
+
+/* a @ b with a permuted (non-contiguous) operand */
+static void test_matmul(void) {
+  tg_scope sc = tg_scope_begin();
+  float a[5 * 7], b[7 * 3], want[15], got[15];
+  fill(a, 35, 5);
+  fill(b, 21, 6);
+  for (int i = 0; i < 5; i++)
+    for (int j = 0; j < 3; j++) {
+      float s = 0;
+      for (int k = 0; k < 7; k++) s += a[k * 5 + i] * b[k * 3 + j]; /* a is stored transposed (7x5) */
+      want[i * 3 + j] = s;
+    }
+  int64_t sa[2] = {7, 5}, sb[2] = {7, 3};
+  tg_tensor *at = tg_transpose(tg_from_floats(a, sa, 2), 0, 1);
+  tg_status st = tg_to_host(tg_matmul(at, tg_from_floats(b, sb, 2)), got, sizeof got);
+  CHECK_MSG(st == TG_OK, "matmul: %s", tg_last_error());
+  if (st == TG_OK) CHECK(close_arrays(got, want, 15, 1e-5, 1e-4));
+  tg_scope_end(sc);
+}
+
+/* transcendentals through the decompositions (the C backend has no exp2/log2/sin) */
+static void test_unary_math(void) {
+  tg_scope sc = tg_scope_begin();
+  float a[16], got[16], want[16];
+  for (int i = 0; i < 16; i++) a[i] = (float)i * 0.37f - 2.5f;
+  int64_t sh[1] = {16};
+  tg_tensor *t = tg_from_floats(a, sh, 1);
+  struct { const char *name; tg_tensor *(*fn)(const tg_tensor *); double (*ref)(double); } ops[] = {
+      {"exp", tg_exp, exp}, {"sin", tg_sin, sin}, {"cos", tg_cos, cos}, {"tanh", tg_tanh, tanh}, {"sqrt_abs", NULL, NULL}};
+  for (size_t k = 0; k < 4; k++) {
+    for (int i = 0; i < 16; i++) want[i] = (float)ops[k].ref(a[i]);
+    tg_status st = tg_to_host(ops[k].fn(t), got, sizeof got);
+    CHECK_MSG(st == TG_OK, "%s: %s", ops[k].name, tg_last_error());
+    if (st == TG_OK) CHECK_MSG(close_arrays(got, want, 16, 1e-6, 1e-5), "%s values", ops[k].name);
+  }
+  for (int i = 0; i < 16; i++) want[i] = logf(fabsf(a[i]) + 1.0f);
+  tg_status st = tg_to_host(tg_log(tg_add(tg_abs(t), tg_const_float(1.0))), got, sizeof got);
+  CHECK_MSG(st == TG_OK, "log(|x|+1): %s", tg_last_error());
+  if (st == TG_OK) CHECK(close_arrays(got, want, 16, 1e-6, 1e-5));
+  tg_scope_end(sc);
+}
+
+void suite_e2e(void) {
+  test_elementwise_broadcast();
+  test_reduce();
+  test_softmax();
+  test_matmul();
+  test_unary_math();
+}

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""gen_c_render_cases.py — ask tinygrad how it linearizes and renders a set of lowered CPU kernels, for
+tests/test_render.c.
+
+For each kernel: tinygrad's full_rewrite_to_sink output (the linearizer's input), its linearized list (one line per
+UOp: "OP.dtype src-positions", after the IF/ENDIF line rewrite) and ClangRenderer's C source. Graph syntax:
+src/uop/parse.h (nodes used more than once are written "(@k ...)" once and "@k" afterwards). A kernel listed with a
+THREAD count is lowered with opts_to_apply=(Opt(THREAD, 0, n),), the split tinygrad's heuristic makes on big kernels.
+Run with tinygrad importable:
+  cd /work/tgref && NO_COLOR=1 NOOPT=1 DEV=CPU PYTHONPATH=. python3 /work/main/tools/gen_c_render_cases.py \
+     > /work/main/tests/c_render_cases.h
+"""
+import math
+from dataclasses import replace
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import UOp, Ops, KernelInfo
+from tinygrad.dtype import AddrSpace, ConstFloat, Invalid
+from tinygrad.codegen import full_rewrite_to_sink, line_rewrite, pm_linearize_cleanups
+from tinygrad.codegen.late.linearizer import linearize
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.device import Device
+from tinygrad.helpers import ansistrip
+
+ren = Device["CPU"].renderer
+
+def fmt_float(v):
+  v = float(v)
+  if math.isnan(v): return "nan"
+  if math.isinf(v): return "inf" if v > 0 else "-inf"
+  return repr(v)
+
+def arg_text(u):
+  a = u.arg
+  if u.op is Ops.CONST:
+    if a is Invalid: return "inv"
+    if isinstance(a, bool): return f"b:{int(a)}"
+    if isinstance(a, (float, ConstFloat)): return "f:" + fmt_float(float(a))
+    return f"i:{int(a)}"
+  if u.op in (Ops.PARAM, Ops.BUFFER) and a is not None:
+    if u.op is Ops.BUFFER and a.addrspace == AddrSpace.ALU and a.vmin_vmax is not None:
+      return f"var:{a.name}:{int(a.vmin_vmax[0])}:{int(a.vmin_vmax[1])}"
+    s = f"param:{a.slot}:{a.name or '-'}:{int(a.addrspace) if a.addrspace is not None else 0}"
+    if a.device is not None or a.vmin_vmax is not None: s += f":{a.device or ''}"
+    if a.vmin_vmax is not None: s += f":{int(a.vmin_vmax[0])}:{int(a.vmin_vmax[1])}"
+    return s
+  if u.op is Ops.RANGE: return "rng:" + "_".join(str(x) for x in a[:-1]) + ":" + a[-1].name
+  if u.op is Ops.SINK and isinstance(a, KernelInfo): return "kern:" + ansistrip(a.name)
+  if u.op in (Ops.SPECIAL, Ops.CUSTOM, Ops.CUSTOMI): return "s:" + a
+  if a is None or u.op in (Ops.CAST, Ops.BITCAST): return None
+  raise RuntimeError(f"no arg syntax for {u.op} {a!r}")
+
+def dtn(dt): return repr(dt)[len("dtypes."):]
+
+def srcs(u):
+  # tinygrad.c keeps a Variable (ALU PARAM/BUFFER) without tinygrad's empty-STACK shape source
+  if u.op in (Ops.PARAM, Ops.BUFFER) and u.arg.addrspace == AddrSpace.ALU: return ()
+  return u.src
+
+def sexp(root):
+  uses = {}
+  for u in root.toposort():
+    for s in srcs(u): uses[s] = uses.get(s, 0) + 1
+  names = {}
+  def go(u):
+    if u in names: return f"@{names[u]}"
+    at = arg_text(u)
+    head = f"{u.op.name}.{dtn(u.dtype)}" + (f"={at}" if at else "")
+    label = ""
+    if uses.get(u, 0) > 1:
+      names[u] = len(names)
+      label = f"@{names[u]} "
+    return "(" + label + " ".join([head] + [go(x) for x in srcs(u)]) + ")"
+  return go(root)
+
+def linear_lines(lst):
+  lst = [u for u in lst if not (u.op is Ops.STACK and not u.src)]  # a Variable's shape: not in tinygrad.c
+  pos = {u: i for i, u in enumerate(lst)}
+  return "\n".join(f"{u.op.name}.{dtn(u.dtype)}" + "".join(f" {pos[s]}" for s in srcs(u) if s in pos) for u in lst)
+
+def cstr(s): return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+def cases():
+  f = lambda *s: Tensor.empty(*s)
+  i32 = lambda *s: Tensor.empty(*s, dtype=dtypes.int32)
+  yield "add_relu", lambda: (f(4, 8) + f(4, 8)).relu(), 0
+  yield "sum_axis", lambda: f(4, 8).sum(1), 0
+  yield "sum_all", lambda: f(64).sum(), 0
+  yield "exp", lambda: f(32).exp(), 0
+  yield "add_thread", lambda: f(16, 16) + f(16, 16), 2
+  yield "max_thread", lambda: f(4, 8).max(1), 2
+  yield "pad", lambda: f(10, 10).pad(((1, 1), (2, 0))), 0
+  yield "int_ops", lambda: (i32(64) * 3 + i32(64)) // 2 % 5, 0
+  yield "int_bits", lambda: ((i32(64) << 3) ^ (i32(64) >> 1)) | (i32(64) & 7), 0
+  yield "cmp_bool", lambda: f(32) < f(32), 0
+  yield "where_inf", lambda: (f(32) < 0).where(f(32), float("inf")), 0
+  yield "cast_half", lambda: f(32).cast(dtypes.half), 0
+  yield "half_math", lambda: Tensor.empty(32, dtype=dtypes.half) * 2 + 1, 0
+  yield "half_exp", lambda: Tensor.empty(16, dtype=dtypes.half).exp(), 0
+  yield "bf16_add", lambda: Tensor.empty(32, dtype=dtypes.bfloat16) + Tensor.empty(32, dtype=dtypes.bfloat16), 0
+  yield "bf16_to_float", lambda: Tensor.empty(32, dtype=dtypes.bfloat16).cast(dtypes.float), 0
+  yield "float_to_bf16", lambda: f(32).cast(dtypes.bfloat16), 0
+  yield "int64_const", lambda: Tensor.empty(16, dtype=dtypes.int64) * 3 + 2**40, 0
+  yield "uint64_const", lambda: Tensor.empty(16, dtype=dtypes.uint64) + (2**64 - 5), 0
+  yield "uint32_ops", lambda: (Tensor.empty(16, dtype=dtypes.uint32) * 7 + 4000000000) // 3, 0
+  yield "small_ints", lambda: Tensor.empty(16, dtype=dtypes.int8) * 3 + Tensor.empty(16, dtype=dtypes.uint8).cast(dtypes.int8), 0
+  yield "int16_uint16", lambda: Tensor.empty(16, dtype=dtypes.int16) - Tensor.empty(16, dtype=dtypes.uint16).cast(dtypes.int16), 0
+  yield "double_sqrt", lambda: Tensor.empty(16, dtype=dtypes.float64).sqrt() + 1.5, 0
+  yield "double_to_half", lambda: Tensor.empty(16, dtype=dtypes.float64).cast(dtypes.half), 0
+  yield "recip_trunc", lambda: f(32).reciprocal() + f(32).trunc(), 0
+  yield "sin", lambda: f(16).sin(), 0
+  yield "log2", lambda: f(16).log2(), 0
+  yield "bitcast", lambda: f(16).bitcast(dtypes.int32) + 1, 0
+  yield "bool_ops", lambda: (f(16) < 1) & (f(16) > 0), 0
+  yield "matmul", lambda: f(4, 6) @ f(6, 5), 0
+  yield "arange", lambda: Tensor.arange(20), 0
+  yield "argmax", lambda: f(8, 8).argmax(1), 0
+  yield "cumsum", lambda: f(16).cumsum(), 0
+  yield "rand", lambda: Tensor.rand(16), 0
+  yield "softmax", lambda: f(4, 16).softmax(1), 0
+  yield "int_div_neg", lambda: i32(32) // i32(32) + i32(32) % i32(32), 0
+  yield "pad", lambda: (f(10, 10) + 1).pad(((1, 1), (2, 0))), 0
+  yield "flip", lambda: (f(8) + 1).flip(0), 0
+  yield "cat", lambda: f(4).cat(f(6)), 0
+  yield "gather", lambda: f(10)[Tensor.empty(4, dtype=dtypes.int32)], 0
+  yield "pad_sum", lambda: f(10, 10).contiguous().pad(((0, 0), (0, 6))).reshape(10, 4, 4).sum(2), 0
+  yield "conv2d", lambda: Tensor.empty(1, 2, 6, 6).conv2d(Tensor.empty(3, 2, 3, 3), padding=1), 0
+  yield "max_pool", lambda: Tensor.empty(1, 1, 6, 6).max_pool2d(), 0
+  yield "isinf", lambda: f(8).isinf(), 0
+  yield "int64_idx", lambda: Tensor.empty(3, 2**30, dtype=dtypes.int8)[:, ::2**20].contiguous(), 0
+  yield "long_mul", lambda: f(8).cast(dtypes.int64) * Tensor.empty(8, dtype=dtypes.int64) + 5, 0
+  yield "rounding", lambda: f(8).ceil() + f(8).floor() + f(8).round(), 0
+  yield "pow", lambda: f(8) ** f(8), 0
+  yield "sigmoid", lambda: f(8).sigmoid(), 0
+  yield "uint8_add", lambda: Tensor.empty(8, dtype=dtypes.uint8) + Tensor.empty(8, dtype=dtypes.uint8), 0
+  yield "bool_where", lambda: Tensor.empty(8, dtype=dtypes.bool).where(Tensor.empty(8, dtype=dtypes.int8), 3), 0
+  yield "half_sum", lambda: Tensor.empty(16, dtype=dtypes.half).sum(), 0
+  yield "setitem", lambda: Tensor.zeros(10).contiguous()[2:8].assign(Tensor.ones(6)), 0
+  yield "sum_thread", lambda: f(8, 16).sum(1), 2
+
+print("/* c_render_cases.h — generated by tools/gen_c_render_cases.py from tinygrad itself: do not edit.")
+print(" * {case, tinygrad's lowered SINK (linearizer input), its linearized list, ClangRenderer's C source}. */")
+print("#pragma GCC diagnostic ignored \"-Woverlength-strings\" /* whole kernels as one literal each */")
+print("static const struct { const char *name, *sink, *linear, *source; } c_render_cases[] = {")
+for name, fn, threads in cases():
+  calls = [c for c in fn().schedule_linear().src if c.src[0].op is Ops.SINK]
+  for i, call in enumerate(calls):
+    ast = call.src[0]
+    if threads: ast = ast.replace(arg=replace(ast.arg, opts_to_apply=(Opt(OptOps.THREAD, 0, threads),)))
+    sink = full_rewrite_to_sink(ast, ren)
+    lst = line_rewrite(linearize(sink), pm_linearize_cleanups)
+    src = ren.render(lst)
+    print(f"  {{{cstr(f'{name}_{i}')},\n   {cstr(sexp(sink))},\n   {cstr(linear_lines(lst))},\n   {cstr(src)}}},")
+print("};")
