@@ -11,7 +11,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 LIB_SRC := $(sort $(wildcard src/*/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
 TOOLS := fuzz_symbolic demo_symbolic
-BENCHES := bench_rewrite
+BENCHES := bench_rewrite bench_tensor
 
 B := build
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
@@ -43,6 +43,10 @@ $(B)/run_tests_san: $(SAN_TEST_OBJ) $(SAN_LIB_OBJ)
 	$(CC) $(CFLAGS_ALL) $(SAN) -o $@ $^ $(LDLIBS)
 $(B)/%: tools/%.c $(B)/libtinygrad.a
 	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ $< $(B)/libtinygrad.a $(LDLIBS)
+# the hand-written peers are compiled the way a C programmer would: -O3 for this machine
+$(B)/bench_tensor: bench/bench_tensor.c bench/peer_loops.c bench/peer_loops.h $(B)/libtinygrad.a
+	$(CC) $(CPPFLAGS) $(WARN) -O3 -march=native -pthread -c bench/peer_loops.c -o $(B)/peer_loops.o
+	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ bench/bench_tensor.c $(B)/peer_loops.o $(B)/libtinygrad.a $(LDLIBS)
 $(B)/%: bench/%.c $(B)/libtinygrad.a
 	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ $< $(B)/libtinygrad.a $(LDLIBS)
 

@@ -36,6 +36,33 @@ for name in rewrite_sym intern_fresh intern_hit; do
   fi
 done
 
+# the Tensor issue's figures: fused elementwise, sum, softmax against hand-written 2-thread C loops (-O3), and
+# realizing a cached 1-element kernel against tinygrad doing the same
+tensor=$("$B/bench_tensor") || { echo "bench: $B/bench_tensor failed"; tensor=""; }
+for name in elementwise_relu_fma_16M sum_16M; do
+  line=$(echo "$tensor" | awk -v n="$name" '$1 == n')
+  [ -z "$line" ] && continue
+  set -- $line
+  echo "bench $name ours=$2 $3 c_loop=$5 ratio=$(awk -v a="$2" -v b="$5" 'BEGIN { printf "%.2f", a / b }')"
+done
+line=$(echo "$tensor" | awk '$1 == "softmax_4096x1024"')
+if [ -n "$line" ]; then
+  set -- $line
+  echo "bench softmax_4096x1024 ours=$2 $3 c_loop=$5 ratio=$(awk -v a="$2" -v b="$5" 'BEGIN { printf "%.2f", b / a }')"
+fi
+line=$(echo "$tensor" | awk '$1 == "launch_1elem"')
+if [ -n "$line" ]; then
+  set -- $line
+  o=$2
+  p=""
+  [ -n "$tg" ] && p=$(cd "$tg" && PYTHONPATH="$tg" DEV=CPU python3 "$ROOT/bench/peer_tinygrad_launch.py" 2>/dev/null | awk '$1 == "launch_1elem" { print $2 }')
+  if [ -n "$p" ]; then
+    echo "bench launch_1elem ours=$o us tinygrad=$p ratio=$(awk -v a="$o" -v b="$p" 'BEGIN { printf "%.2f", b / a }')"
+  else
+    echo "bench launch_1elem ours=$o us tinygrad=n/a ratio=n/a"
+  fi
+fi
+
 # both sides must have rewritten the same graph to the same size, or the comparison is not like for like
 if [ -n "$peer" ]; then
   for k in rewrite_sym_nodes_in rewrite_sym_nodes_out; do

@@ -186,13 +186,17 @@ static double estimate_flops(UOp *linear) {
   return flops;
 }
 
-static int core_count(UOp *linear) {
+/* The core_id Variable of a THREAD-split kernel: its number of values (1 when there is none) and its slot. */
+static int core_count(UOp *linear, int64_t *slot) {
   for (uint32_t i = 0; i < linear->nsrc; i++) {
     UOp *u = linear->src[i];
     if ((u->op == TG_OP_PARAM || u->op == TG_OP_BUFFER) && u->arg.kind == ARG_PARAM &&
-        u->arg.param->addrspace == ADDR_ALU && strcmp(u->arg.param->name, "core_id") == 0)
+        u->arg.param->addrspace == ADDR_ALU && strcmp(u->arg.param->name, "core_id") == 0) {
+      *slot = u->arg.param->slot;
       return (int)(u->arg.param->vmax + 1);
+    }
   }
+  *slot = -1;
   return 1;
 }
 
@@ -214,15 +218,16 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
   snprintf(k->name, sizeof k->name, "%s", render_kernel_name(linear));
   RenderParamVec params = {0};
   render_params(linear, &params);
+  int64_t core_slot;
+  k->ncores = core_count(linear, &core_slot);
   k->nparams = (int)params.len;
   k->param_slot = tg_malloc((params.len + 1) * sizeof(int64_t));
   k->core_param = -1;
   for (size_t i = 0; i < params.len; i++) {
     k->param_slot[i] = params.data[i].is_value ? -1 : params.data[i].slot;
-    if (params.data[i].is_value && strcmp(params.data[i].name, "core_id") == 0) k->core_param = (int)i;
+    if (params.data[i].is_value && params.data[i].slot == core_slot) k->core_param = (int)i;
   }
   tg_vec_free(&params);
-  k->ncores = core_count(linear);
   k->flops = estimate_flops(linear);
   char entry_name[TG_NAME_MAX + 8];
   snprintf(entry_name, sizeof entry_name, "%s_entry", k->name);
