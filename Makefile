@@ -10,7 +10,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 
 LIB_SRC := $(sort $(wildcard src/*/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
-TOOLS := fuzz_symbolic demo_symbolic
+TOOLS := fuzz_symbolic demo_symbolic demo_tensor
 BENCHES := bench_rewrite bench_tensor
 
 B := build
@@ -57,7 +57,7 @@ test: $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic
 test-fast: $(B)/run_tests
 	$(B)/run_tests
 
-demo: $(B)/fuzz_symbolic $(B)/demo_symbolic
+demo: $(B)/fuzz_symbolic $(B)/demo_symbolic $(B)/demo_tensor
 	@bash tools/demo.sh $(B)
 
 bench: $(BENCHES:%=$(B)/%)

@@ -25,6 +25,7 @@ def argtxt(u):
     return f"i:{a}"
   if isinstance(a, ParamArg):
     if a.addrspace is AddrSpace.ALU: return f"var:{a.name}:{a.vmin_vmax[0]}:{a.vmin_vmax[1]}"
+    if isinstance(a.device, tuple): raise RuntimeError("multi-device buffers have no syntax")
     return f"param:{a.slot}:{a.name or '-'}:{int(a.addrspace)}" + (f":{a.device}" if a.device is not None else "")
   if isinstance(a, KernelInfo): return f"kern:{a.name}"
   if u.op is Ops.RANGE: return "rng:" + "_".join(str(i) for i in a[:-1]) + ":" + a[-1].name
