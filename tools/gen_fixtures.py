@@ -817,7 +817,8 @@ def build_binary():
                                                   "float32")])
   add("binary", "pow_f64", "pow", {}, [In(uni((3, 4), 604, 0.1, 3), "float64"), In(uni((3, 4), 605, -2, 2), "float64")])
   add("binary", "pow_f16", "pow", {}, [In(uni((3, 4), 606, 0.1, 3), "float16"), In(uni((3, 4), 607, -2, 2), "float16")])
-  add("binary", "pow_i32", "pow", {}, [In(ints((3, 4), 608, -5, 6), "int32"), In(ints((3, 4), 609, 0, 6), "int32")])
+  # no int32 ** int32 tensor case: tinygrad itself has no integer POW (its decomposition is float-only, "TODO: int
+  # pow"), and tinygrad.c reports the same gap as an error at realize
   # comparisons (values from a small set so that ties happen), with nan
   for name in ("lt", "le", "gt", "ge", "eq", "ne"):
     for dt in ("float32", "int8", "uint8", "int64", "uint64", "float16", "bool", "bfloat16", "int32"):

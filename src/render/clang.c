@@ -37,6 +37,16 @@ static UOp *bf16_cast_through_float(RwCtx *rw, UOp *root, UOp **m) {
   return uop_cast(uop_cast(m[0], DT_FLOAT32), root->dtype);
 }
 
+/* A bfloat16 constant becomes its 16 bits: the compiler here has no __bf16 type (the runtime compiles it as an unsigned
+ * short), so a value cast like (__bf16)3.0f would convert the number instead of its bits. */
+static UOp *bf16_const_bits(RwCtx *rw, UOp *root, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  if (root->arg.c.kind == CK_INVALID) return NULL;
+  uint16_t bits = tg_float_to_bf16_bits((float)const_as_double(root->arg.c, root->dtype));
+  return uop_bitcast(uop_const_int(DT_UINT16, bits), DT_BFLOAT16);
+}
+
 /* bf16 -> float: the 16 bits become the top half of a float32 (pm_manual_bf16_cast). */
 static UOp *bf16_to_float_bits(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(rw);
@@ -61,6 +71,7 @@ static UOp *float_to_bf16_bits(RwCtx *rw, UOp *root, UOp **m) {
 }
 
 static const Rule clang_extra_rules[] = {
+    RULE("CONST.bfloat16", bf16_const_bits, NULL),
     RULE("(CAST.half x.double)", cast_via_float, NULL),
     RULE("(CAST.bfloat16 x.double)", cast_via_float, NULL),
     RULE("(CAST.half x.bfloat16)", cast_via_float, NULL),
