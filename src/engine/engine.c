@@ -308,6 +308,30 @@ static tg_status get_kernels(UOp *linear, Kernel **out) {
 
 static long kernel_count;
 
+/* A CALL argument as a pointer: a global BUFFER, or a planned view of an arena, BITCAST(SHRINK(arena, offset, n)). */
+static tg_status resolve_arg(const UOp *a, void **ptr, size_t *nbytes) {
+  RtBuffer *b;
+  if (a->op == TG_OP_BITCAST && a->nsrc == 1 && a->src[0]->op == TG_OP_SHRINK && a->src[0]->nsrc == 3) {
+    const UOp *sh = a->src[0];
+    if (sh->src[1]->op != TG_OP_CONST || sh->src[2]->op != TG_OP_CONST)
+      return tg_set_error(TG_ERR_RUNTIME, "realize: arena view with a symbolic offset");
+    int64_t off = sh->src[1]->arg.c.i, n = sh->src[2]->arg.c.i;
+    tg_status st = ensure_allocated(sh->src[0], &b);
+    if (st != TG_OK) return st;
+    if (off < 0 || n < 0 || (size_t)(off + n) > rt_buffer_nbytes(b))
+      return tg_set_error(TG_ERR_RUNTIME, "realize: arena view [%lld, +%lld) outside its arena of %zu bytes",
+                          (long long)off, (long long)n, rt_buffer_nbytes(b));
+    *ptr = (char *)rt_buffer_ptr(b) + off;
+    *nbytes = (size_t)n;
+    return TG_OK;
+  }
+  tg_status st = ensure_allocated(a, &b);
+  if (st != TG_OK) return st;
+  *ptr = rt_buffer_ptr(b);
+  *nbytes = rt_buffer_nbytes(b);
+  return TG_OK;
+}
+
 static tg_status run_call(UOp *call, Kernel *k) {
   void *argbufs[RT_MAX_PARAMS];
   long long vals[RT_MAX_PARAMS];
@@ -328,11 +352,10 @@ static tg_status run_call(UOp *call, Kernel *k) {
     if (slot + 1 >= (int64_t)call->nsrc)
       return tg_set_error(TG_ERR_RUNTIME, "realize: kernel %s reads PARAM %lld but its CALL has %u buffers", k->name,
                           (long long)slot, call->nsrc - 1);
-    RtBuffer *b;
-    tg_status st = ensure_allocated(call->src[1 + slot], &b);
+    size_t nb = 0;
+    tg_status st = resolve_arg(call->src[1 + slot], &argbufs[i], &nb);
     if (st != TG_OK) return st;
-    argbufs[i] = rt_buffer_ptr(b);
-    bytes += rt_buffer_nbytes(b);
+    bytes += nb;
   }
   double sec = 0;
   tg_status st = rt_launch(k->prog, argbufs, vals, k->nparams, k->core_param, k->core_param >= 0 ? k->ncores : 1, &sec);
@@ -357,18 +380,19 @@ tg_status engine_realize(UOp *const *roots, size_t n, UOp **out) {
     uop_scope_end(sc);
     return st;
   }
+  st = sched_memory_plan(&res, new_buffer_cb, NULL);
+  if (st != TG_OK) {
+    sched_result_free(&res);
+    uop_scope_end(sc);
+    return st;
+  }
   UOp *linear = res.linear;
   Kernel **ks = tg_calloc(linear->nsrc + 1, sizeof *ks);
   st = get_kernels(linear, ks);
   for (uint32_t i = 0; i < linear->nsrc && st == TG_OK; i++) st = run_call(linear->src[i], ks[i]);
   tg_free(ks);
   if (st == TG_OK) {
-    for (size_t i = 0; i < n; i++) {
-      out[i] = roots[i];
-      for (size_t j = 0; j < res.nmap; j++)
-        if (res.map_from[j] == roots[i]) out[i] = res.map_to[j];
-      uop_keep(out[i]);
-    }
+    for (size_t i = 0; i < n; i++) out[i] = uop_keep(sched_apply_map(&res, roots[i]));
   }
   sched_result_free(&res);
   uop_scope_end(sc);
