@@ -61,7 +61,8 @@ const char *tg_version(void);
  *
  * Shapes are arrays of int64_t with a count (ndim). Axes are ints; negative axes count from the end. TG_SHAPE(...) and
  * TG_AXES(...) expand to "array, count" for literal lists: tg_reshape(t, TG_SHAPE(2, 3)). A 0-d shape is NULL, 0.
- * Dtype arguments use TG_VOID for "the default" (tinygrad's dtype=None). The device is always "CPU" for now. */
+ * Dtype arguments use TG_VOID for "the default" (tinygrad's dtype=None). The device is always "CPU" for now.
+ * Not thread-safe: build and realize tensors from one thread. */
 
 
 typedef struct tg_tensor tg_tensor;
@@ -88,7 +89,7 @@ tg_dtype tg_get_dtype(const tg_tensor *t);         /* TG_VOID for NULL */
 const char *tg_dtype_name(tg_dtype d);             /* "float", "int", ... (tinygrad's names) */
 size_t tg_dtype_itemsize(tg_dtype d);              /* 0 for void and the weak dtypes */
 const char *tg_device(const tg_tensor *t);         /* "CPU", or NULL for a device-less (weak scalar) tensor */
-char *tg_graph_str(const tg_tensor *t);            /* the UOp graph as text (tinygrad's repr); free with tg_str_free */
+char *tg_graph_str(const tg_tensor *t);            /* the UOp graph as text (src/uop/print.c); free with tg_str_free */
 void tg_str_free(char *s);
 
 /* ---- creation ---- */

@@ -97,9 +97,13 @@ static void check_variable_bound(void) {
     CHECK(interp_run(lin, bufs, vals, 3) == TG_OK);
     CHECK_NEAR(out[0], 136.0, 0);
     CHECK(interp_run(lin, bufs, vals, 2) != TG_OK); /* the Variable's slot is missing */
+    CHECK(interp_run(lin, bufs, NULL, 3) != TG_OK);
+    CHECK(interp_run(lin, NULL, vals, 3) != TG_OK);
     RenderParamVec ps = {0};
     render_params(lin, &ps);
     CHECK(ps.len == 3 && ps.data[2].is_value && ps.data[2].vmin == 1 && ps.data[2].vmax == 16);
+    CHECK(ps.len == 3 && strcmp(ps.data[2].var_name, "n") == 0 && strcmp(ps.data[2].name, "data2_") == 0);
+    CHECK(ps.len == 3 && strcmp(ps.data[0].name, "data0_1") == 0 && ps.data[0].numel == 1 && ps.data[1].numel == 16);
     CHECK(ps.len == 3 && ps.data[0].is_written && !ps.data[1].is_written);
     tg_vec_free(&ps);
   }
@@ -141,6 +145,10 @@ static void check_casts(void) {
   f = 1.00390625f; /* 1 + 2^-8: bf16 rounds to even */
   CHECK(unary("float", "bfloat16", "(CAST.bfloat16 ", ")", &h, &f) == TG_OK);
   CHECK_EQ_INT(h, 0x3f80);
+  f = 0.3f; /* fp8 e4m3: 0.3 lies between 0.28125 and 0.3125, nearer 0.3125 = 1.25 * 2^-2 (0 0101 010) */
+  uint8_t f8 = 0;
+  CHECK(unary("float", "fp8e4m3", "(CAST.fp8e4m3 ", ")", &f8, &f) == TG_OK);
+  CHECK_EQ_INT(f8, 0x2a);
   f = -0.0f;
   i = 0;
   CHECK(unary("float", "int", "(BITCAST.int ", ")", &i, &f) == TG_OK);

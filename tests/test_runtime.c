@@ -108,6 +108,17 @@ static void test_allocator(void) {
   rt_free_cache();
   CHECK_EQ_INT(rt_mem_cached(), 0);
   rt_buffer_free(NULL);
+
+  /* LRU=0: freed blocks go straight back to the OS */
+  setenv("LRU", "0", 1);
+  rt_shutdown();
+  RtBuffer *n1 = NULL;
+  CHECK(rt_buffer_new("CPU", 1000, &n1) == TG_OK);
+  rt_buffer_free(n1);
+  CHECK_EQ_INT(rt_mem_cached(), 0);
+  CHECK_EQ_INT(rt_mem_used(), used0);
+  unsetenv("LRU");
+  rt_shutdown();
 }
 
 static void test_huge_buffers(void) {
@@ -613,8 +624,14 @@ void suite_runtime(void) {
   snprintf(test_dir, sizeof test_dir, "%s/tg-rt-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   CHECK(mkdtemp(test_dir) != NULL);
   snprintf(cache_db, sizeof cache_db, "%s/cache.db", test_dir);
-  const char *old_db = getenv("CACHEDB");
-  char *saved_db = old_db ? tg_strdup(old_db) : NULL;
+  /* the user's knobs must not change what the tests expect: saved, cleared, restored at the end */
+  static const char *const knobs[] = {"CACHEDB", "CACHELEVEL", "LRU"};
+  char *saved[TG_ARRAY_LEN(knobs)];
+  for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) {
+    const char *v = getenv(knobs[i]);
+    saved[i] = v ? tg_strdup(v) : NULL;
+    unsetenv(knobs[i]);
+  }
   setenv("CACHEDB", cache_db, 1);
   rt_shutdown();
 
@@ -629,9 +646,11 @@ void suite_runtime(void) {
   test_thread_pool();
 
   rt_shutdown();
-  if (saved_db) setenv("CACHEDB", saved_db, 1);
-  else unsetenv("CACHEDB");
-  tg_free(saved_db);
+  for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) {
+    if (saved[i]) setenv(knobs[i], saved[i], 1);
+    else unsetenv(knobs[i]);
+    tg_free(saved[i]);
+  }
   char p[400];
   const char *leftovers[] = {"cache.db", "cache.db-wal", "cache.db-shm"};
   for (size_t i = 0; i < TG_ARRAY_LEN(leftovers); i++) {

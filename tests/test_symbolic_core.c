@@ -323,6 +323,18 @@ static void test_bounds_brute_force(void) {
   /* FLOORDIV / FLOORMOD of an empty range (RANGE with end 0) */
   UOp *r0 = uop_range(uop_const_int(DT_WEAKINT, 0), 2, AXIS_LOOP);
   CHECK(uop_vmin(uop_idiv(r0, uop_const_int(DT_WEAKINT, 4))) == 0 && uop_vmax(uop_mod(r0, uop_const_int(DT_WEAKINT, 4))) == 0);
+  /* ~x on unsigned dtypes (tinygrad min = ~max(~x)): x ^ -1 wraps to max - x, never negative. A negative interval here
+   * let max(acc, ~x) fold to acc and a uint64 min lost its reduce. */
+  static const DType *const udts[] = {DT_UINT8, DT_UINT16, DT_UINT32, DT_UINT64};
+  for (size_t i = 0; i < TG_ARRAY_LEN(udts); i++) {
+    UOp *ux = uop_variable("bu", 3, 9, udts[i]), *acc = uop_variable("bacc", 0, dt_max_int(udts[i]), udts[i]);
+    UOp *nx = uop_xor(ux, uop_const_int(DT_WEAKINT, -1));
+    CHECK_MSG(nx->dtype == udts[i] && uop_vmin(nx) >= 0 && uop_vmin(nx) <= dt_max_int(udts[i]) - 9 &&
+                  uop_vmax(nx) >= dt_max_int(udts[i]) - 3 && uop_vmax(nx) <= dt_max_int(udts[i]),
+              "%s ^ -1: bounds [%lld, %lld]", udts[i]->name, (long long)uop_vmin(nx), (long long)uop_vmax(nx));
+    UOp *m = uop_max(acc, nx);
+    CHECK_MSG(uop_simplify(m) == m, "%s: max(acc, x ^ -1) folded", udts[i]->name);
+  }
   /* deep chains: computed iteratively */
   UOp *deep = p;
   for (int i = 0; i < 200000; i++) deep = uop_add(deep, uop_const_int(DT_WEAKINT, 1));

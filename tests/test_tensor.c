@@ -600,20 +600,48 @@ static void test_numeric(void) {
   host_equals(tg_cat(LIST(y, y), 0), (const float[]){1, -2, 3, 1, -2, 3}, 6, "cat");
   host_equals(tg_cumsum(y, 0), (const float[]){1, -1, 2}, 3, "cumsum");
   host_equals(tg_argmax(x, 1, false), (const float[]){2, 2, 2, 2}, 4, "argmax");
+  float ex[3], se = 0;
+  for (int k = 0; k < 3; k++) se += expf(b[k] - 3);
+  for (int k = 0; k < 3; k++) ex[k] = expf(b[k] - 3) / se;
+  host_equals(tg_softmax(y, 0), ex, 3, "softmax");
+  int32_t idx[3] = {3, -1, 0};
+  tg_tensor *it = tg_from_data(idx, TG_INT32, TG_SHAPE(3));
+  host_equals(tg_getitem(x, IDX(TG_IT(it), TG_I(0))), (const float[]){4, 4, -5}, 3, "tensor index");
+  host_equals(tg_gather(y, 0, tg_from_data((int32_t[]){2, 0}, TG_INT32, TG_SHAPE(2))), (const float[]){3, 1}, 2, "gather");
+  tg_tensor *img = tg_reshape(tg_arange(0, 16, 1, TG_FLOAT32), TG_SHAPE(1, 1, 4, 4));
+  host_equals(tg_max_pool2d(img, (int64_t[]){2, 2}, NULL, NULL, NULL), (const float[]){5, 7, 13, 15}, 4, "max_pool2d");
+  host_equals(tg_avg_pool2d(img, (int64_t[]){2, 2}, NULL, NULL, true), (const float[]){2.5f, 4.5f, 10.5f, 12.5f}, 4, "avg_pool2d");
+  tg_tensor *small = tg_reshape(tg_arange(0, 9, 1, TG_FLOAT32), TG_SHAPE(1, 1, 3, 3));
+  host_equals(tg_conv2d(small, tg_ones(TG_SHAPE(1, 1, 2, 2), TG_VOID), NULL, 1, NULL, NULL, NULL), (const float[]){8, 12, 20, 24}, 4, "conv2d");
+  host_equals(tg_pad(y, PADS(2, 1), 1, TG_PAD_REFLECT, 0), (const float[]){3, -2, 1, -2, 3, -2}, 6, "reflect pad");
+  host_equals(tg_pad(y, PADS(1, 2), 1, TG_PAD_CIRCULAR, 0), (const float[]){3, 1, -2, 3, 1, -2}, 6, "circular pad");
+  tg_tensor *cs = tg_cumsum(tg_ones(TG_SHAPE(600), TG_VOID), 0);
+  host_equals(tg_getitem(cs, IDX(TG_SLS(0, 600, 299))), (const float[]){1, 300, 599}, 3, "cumsum (two stages)");
+  int32_t iout[3] = {0};
+  CHECK(tg_to_host(tg_cast(y, TG_INT32), iout, sizeof iout) == TG_OK && iout[0] == 1 && iout[1] == -2 && iout[2] == 3);
+  bool bout[3] = {0};
+  CHECK(tg_to_host(tg_gt(y, CI(0)), bout, sizeof bout) == TG_OK && bout[0] && !bout[1] && bout[2]);
+  uint16_t hout[3] = {0};
+  CHECK(tg_to_host(tg_cast(y, TG_FLOAT16), hout, sizeof hout) == TG_OK && tg_half_bits_to_float(hout[2]) == 3.0f);
+  float cout_[2] = {0};
+  CHECK(tg_to_host(tg_expand(CF(1.5), TG_SHAPE(2)), cout_, sizeof cout_) == TG_OK && cout_[0] == 1.5f && cout_[1] == 1.5f);
+  /* uint64's max does not fit a weak CONST: ~x and min must still be exact */
+  uint64_t u64[3] = {5, 3, 9000000000000000000ull};
+  int64_t mv = 0;
+  tg_tensor *ux = tg_from_data(u64, TG_UINT64, TG_SHAPE(3));
+  CHECK(tg_item_int64(tg_min(ux, NULL, 0, false), &mv) == TG_OK && mv == 3);
+  CHECK(tg_item_int64(tg_max(tg_bitwise_not(ux), NULL, 0, false), &mv) == TG_OK && (uint64_t)mv == ~(uint64_t)3);
+  /* realize maps every live tensor onto the new buffer (tinygrad's _apply_map_to_tensors) */
+  tg_tensor *ra = tg_add(x, CI(1)), *rb = tg_mul(ra, CI(2));
+  CHECK(tg_realize(ra) == TG_OK);
+  UOp *rbuf = ra->uop;
+  while (rbuf->op == TG_OP_RESHAPE) rbuf = rbuf->src[0];
+  CHECK_MSG(rbuf->op == TG_OP_BUFFER && uop_in_backward_slice(rb->uop, ra->uop), "realized tensor is %s", op_name(uop_op(rbuf)));
+  host_equals(rb, (const float[]){-8, -6, -4, -2, 0, 2, 4, 6, 8, 10, 12, 14}, 12, "user of a realized tensor");
   double d = 0;
   CHECK(tg_item_double(tg_add(CI(2), CF(0.5)), &d) == TG_OK && d == 2.5);
   int64_t iv = 0;
   CHECK(tg_item_int64(tg_sum(tg_arange(0, 10, 1, TG_VOID), NULL, 0, false), &iv) == TG_OK && iv == 45);
-  /* tinygrad's numbers for the same seed */
-  tg_manual_seed(42);
-  host_equals(tg_rand(TG_SHAPE(5), TG_VOID), (const float[]){0.38104248f, 0.0097754002f, 0.11280072f, 0.1176995f, 0.50536180f}, 5, "rand");
-  host_equals(tg_rand(TG_SHAPE(3), TG_VOID), (const float[]){0.87087882f, 0.59770525f, 0.63449264f}, 3, "rand again");
-  host_equals(tg_randn(TG_SHAPE(4), TG_VOID), (const float[]){-0.58309162f, 0.10723988f, -0.10252099f, -0.95694095f}, 4, "randn");
-  host_equals(tg_randint(TG_SHAPE(6), 0, 10, TG_VOID), (const float[]){4, 6, 5, 9, 5, 4}, 6, "randint");
-  tg_manual_seed(7);
-  host_equals(tg_rand(TG_SHAPE(3), TG_FLOAT16), (const float[]){0.48046875f, 0.3408203125f, 0.0771484375f}, 3, "rand half");
-  host_equals(tg_uniform(TG_SHAPE(4), -1, 2, TG_VOID), (const float[]){0.33083093f, 1.5881704f, -0.70981431f, 0.33905029f}, 4, "uniform");
-  host_equals(tg_normal(TG_SHAPE(3), 1, 2, TG_VOID), (const float[]){-1.8991191f, 1.7257760f, -1.4760846f}, 3, "normal");
   /* assign: realized in place, the handle then stands for the buffer; a view assign writes through */
   tg_tensor *acc = tg_zeros(TG_SHAPE(3), TG_VOID);
   for (int k = 0; k < 3; k++) {
@@ -627,12 +655,50 @@ static void test_numeric(void) {
   tg_scope_end(s);
 }
 
+/* a loop that realizes a temporary every step must not grow handles or graph nodes */
+static void test_realize_loop_memory(void) {
+  float data[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+  tg_tensor *w = tg_from_floats(data, TG_SHAPE(8));
+  size_t live0 = tg_live_tensors(), nodes_at_5 = 0;
+  for (int step = 0; step < 25; step++) {
+    tg_scope s = tg_scope_begin();
+    tg_tensor *y = tg_relu(tg_add(tg_mul(w, CF(2)), CI(-3)));
+    CHECK(tg_to_host(y, out, sizeof out) == TG_OK && out[0] == 0 && out[7] == 13);
+    tg_scope_end(s);
+    uop_collect_all();
+    if (step == 5) nodes_at_5 = uop_live_count();
+  }
+  CHECK_EQ_INT(tg_live_tensors(), live0);
+  CHECK_MSG(uop_live_count() <= nodes_at_5, "graph nodes grew over the loop: %zu -> %zu", nodes_at_5, uop_live_count());
+  tg_release(w);
+}
+
+static void test_numeric_random(void) {
+  tg_scope s = tg_scope_begin();
+  /* tinygrad's numbers for the same seed */
+  tg_manual_seed(42);
+  host_equals(tg_rand(TG_SHAPE(5), TG_VOID), (const float[]){0.38104248f, 0.0097754002f, 0.11280072f, 0.1176995f, 0.50536180f}, 5, "rand");
+  host_equals(tg_rand(TG_SHAPE(3), TG_VOID), (const float[]){0.87087882f, 0.59770525f, 0.63449264f}, 3, "rand again");
+  host_equals(tg_randn(TG_SHAPE(4), TG_VOID), (const float[]){-0.58309162f, 0.10723988f, -0.10252099f, -0.95694095f}, 4, "randn");
+  host_equals(tg_randint(TG_SHAPE(6), 0, 10, TG_VOID), (const float[]){4, 6, 5, 9, 5, 4}, 6, "randint");
+  tg_manual_seed(7);
+  host_equals(tg_rand(TG_SHAPE(3), TG_FLOAT16), (const float[]){0.48046875f, 0.3408203125f, 0.0771484375f}, 3, "rand half");
+  host_equals(tg_uniform(TG_SHAPE(4), -1, 2, TG_VOID), (const float[]){0.33083093f, 1.5881704f, -0.70981431f, 0.33905029f}, 4, "uniform");
+  host_equals(tg_normal(TG_SHAPE(3), 1, 2, TG_VOID), (const float[]){-1.8991191f, 1.7257760f, -1.4760846f}, 3, "normal");
+  tg_scope_end(s);
+}
+
 void suite_tensor(void) {
   test_graph_parity();
   test_shapes_dtypes();
   test_uop_shape();
   test_lifetimes();
   test_bad_inputs();
-  /* needs the whole pipeline (schedule, codegen, render, runtime); on until the engine lands, off by default */
-  if (getenv("TG_TENSOR_NUMERIC")) test_numeric();
+  /* through the whole pipeline (schedule, codegen, render, runtime); TG_TENSOR_NUMERIC=0 skips it while debugging
+   * another stage, =1 skips only the random numbers */
+  const char *numeric = getenv("TG_TENSOR_NUMERIC");
+  int level = numeric ? atoi(numeric) : 2;
+  if (level >= 1) test_numeric();
+  if (level >= 1) test_realize_loop_memory();
+  if (level >= 2) test_numeric_random();
 }

@@ -198,6 +198,17 @@ def cases():
   yield "gather", lambda: Tensor.empty(8, 10).gather(1, Tensor.empty(8, 3, dtype=dtypes.int32))
   yield "masked_select_like", lambda: Tensor.empty(16, 16).triu() + Tensor.empty(16, 16).tril(-1)
   yield "linspace", lambda: Tensor.linspace(0, 1, 50) + Tensor.empty(50)
+  def assign_case():
+    a = Tensor.empty(64).realize()
+    return a.assign(a + 1)
+  yield "assign", assign_case
+  def setitem_case():
+    a = Tensor.empty(16).realize()
+    a[2:9] = 3.0
+    return a
+  yield "setitem", setitem_case
+  yield "multi_reduce", lambda: Tensor.empty(32, 32).sum(1).max()
+  yield "permute_sum", lambda: Tensor.empty(4, 8, 16).permute(2, 0, 1).sum(2)
   yield "sum_times_max", lambda: Tensor.empty(8, 16).sum(1) * Tensor.empty(8, 16).max(1)
   from tinygrad import Variable
   yield "var_shrink", lambda: (Tensor.empty(64)[:Variable("n", 1, 64).bind(10)]+1).contiguous()

@@ -249,9 +249,15 @@ static UOp *cmod_to_cdiv(RwCtx *rw, UOp *root, UOp **m) { /* x d */
   return sub(x, uop_mul(d, uop_alu2(TG_OP_CDIV, x, d)));
 }
 
-static UOp *mul_neg1(RwCtx *rw, UOp *root, UOp **m) {
+/* x * -1 -> NEG x; an unsigned -1 is held wrapped here (UINT_MAX; tinygrad keeps the CONST's value -1) */
+static UOp *mul_neg1(RwCtx *rw, UOp *root, UOp **m) { /* x c */
   TG_UNUSED(root);
-  if (!has(rw, TG_OP_NEG)) return NULL;
+  UOp *c = m[1];
+  bool minus_one = c->arg.c.kind == CK_FLOAT ? c->arg.c.f == -1.0
+                   : c->arg.c.kind == CK_INT
+                       ? (dt_is_unsigned(c->dtype) ? (i128)(uint64_t)c->arg.c.i == dt_max_int(c->dtype) : c->arg.c.i == -1)
+                       : false;
+  if (!has(rw, TG_OP_NEG) || !minus_one) return NULL;
   return uop_alu1(TG_OP_NEG, m[0]);
 }
 
@@ -321,7 +327,7 @@ static const Rule late_rules[] = {
     RULE("(CDIV x.ints d:CONST)", cdiv_fast, NULL),
     /* a non-negative x % d is x - d*(x/d), so the division above applies */
     RULE("(CMOD x.ints d)", cmod_to_cdiv, NULL),
-    RULE("(MUL x -1)", mul_neg1, NULL),
+    RULE("(MUL x c:CONST)", mul_neg1, NULL),
     RULE("(ADD x (NEG y))", add_neg, NULL),
     /* comparison canonical forms (late: the simplifier expects the other spelling) */
     RULE("(CMPNE (=CMPLT x.sints c:CONST) true)", not_lt_c, NULL),

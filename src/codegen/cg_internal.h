@@ -52,6 +52,7 @@ const RuleSet *cg_pm_move_where_on_load(void);        /* where(c, load, 0) -> lo
 const RuleSet *cg_pm_split_ends(void);
 const RuleSet *cg_pm_remove_invalid(void);
 const RuleSet *cg_pm_extra_clang(void);
+UOp *cg_memory_coalescing(UOp *sink, const Renderer *ren); /* adjacent loads/stores -> one vector access */
 UOp *cg_casted_consts(UOp *sink);
 UOp *cg_add_control_flow(UOp *sink);
 UOp *cg_number_params(UOp *sink);

@@ -445,7 +445,14 @@ static UOp *with_idx(UOp *mop, UOp *idx) {
 static UOp *gate_load(RwCtx *rw, UOp *l, UOp **m) { /* l mop gate idx */
   TG_UNUSED(rw);
   if (l->nsrc != 1) return NULL;
-  UOp *src[3] = {with_idx(m[1], m[3]), zero_like(l->dtype), m[2]};
+  UOp *alt = zero_like(l->dtype);
+  int64_t lanes;
+  if (m[1]->op == TG_OP_SHRINK && uop_ssimplify_int(m[1]->src[2], &lanes) && lanes > 1 && lanes <= 64) {
+    UOp *z[64]; /* a vector load's alt value is a vector of zeros (tinygrad vconst_like) */
+    for (int64_t k = 0; k < lanes; k++) z[k] = alt;
+    alt = uop_new(TG_OP_STACK, l->dtype, z, (size_t)lanes, arg_none());
+  }
+  UOp *src[3] = {with_idx(m[1], m[3]), alt, m[2]};
   return uop_new(TG_OP_LOAD, l->dtype, src, 3, arg_none());
 }
 

@@ -2,12 +2,15 @@
  * RANGEs, INDEX into PARAMs, REDUCE over ranges) lowered to the SINK the linearizer takes, as tinygrad's
  * full_rewrite_to_sink does for the CPU (Clang) renderer without opt search (reference section 7.1):
  *
- *   early movement ops -> load collapse -> split ranges -> initial symbolic -> simplify ranges -> opts (NOOPT form:
- *   WEAK ranges become LOOP/GLOBAL, plus the THREAD split over cores) -> postopt symbolic -> reduce lowering (REG
- *   accumulator) -> gpudims (THREAD -> core_id) -> add loads -> index dtype lowering -> early / dtype / late
- *   decompositions (transcendentals included) driven by the renderer's code_for_op -> final rewrite -> casted consts
- *   -> control flow -> number params.
+ *   load collapse -> split ranges -> initial symbolic -> simplify ranges -> opts (NOOPT: ranges stay WEAK on a
+ *   device without locals, plus the heuristic's THREAD split over cores) -> postopt symbolic (where-on-load, POW)
+ *   -> reduce lowering (REG accumulator) -> gpudims (THREAD -> core_id) -> add loads -> indexing simplify -> memory
+ *   coalescing (vector loads via SHRINK) -> index dtype lowering -> early / late decompositions (transcendentals
+ *   included) driven by the renderer's code_for_op -> gates to LOAD/STORE -> final rewrite -> casted consts ->
+ *   control flow -> number params.
  *
+ * Not there (a clear error): movement ops left in the AST (tinygrad's pm_mops), LOCAL/GROUP/DEVICE axes, STAGE
+ * (local buffers), vector ranges (no UPCAST/UNROLL without opt search), emulated dtypes.
  * The kernel name (tinygrad's E_../r_.. without colors) is written into the lowered SINK's KernelInfo. */
 #ifndef TG_CODEGEN_H
 #define TG_CODEGEN_H

@@ -9,9 +9,9 @@
 #include "interp.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "../render/render.h"
-#include <stdlib.h>
 
 typedef struct Slot {
   Const v;          /* scalar value (lane 0 of a vector) */
@@ -71,6 +71,8 @@ static Const read_elem(const char *p, const DType *d) {
   case TG_BFLOAT16: { uint16_t h; memcpy(&h, p, 2); return const_float(tg_bf16_bits_to_float(h)); }
   case TG_FLOAT32: { float x; memcpy(&x, p, 4); return const_float(x); }
   case TG_FLOAT64: { double x; memcpy(&x, p, 8); return const_float(x); }
+  case TG_FP8E4M3: case TG_FP8E5M2: case TG_FP8E4M3FNUZ: case TG_FP8E5M2FNUZ:
+    return const_float(tg_fp8_bits_to_float(*(const uint8_t *)p, d->scalar->id));
   default: return const_invalid();
   }
 }
@@ -87,6 +89,9 @@ static bool write_elem(char *p, const DType *d, Const v) {
   case TG_BFLOAT16: { uint16_t h = tg_float_to_bf16_bits((float)v.f); memcpy(p, &h, 2); return true; }
   case TG_FLOAT32: { float x = (float)v.f; memcpy(p, &x, 4); return true; }
   case TG_FLOAT64: memcpy(p, &v.f, 8); return true;
+  case TG_FP8E4M3: case TG_FP8E5M2: case TG_FP8E4M3FNUZ: case TG_FP8E5M2FNUZ:
+    *(uint8_t *)p = tg_float_to_fp8_bits(v.f, d->scalar->id);
+    return true;
   default: return false;
   }
 }
@@ -114,7 +119,7 @@ static bool float_alu(TgOp op, const double *x, double *r) {
   case TG_OP_MUL: *r = x[0] * x[1]; return true;
   case TG_OP_FDIV: case TG_OP_CDIV: *r = x[0] / x[1]; return true;
   case TG_OP_CMOD: *r = fmod(x[0], x[1]); return true;
-  case TG_OP_MAX: *r = x[0] > x[1] ? x[0] : x[1]; return true; /* tinygrad's max on the device: a<b?b:a */
+  case TG_OP_MAX: *r = x[0] < x[1] ? x[1] : x[0]; return true; /* as tinygrad decomposes it: a<b?b:a (nan order) */
   case TG_OP_POW: *r = pow(x[0], x[1]); return true;
   case TG_OP_MULACC: *r = x[0] * x[1] + x[2]; return true;
   default: return false;
@@ -237,6 +242,8 @@ static tg_status interp_setup(Interp *in, UOp *lin) {
   for (uint32_t i = 0; i < in->n; i++) {
     UOp *u = lin->src[i];
     if (u->dtype->count > 1) return fail(u, "vector dtypes not supported yet");
+    if (uop_is(u, TG_OP_END) && (u->nsrc < 2 || u->nsrc > 3 || (u->nsrc == 3 && u->src[2]->dtype != DT_BOOL)))
+      return fail(u, "an END must close one RANGE (split multi-range ENDs first)");
     if (uop_is(u, TG_OP_END) || uop_is(u, TG_OP_ENDIF)) {
       uint32_t open = u->nsrc >= (uop_is(u, TG_OP_END) ? 2u : 1u) ? in->srcidx[in->srcpos[i] + (uop_is(u, TG_OP_END) ? 1 : 0)]
                                                                    : UINT32_MAX;
@@ -293,9 +300,11 @@ static tg_status step_memory(Interp *in, uint32_t i, UOp *u, void *const *bufs, 
     int64_t slot = u->arg.param->slot;
     if (slot < 0 || (size_t)slot >= nparams) return fail(u, "parameter slot outside the arguments given");
     if (u->arg.param->addrspace == ADDR_ALU) {
+      if (!vals) return fail(u, "no values given for the Variables");
       me->v = dt_const(u->dtype, const_int(vals[slot]));
       return TG_OK;
     }
+    if (!bufs) return fail(u, "no buffers given");
     me->ptr = bufs[slot];
     me->numel = shape_numel(u);
     if (!me->ptr) return fail(u, "no buffer given for this slot");

@@ -269,10 +269,15 @@ UOp *cg_xpow(UOp *base, UOp *exponent) {
 
 /* ---- the rule set: decompose what the renderer lacks ---- */
 
+/* TRANSCENDENTAL=2 forces the decompositions even where the renderer has the op (tinygrad's knob) */
+static bool native(const Renderer *ren, TgOp op) {
+  return renderer_has_op(ren, op) && tg_getenv_int("TRANSCENDENTAL", 1) < 2;
+}
+
 static UOp *decomp_unary(RwCtx *rw, UOp *u, UOp **m) {
   const Renderer *ren = rw->ctx;
   TgOp op = uop_op(u);
-  if (renderer_has_op(ren, op) || !dt_is_float(u->dtype) || u->dtype->count > 1) return NULL;
+  if (native(ren, op) || !dt_is_float(u->dtype) || u->dtype->count > 1) return NULL;
   UOp *d = m[1]; /* m[0] is u */
   if (!is_transcendental_dtype(u->dtype)) { /* bfloat16, fp8: compute in float32 */
     if (dt_is_weak(u->dtype)) return NULL;
@@ -289,7 +294,7 @@ static UOp *decomp_unary(RwCtx *rw, UOp *u, UOp **m) {
 static UOp *decomp_sqrt(RwCtx *rw, UOp *u, UOp **m) {
   const Renderer *ren = rw->ctx;
   TG_UNUSED(u);
-  if (renderer_has_op(ren, TG_OP_SQRT)) return NULL;
+  if (native(ren, TG_OP_SQRT)) return NULL;
   return cg_xpow(m[1], cf(m[1], 0.5));
 }
 

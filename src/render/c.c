@@ -466,11 +466,24 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
 /* ---- params ---- */
 
 const char *render_kernel_name(UOp *linear) {
+  static _Thread_local char buf[3 * TG_NAME_MAX + 1];
+  const char *name = "test";
   for (uint32_t i = linear->nsrc; i-- > 0;) {
     const UOp *u = linear->src[i];
-    if (uop_is(u, TG_OP_SINK)) return u->arg.kind == ARG_KERNEL && u->arg.kernel->name[0] ? u->arg.kernel->name : "test";
+    if (uop_is(u, TG_OP_SINK)) {
+      if (u->arg.kind == ARG_KERNEL && u->arg.kernel->name[0]) name = u->arg.kernel->name;
+      break;
+    }
   }
-  return "test";
+  /* tinygrad to_function_name: characters outside [A-Za-z0-9_] become their hex code */
+  size_t n = 0;
+  for (const unsigned char *p = (const unsigned char *)name; *p && n + 3 < sizeof buf; p++) {
+    bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_';
+    if (plain) buf[n++] = (char)*p;
+    else n += (size_t)snprintf(buf + n, sizeof buf - n, "%02X", *p);
+  }
+  buf[n] = 0;
+  return buf;
 }
 
 static bool gate_not_end(const UOp *u, void *ctx) {
@@ -491,6 +504,7 @@ void render_params(UOp *linear, RenderParamVec *out) {
     memset(&p, 0, sizeof p);
     p.slot = u->arg.param->slot;
     p.is_value = u->arg.param->addrspace == ADDR_ALU;
+    if (p.is_value) snprintf(p.var_name, sizeof p.var_name, "%s", u->arg.param->name);
     p.vmin = (int64_t)u->arg.param->vmin;
     p.vmax = (int64_t)u->arg.param->vmax;
     p.dtype = u->dtype;
@@ -558,7 +572,7 @@ static bool inline_it(CRender *cr, const UOp *u) {
   if (op == TG_OP_LOAD && aspace(cr, u->src[0]) == ADDR_REG && uses == 1) return true;
   if ((op == TG_OP_CAST || op == TG_OP_BITCAST) && is_mem_space(aspace(cr, u))) return true;
   bool cheap = op == TG_OP_STACK || op == TG_OP_CAST || op == TG_OP_BITCAST || (op_is_alu(op) && op != TG_OP_WHERE);
-  return cheap && uses == 1;
+  return cheap && uses == 1 && !tg_getenv_int("EXPAND_SSA", 0); /* EXPAND_SSA=1: every value on its own line */
 }
 
 /* ClangRenderer._render_defines: one ext_vector_type typedef per (dtype, lanes) of a vector value, first-use order */
@@ -692,10 +706,12 @@ char *render_c(const Renderer *ren, UOp *linear) {
   }
   char *result = NULL;
   if (!cr.failed) {
+    char fname[3 * TG_NAME_MAX + 1];
+    snprintf(fname, sizeof fname, "%s", render_kernel_name(linear));
     StrBuf out;
     sb_init(&out);
     put_vector_typedefs(&cr, &out, linear);
-    sb_printf(&out, "\nvoid %s(", render_kernel_name(linear));
+    sb_printf(&out, "\nvoid %s(", fname);
     for (size_t k = 0; k < params.len; k++) {
       const RenderParam *p = &params.data[k];
       if (k) sb_puts(&out, ", ");
@@ -720,7 +736,9 @@ char *render_c_entry(UOp *linear, const char *entry_name) {
   render_params(linear, &params);
   StrBuf b;
   sb_init(&b);
-  sb_printf(&b, "void %s(void *const *bufs, const long long *vals) {\n  %s(", entry_name, render_kernel_name(linear));
+  char fname[3 * TG_NAME_MAX + 1];
+  snprintf(fname, sizeof fname, "%s", render_kernel_name(linear));
+  sb_printf(&b, "void %s(void *const *bufs, const long long *vals) {\n  %s(", entry_name, fname);
   for (size_t k = 0; k < params.len; k++) {
     const RenderParam *p = &params.data[k];
     if (k) sb_puts(&b, ", ");

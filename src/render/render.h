@@ -67,7 +67,8 @@ const Renderer *renderer_clang(void);
  * renderer cannot express ("tinygrad.c: render: <op> <dtype> not supported yet"). */
 char *render_c(const Renderer *ren, UOp *linear);
 
-/* The kernel's function name as render_c writes it (KernelInfo name of the list's SINK, else "test"). */
+/* The kernel's function name as render_c writes it: the KernelInfo name of the list's SINK (else "test"), characters
+ * outside [A-Za-z0-9_] as hex (tinygrad to_function_name). Points into a per-thread buffer valid until the next call. */
 const char *render_kernel_name(UOp *linear);
 
 /* The kernel's parameters in slot order, as the rendered function takes them. A Variable (ALU address space, e.g.
@@ -79,7 +80,8 @@ typedef struct RenderParam {
   const DType *dtype;          /* element dtype (buffers) or value dtype (Variables) */
   int64_t numel;               /* buffer elements when known, -1 otherwise */
   int64_t vmin, vmax;          /* a Variable's value range (core_id: 0 .. threads-1) */
-  char name[TG_NAME_MAX];      /* "data0_16", "core_id" */
+  char name[TG_NAME_MAX];      /* the C parameter name, as tinygrad: "data0_16"; a Variable is "data3_" */
+  char var_name[TG_NAME_MAX];  /* a Variable's own name ("core_id", "i"); "" for buffers */
 } RenderParam;
 /* Fills *out (caller frees with tg_vec_free). */
 typedef TG_VEC(RenderParam) RenderParamVec;

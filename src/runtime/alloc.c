@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "runtime/runtime.h"
+#include "runtime/rt_internal.h"
 
 #define HUGE_PAGE ((size_t)1 << 21)
 #define SMALL_ALIGN ((size_t)64)
@@ -141,6 +141,12 @@ static bool block_get(size_t size, Block *out) {
   if (os_alloc(size, out)) return true;
   free_cache_locked();
   return os_alloc(size, out);
+}
+
+void rt_alloc_reread_knobs(void) {
+  pthread_mutex_lock(&alloc_lock);
+  lru_enabled = -1;
+  pthread_mutex_unlock(&alloc_lock);
 }
 
 static void block_put(const Block *b) {

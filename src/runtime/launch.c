@@ -154,7 +154,8 @@ tg_status rt_launch(const RtProgram *p, void *const *bufs, const long long *vals
   if (nargs != p->nparams)
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_launch: %s takes %d arguments, got %d", p->name, p->nparams, nargs);
   if (core_param < -1 || core_param >= nargs || (core_param >= 0 && p->params[core_param].is_pointer))
-    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_launch: %s: argument %d is not a scalar for core_id", p->name, core_param);
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_launch: %s: argument %d is not a scalar for core_id", p->name,
+                        core_param);
   if (ncores < 1 || (core_param < 0 && ncores != 1))
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_launch: %s: %d cores needs a core_id argument", p->name, ncores);
   for (int i = 0; i < nargs; i++) {

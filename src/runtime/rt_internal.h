@@ -30,6 +30,9 @@ struct RtProgram {
   int core_id_param;  /* the scalar parameter named core_id, or -1 */
 };
 
+/* ---- allocator: read the LRU knob again on next use (rt_shutdown) ---- */
+void rt_alloc_reread_knobs(void);
+
 /* ---- thread pool ---- */
 void rt_pool_shutdown(void);
 long rt_launch_count(void);

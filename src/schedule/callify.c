@@ -10,6 +10,8 @@
  * Not yet: precompiled FUNCTIONs, contiguous views of buffers folded to SHRINK views, Variables, DISK copies. */
 #include "schedule/sched_internal.h"
 
+#include "uop/symbolic.h"
+
 #include <stdio.h>
 
 typedef struct CallifyCtx {
@@ -60,34 +62,80 @@ static UOp *store_into_new_buffer(CallifyCtx *c, UOp *x, UOp *orig, tg_status *s
 
 /* The storage an assign AFTER stands for: its target without AFTERs, views re-applied (tinygrad finalize_after). */
 static UOp *assign_view(UOp *after) {
-  UOp *views[64];
-  size_t nv = 0;
+  UOpVec views = {0};
   UOp *u = after;
   while ((op_has(uop_op(u), OPP_MOVEMENT) || u->op == TG_OP_UNSHARD || u->op == TG_OP_BITCAST || u->op == TG_OP_AFTER)) {
-    if (u->op != TG_OP_AFTER && nv < TG_ARRAY_LEN(views)) views[nv++] = u;
+    if (u->op != TG_OP_AFTER) tg_vec_push(&views, u);
     u = u->src[0];
   }
-  while (nv) {
-    UOp *v = views[--nv];
-    UOp *src[8];
-    TG_ASSERT(v->nsrc <= 8, "view sources");
-    for (uint32_t k = 0; k < v->nsrc; k++) src[k] = v->src[k];
-    src[0] = u;
-    u = uop_replace_src(v, src, v->nsrc);
+  while (views.len) {
+    UOp *v = views.data[--views.len];
+    u = sched_rebuild(v, uop_op(v), v->dtype, 0, u);
   }
+  tg_vec_free(&views);
   return u;
 }
 
+/* tinygrad contiguous_mops_to_view: movement ops over a BUFFER that read one contiguous range of it need no kernel:
+ * the CONTIGUOUS becomes that range, SHRINK(buffer, offset, size) viewed in x's shape. NULL if x is not such a view. */
+static UOp *contiguous_view(CallifyCtx *c, UOp *x) {
+  UOp *buf = sched_base(x);
+  Shape xs, bs;
+  if (buf == x || !sched_is_global_buffer(buf) || x->dtype != buf->dtype) return NULL;
+  if (sched_shape_of(x, &c->shapes, &xs) != SHAPE_OK || sched_shape_of(buf, &c->shapes, &bs) != SHAPE_OK || bs.ndim != 1) return NULL;
+  int64_t numel = shape_numel(&xs);
+  if (numel == 0) return NULL;
+  UOpScope sc = uop_scope_begin();
+  /* index x's flattened view with one range and push it down to the buffer */
+  Shape flat = {1, {numel}};
+  UOp *r = uop_range(sched_weak_int(numel), 0, AXIS_LOOP);
+  UOp *idx[TG_MAX_DIMS], *tmp[TG_MAX_DIMS];
+  size_t n = 0;
+  sched_apply_reshape(&xs, &flat, &r, 1, idx);
+  n = (size_t)xs.ndim;
+  UOp *cur = x;
+  bool ok = true;
+  while (ok && cur != buf) {
+    if (cur->op == TG_OP_DETACH) { cur = cur->src[0]; continue; }
+    Shape ps;
+    size_t nn = 0;
+    ok = sched_shape_of(cur->src[0], &c->shapes, &ps) == SHAPE_OK && sched_apply_movement(cur, &ps, idx, n, tmp, &nn);
+    for (size_t k = 0; ok && k < nn; k++) idx[k] = tmp[k];
+    n = nn;
+    cur = cur->src[0];
+  }
+  int64_t off = -1;
+  if (ok && n == 1) {
+    UOp *e = uop_simplify(idx[0]);
+    if (e == r) off = 0;
+    else if (e->op == TG_OP_ADD && e->src[0] == r && e->src[1]->op == TG_OP_CONST && e->src[1]->arg.c.kind == CK_INT) off = e->src[1]->arg.c.i;
+    else if (numel == 1 && e->op == TG_OP_CONST && e->arg.c.kind == CK_INT) off = e->arg.c.i;
+  }
+  uop_scope_end(sc);
+  if (off < 0) return NULL;
+  UOp *view = buf;
+  if (off != 0 || numel != bs.d[0]) {
+    UOp *ss[3] = {buf, sched_weak_int(off), sched_weak_int(numel)};
+    view = uop_new(TG_OP_SHRINK, buf->dtype, ss, 3, arg_none());
+  }
+  if (xs.ndim != 1) {
+    UOp *rs[2] = {view, shape_to_uop(xs.d, xs.ndim)};
+    view = uop_new(TG_OP_RESHAPE, view->dtype, rs, 2, arg_none());
+  }
+  return view;
+}
+
 static UOp *rebuild(CallifyCtx *c, UOp *x) {
-  UOp *src[64];
+  UOpVec src = {0};
   bool changed = false;
-  TG_ASSERT(x->nsrc <= TG_ARRAY_LEN(src), "sources");
   for (uint32_t k = 0; k < x->nsrc; k++) {
     void **p = uopmap_get(&c->done, x->src[k]);
-    src[k] = p ? *p : x->src[k];
-    changed |= src[k] != x->src[k];
+    tg_vec_push(&src, p ? (UOp *)*p : x->src[k]);
+    changed |= src.data[k] != x->src[k];
   }
-  return changed ? uop_replace_src(x, src, x->nsrc) : x;
+  UOp *r = changed ? uop_replace_src(x, src.data, src.len) : x;
+  tg_vec_free(&src);
+  return r;
 }
 
 static UOp *callify_node(CallifyCtx *c, UOp *x, tg_status *st) {
@@ -95,8 +143,19 @@ static UOp *callify_node(CallifyCtx *c, UOp *x, tg_status *st) {
   switch (uop_op(x)) {
   case TG_OP_DETACH: case TG_OP_CONTIGUOUS_BACKWARD: return y->src[0];
   case TG_OP_CONTIGUOUS:
-    if (y->src[0]->op == TG_OP_AFTER && sched_has_buffer_identity(y->src[0]->src[0], false)) return y->src[0];
+    if (y->src[0]->op == TG_OP_AFTER && sched_has_buffer_identity(y->src[0]->src[0], false)) {
+      /* CONTIGUOUS of an assign into a buffer: the assign's storage already is contiguous; both map to it */
+      tg_vec_push(&c->res->map_from, uop_keep(x));
+      tg_vec_push(&c->res->map_to, uop_keep(assign_view(y->src[0])));
+      return y->src[0];
+    }
     if (is_virtual(x)) { *st = unsupported("CONTIGUOUS of a value without a device"); return NULL; }
+    UOp *view = contiguous_view(c, y->src[0]);
+    if (view) { /* a zero-copy view of the buffer: no kernel */
+      tg_vec_push(&c->res->map_from, uop_keep(x));
+      tg_vec_push(&c->res->map_to, uop_keep(view));
+      return view;
+    }
     return store_into_new_buffer(c, y->src[0], x, st);
   case TG_OP_AFTER: {
     if (uop_is_variable(x->src[0])) { *st = unsupported("a bound Variable"); return NULL; }

@@ -7,6 +7,14 @@
 
 UOp *sched_weak_int(int64_t v) { return uop_const_int(DT_WEAKINT, v); }
 
+UOp *sched_rebuild(const UOp *u, TgOp op, const DType *dt, uint32_t i, UOp *s) {
+  UOpVec v = {0};
+  for (uint32_t k = 0; k < u->nsrc; k++) tg_vec_push(&v, k == i ? s : u->src[k]);
+  UOp *r = uop_new_tagged(op, dt, v.data, v.len, u->arg, u->tag);
+  tg_vec_free(&v);
+  return r;
+}
+
 UOp *sched_index(UOp *buf, UOp *const *idx, size_t n) {
   UOp *src[1 + SCHED_MAX_IDX];
   TG_ASSERT(n <= SCHED_MAX_IDX, "");

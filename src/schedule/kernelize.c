@@ -159,31 +159,64 @@ UOp *sched_cleanup(UOp *sink) {
  * limit_bufs: a kernel may read at most DEVICE_MAX_BUFS-1 buffers (CPU 31, or MAX_KERNEL_BUFFERS); past that, the
  * elementwise sources of the binary/ternary op that crosses the limit are materialized */
 
-typedef struct LimitCtx { int64_t next_range; int64_t max_bufs; } LimitCtx;
+typedef struct LimitCtx {
+  int64_t next_range, max_bufs;
+  UOpMap sets;            /* node -> UOpVec* of the buffer-like nodes it reads (sorted by address), memoized */
+  TG_VEC(UOpVec *) owned;
+} LimitCtx;
 
 static bool is_buffer_like(const UOp *u) {
   return u->op == TG_OP_STAGE || u->op == TG_OP_AFTER || u->op == TG_OP_PARAM || u->op == TG_OP_MSELECT || u->op == TG_OP_MSTACK;
 }
 
-static bool stop_at_buffers(const UOp *u, void *ctx) {
-  TG_UNUSED(ctx);
-  return !is_buffer_like(u);
+static bool stop_at_known(const UOp *u, void *ctx) {
+  LimitCtx *c = ctx;
+  return !is_buffer_like(u) && uopmap_get(&c->sets, u) == NULL;
 }
 
-static size_t count_buffers(UOp *root) {
+/* the union of two address-sorted sets */
+static void set_union(const UOpVec *a, const UOpVec *b, UOpVec *out) {
+  size_t i = 0, j = 0;
+  while (i < a->len || j < b->len) {
+    UOp *x = i < a->len ? a->data[i] : NULL, *y = j < b->len ? b->data[j] : NULL;
+    if (y == NULL || (x != NULL && (uintptr_t)x < (uintptr_t)y)) { tg_vec_push(out, x); i++; }
+    else if (x == NULL || (uintptr_t)y < (uintptr_t)x) { tg_vec_push(out, y); j++; }
+    else { tg_vec_push(out, x); i++; j++; }
+  }
+}
+
+/* how many buffers root reads (tinygrad topovisit with a cache shared by the whole rewrite) */
+static size_t count_buffers(LimitCtx *c, UOp *root) {
   UOpVec topo = {0};
-  uop_toposort(root, stop_at_buffers, NULL, &topo);
-  size_t n = 0;
-  for (size_t i = 0; i < topo.len; i++) n += is_buffer_like(topo.data[i]);
+  uop_toposort(root, stop_at_known, c, &topo);
+  for (size_t i = 0; i < topo.len; i++) {
+    UOp *u = topo.data[i];
+    if (uopmap_get(&c->sets, u)) continue;
+    UOpVec *set = tg_calloc(1, sizeof(UOpVec));
+    tg_vec_push(&c->owned, set);
+    if (is_buffer_like(u)) {
+      tg_vec_push(set, u);
+    } else {
+      for (uint32_t k = 0; k < u->nsrc; k++) {
+        void **p = uopmap_get(&c->sets, u->src[k]);
+        if (!p) continue;
+        UOpVec merged = {0};
+        set_union(set, *p, &merged);
+        tg_vec_free(set);
+        *set = merged;
+      }
+    }
+    uopmap_put(&c->sets, u, set);
+  }
   tg_vec_free(&topo);
-  return n;
+  void **p = uopmap_get(&c->sets, root);
+  return p ? ((UOpVec *)*p)->len : 0;
 }
 
 static UOp *limit_bufs(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
   LimitCtx *c = rw->ctx;
-  const char *dev = sched_device(root);
-  if (!dev || count_buffers(root) <= (size_t)(c->max_bufs - 1)) return NULL;
+  if (count_buffers(c, root) <= (size_t)(c->max_bufs - 1) || !sched_device(root)) return NULL;
   UOp *src[3];
   bool changed = false;
   for (uint32_t i = 0; i < root->nsrc; i++) {
@@ -223,7 +256,9 @@ UOp *sched_limit_bufs(UOp *sink) {
   if (!max_bufs) return sink;
   UOpVec topo = {0};
   uop_toposort(sink, NULL, NULL, &topo);
-  LimitCtx c = {0, max_bufs};
+  LimitCtx c;
+  memset(&c, 0, sizeof c);
+  c.max_bufs = max_bufs;
   size_t nbuf = 0;
   for (size_t i = 0; i < topo.len; i++) {
     if (topo.data[i]->op == TG_OP_RANGE) c.next_range = TG_MAX(c.next_range, topo.data[i]->arg.range->axis_id + 1);
@@ -231,7 +266,15 @@ UOp *sched_limit_bufs(UOp *sink) {
   }
   tg_vec_free(&topo);
   if (nbuf <= (size_t)(max_bufs - 1)) return sink; /* no kernel can cross the limit */
-  return graph_rewrite(sink, pm, &c, 0, NULL, "limit buffers");
+  uopmap_init(&c.sets);
+  UOp *r = graph_rewrite(sink, pm, &c, 0, NULL, "limit buffers");
+  for (size_t i = 0; i < c.owned.len; i++) {
+    tg_vec_free(c.owned.data[i]);
+    tg_free(c.owned.data[i]);
+  }
+  tg_vec_free(&c.owned);
+  uopmap_free(&c.sets);
+  return r;
 }
 
 /* ---------------------------------------------------------------------------------------------------------------
@@ -255,23 +298,13 @@ static UOp *mop_index(RwCtx *rw, UOp *idx, UOp **m) {
 static UOp *after_mop(RwCtx *rw, UOp *a, UOp **m) {
   TG_UNUSED(rw);
   UOp *r = m[0];
-  UOp *src[64];
-  TG_ASSERT(a->nsrc <= 64 && r->nsrc <= 64, "");
-  for (uint32_t i = 0; i < a->nsrc; i++) src[i] = a->src[i];
-  src[0] = r->src[0];
-  UOp *na = uop_new(TG_OP_AFTER, r->src[0]->dtype, src, a->nsrc, arg_none());
-  for (uint32_t i = 0; i < r->nsrc; i++) src[i] = r->src[i];
-  src[0] = na;
-  return uop_new(uop_op(r), r->op == TG_OP_INDEX ? na->dtype : r->dtype, src, r->nsrc, r->arg);
+  UOp *na = sched_rebuild(a, TG_OP_AFTER, r->src[0]->dtype, 0, r->src[0]);
+  return sched_rebuild(r, uop_op(r), r->op == TG_OP_INDEX ? na->dtype : r->dtype, 0, na);
 }
 
 static UOp *end_mop(RwCtx *rw, UOp *e, UOp **m) {
   TG_UNUSED(rw);
-  UOp *src[64];
-  TG_ASSERT(e->nsrc <= 64, "");
-  for (uint32_t i = 0; i < e->nsrc; i++) src[i] = e->src[i];
-  src[0] = m[0]->src[0];
-  return uop_replace_src(e, src, e->nsrc);
+  return sched_rebuild(e, TG_OP_END, e->dtype, 0, m[0]->src[0]);
 }
 
 /* STAGE(x, r0, r1, ...) -> RESHAPE(STAGE(x, r0*s1+r1...), shape): one flat index per buffer */

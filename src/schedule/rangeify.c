@@ -1,5 +1,4 @@
-/* rangeify.c — movement ops become index math (tinygrad schedule/indexing.py run_rangeify, and the earliest
- * rewrites of rangeify.py that prepare the graph for it).
+/* rangeify.c — movement ops become index math (tinygrad schedule/indexing.py run_rangeify and apply_movement_op).
  *
  * Walk the graph consumers-first. Each node gets (input ranges, output ranges): RANGE UOps or index expressions of
  * them, possibly gated as WHERE(valid, idx, Invalid). A node in the realize map gets fresh output ranges (a kernel
@@ -12,304 +11,7 @@
 
 #include "uop/symbolic.h"
 
-#include <math.h>
 #include <stdio.h>
-
-/* ---------------------------------------------------------------------------------------------------------------
- * earliest rewrites (bottom-up): movement cleanup, movement ops out of AFTER/END, DETACH removal, SINK of bases,
- * the write-after-read fix for stores that read their destination through a reordering view. */
-
-static ShapeCache *g_shapes; /* the shape cache of the running pass (set around each graph_rewrite) */
-
-static bool shape_of(UOp *u, Shape *s) { return sched_shape_of(u, g_shapes, s) == SHAPE_OK; }
-
-static UOp *merge_reshapes(RwCtx *rw, UOp *x, UOp **m) {
-  TG_UNUSED(rw);
-  UOp *inner = m[0];
-  UOp *src[2] = {inner->src[0], x->src[1]};
-  return uop_replace_src(x, src, 2);
-}
-
-static UOp *noop_reshape(RwCtx *rw, UOp *x, UOp **m) {
-  TG_UNUSED(rw);
-  Shape a, b;
-  if (!shape_of(m[0], &a) || !shape_of(x, &b) || !shape_eq(&a, &b)) return NULL;
-  return m[0];
-}
-
-static UOp *merge_permutes(RwCtx *rw, UOp *x, UOp **m) {
-  TG_UNUSED(rw);
-  UOp *x2 = m[0];
-  int64_t perm[TG_MAX_DIMS];
-  for (uint32_t i = 0; i < x->arg.len; i++) perm[i] = x2->arg.ints[x->arg.ints[i]];
-  UOp *s = x2->src[0];
-  return uop_new(TG_OP_PERMUTE, x->dtype, &s, 1, arg_ints(ARG_PERM, perm, x->arg.len));
-}
-
-static UOp *noop_permute(RwCtx *rw, UOp *x, UOp **m) {
-  TG_UNUSED(rw);
-  TG_UNUSED(m);
-  for (uint32_t i = 0; i < x->arg.len; i++)
-    if (x->arg.ints[i] != (int64_t)i) return NULL;
-  return x->src[0];
-}
-
-/* AFTER(mop(x), deps...) -> mop(AFTER(x, deps...)): the AFTER always sits on the buffer itself */
-static UOp *mop_out_of_after(RwCtx *rw, UOp *a, UOp **m) {
-  TG_UNUSED(rw);
-  UOp *r = m[0];
-  UOp *src[64];
-  TG_ASSERT(a->nsrc <= 64 && r->nsrc <= 64, "");
-  for (uint32_t i = 0; i < a->nsrc; i++) src[i] = a->src[i];
-  src[0] = r->src[0];
-  UOp *na = uop_new(TG_OP_AFTER, r->src[0]->dtype, src, a->nsrc, arg_none());
-  for (uint32_t i = 0; i < r->nsrc; i++) src[i] = r->src[i];
-  src[0] = na;
-  return uop_new(uop_op(r), r->dtype, src, r->nsrc, r->arg);
-}
-
-static UOp *mop_out_of_end(RwCtx *rw, UOp *e, UOp **m) {
-  TG_UNUSED(rw);
-  UOp *src[64];
-  TG_ASSERT(e->nsrc <= 64, "");
-  for (uint32_t i = 0; i < e->nsrc; i++) src[i] = e->src[i];
-  src[0] = m[0]->src[0];
-  return uop_replace_src(e, src, e->nsrc);
-}
-
-static UOp *drop_src0(RwCtx *rw, UOp *x, UOp **m) {
-  TG_UNUSED(rw);
-  TG_UNUSED(m);
-  return x->src[0];
-}
-
-static UOp *sink_of_bases(RwCtx *rw, UOp *x, UOp **m) {
-  TG_UNUSED(rw);
-  TG_UNUSED(m);
-  UOp *src[256];
-  bool changed = false;
-  if (x->nsrc > 256) return NULL;
-  for (uint32_t i = 0; i < x->nsrc; i++) {
-    src[i] = sched_base(x->src[i]);
-    changed |= src[i] != x->src[i];
-  }
-  return changed ? uop_replace_src(x, src, x->nsrc) : NULL;
-}
-
-/* STORE(RESHAPE(dst), RESHAPE(src)) with equal shapes: the reshapes cancel */
-static UOp *store_reshapes(RwCtx *rw, UOp *x, UOp **m) {
-  TG_UNUSED(rw);
-  TG_UNUSED(x);
-  Shape a, b;
-  UOp *dst = m[0], *src = m[1];
-  if (!shape_of(dst, &a) || !shape_of(src, &b) || !shape_eq(&a, &b)) return NULL;
-  UOp *s[2] = {dst, src};
-  return uop_new(TG_OP_STORE, DT_VOID, s, 2, arg_none());
-}
-
-static bool stop_at_contiguous(const UOp *u, void *ctx) {
-  TG_UNUSED(ctx);
-  return u->op != TG_OP_CONTIGUOUS;
-}
-
-/* fix_store_hazard: the destination is read through a PERMUTE/FLIP (or an overlapping SHRINK) in the value */
-static UOp *fix_store_hazard(RwCtx *rw, UOp *st, UOp **m) {
-  TG_UNUSED(rw);
-  UOp *target = m[0], *src = m[1];
-  UOp *base = sched_base(target);
-  if (!uop_in_backward_slice(src, base) && src != base) return NULL;
-  bool shrink_unsafe = uop_op_in_backward_slice_with_self(target, TG_OP_SHRINK);
-  UOpVec topo = {0};
-  uop_toposort(src, stop_at_contiguous, NULL, &topo);
-  UOpMap reaches;
-  uopmap_init(&reaches);
-  UOp *ret = NULL;
-  for (size_t i = 0; i < topo.len && !ret; i++) {
-    UOp *s = topo.data[i];
-    bool r = s == base;
-    for (uint32_t k = 0; k < s->nsrc && !r; k++) r = uopmap_get(&reaches, s->src[k]) != NULL;
-    if (r) uopmap_put(&reaches, s, s);
-    bool unsafe = s->op == TG_OP_PERMUTE || s->op == TG_OP_FLIP || (shrink_unsafe && s->op == TG_OP_SHRINK);
-    if (r && unsafe && !(s == target && s->op == TG_OP_SHRINK)) {
-      UOp *c = uop_new(TG_OP_CONTIGUOUS, src->dtype, &src, 1, arg_none());
-      UOp *ss[2] = {target, c};
-      ret = uop_new(TG_OP_STORE, DT_VOID, ss, 2, arg_none());
-    }
-  }
-  uopmap_free(&reaches);
-  tg_vec_free(&topo);
-  TG_UNUSED(st);
-  return ret;
-}
-
-/* tinygrad UOp._rop: REDUCE over `axes` (sorted) of x, size-1 axes dropped by a reshape */
-static UOp *rop(UOp *x, TgOp op, const int *axes, int naxes) {
-  Shape xs;
-  if (!shape_of(x, &xs)) return NULL;
-  int red[TG_MAX_DIMS], nr = 0;
-  for (int k = 0; k < naxes; k++)
-    if (xs.d[axes[k]] != 1) red[nr++] = axes[k];
-  Shape out = {0, {0}};
-  for (int i = 0; i < xs.ndim; i++) {
-    bool in = false;
-    for (int k = 0; k < naxes; k++) in |= axes[k] == i;
-    if (!in) out.d[out.ndim++] = xs.d[i];
-  }
-  UOp *ret;
-  if (nr == 0) {
-    ret = x;
-  } else {
-    int64_t perm[TG_MAX_DIMS];
-    int np = 0;
-    bool ident = true;
-    for (int k = 0; k < nr; k++) perm[np++] = red[k];
-    for (int i = 0; i < xs.ndim; i++) {
-      bool in = false;
-      for (int k = 0; k < nr; k++) in |= red[k] == i;
-      if (!in) perm[np++] = i;
-    }
-    for (int i = 0; i < np; i++) ident &= perm[i] == i;
-    UOp *p = ident ? x : uop_new(TG_OP_PERMUTE, x->dtype, &x, 1, arg_ints(ARG_PERM, perm, (size_t)np));
-    ret = uop_new(TG_OP_REDUCE, x->dtype, &p, 1, arg_reduce(op, nr));
-    if (nr == naxes) return ret;
-  }
-  UOp *src[2] = {ret, shape_to_uop(out.d, out.ndim)};
-  return uop_new(TG_OP_RESHAPE, x->dtype, src, 2, arg_none());
-}
-
-/* split_reduceop: a reduce with a large input/output ratio becomes two kernels (a partial reduce into 8..256 slots,
- * made contiguous, then the final reduce), so the first one has outputs to spread over cores */
-static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
-  TG_UNUSED(rw);
-  UOp *x = m[0];
-  Shape rs, xs;
-  if (red->arg.kind != ARG_REDUCE || red->arg.red.naxes == 0 || !shape_of(red, &rs) || !shape_of(x, &xs)) return NULL;
-  int64_t rn = shape_numel(&rs);
-  if (rn == 0 || !tg_getenv_int("SPLIT_REDUCEOP", 1)) return NULL;
-  if (shape_numel(&xs) / rn < tg_getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768)) return NULL;
-  /* which axes of x reach its base (an expanded axis does not: splitting it would not help) */
-  UOp *idx[SCHED_MAX_IDX], *tmp[SCHED_MAX_IDX];
-  size_t n = (size_t)xs.ndim;
-  for (int i = 0; i < xs.ndim; i++)
-    idx[i] = xs.d[i] > 1 ? uop_range(sched_weak_int(xs.d[i]), i, AXIS_LOOP) : sched_weak_int(0);
-  UOp *cur = x;
-  while (op_has(uop_op(cur), OPP_MOVEMENT) || cur->op == TG_OP_DETACH) {
-    Shape ps;
-    size_t nn = 0;
-    if (cur->op == TG_OP_DETACH) { cur = cur->src[0]; continue; }
-    if (!shape_of(cur->src[0], &ps) || !sched_apply_movement(cur, &ps, idx, n, tmp, &nn)) return NULL;
-    for (size_t k = 0; k < nn; k++) idx[k] = tmp[k];
-    n = nn;
-    cur = cur->src[0];
-  }
-  UOpVec live = {0};
-  if (n) sched_ranges(uop_sink(idx, n), &live);
-  bool reaches[TG_MAX_DIMS] = {false};
-  for (size_t k = 0; k < live.len; k++) {
-    int64_t id = live.data[k]->arg.range->axis_id;
-    if (id >= 0 && id < xs.ndim) reaches[id] = true;
-  }
-  tg_vec_free(&live);
-  int64_t hi = TG_MIN((int64_t)256, ((int64_t)1 << tg_getenv_int("REDUCEOP_SPLIT_SIZE", 22)) / rn);
-  int dim = -1;
-  int64_t divisor = 0;
-  for (int i = 0; i < red->arg.red.naxes && dim < 0; i++)
-    for (int64_t d = hi; d >= 8 && dim < 0; d--)
-      if (xs.d[i] % d == 0 && reaches[i]) { dim = i; divisor = d; }
-  if (dim < 0) return NULL;
-  Shape sp = {0, {0}};
-  for (int i = 0; i < xs.ndim; i++) {
-    if (i == dim) { sp.d[sp.ndim++] = divisor; sp.d[sp.ndim++] = xs.d[i] / divisor; }
-    else sp.d[sp.ndim++] = xs.d[i];
-  }
-  UOp *rsrc[2] = {x, shape_to_uop(sp.d, sp.ndim)};
-  UOp *splitted = uop_new(TG_OP_RESHAPE, x->dtype, rsrc, 2, arg_none());
-  int64_t perm[TG_MAX_DIMS];
-  int np = 0;
-  for (int i = 0; i < sp.ndim; i++)
-    if (i != dim) perm[np++] = i;
-  perm[np++] = dim;
-  splitted = uop_new(TG_OP_PERMUTE, x->dtype, &splitted, 1, arg_ints(ARG_PERM, perm, (size_t)np));
-  int axes[TG_MAX_DIMS];
-  for (int i = 0; i < red->arg.red.naxes; i++) axes[i] = i;
-  UOp *first = rop(splitted, (TgOp)red->arg.red.op, axes, red->arg.red.naxes);
-  if (!first) return NULL;
-  first = uop_new(TG_OP_CONTIGUOUS, first->dtype, &first, 1, arg_none());
-  int last = rs.ndim;
-  UOp *second = rop(first, (TgOp)red->arg.red.op, &last, 1);
-  if (!second) return NULL;
-  UOp *fsrc[2] = {second, shape_to_uop(rs.d, rs.ndim)};
-  return uop_new(TG_OP_RESHAPE, second->dtype, fsrc, 2, arg_none());
-}
-
-/* a constant shaped like `shape` (tinygrad const_like: CONST, EXPANDed when the shape is not ()) */
-static UOp *const_shaped(const DType *dt, Const v, const Shape *shape) {
-  UOp *c = uop_const(dt, v);
-  if (shape->ndim == 0) return c;
-  UOp *src[2] = {c, shape_to_uop(shape->d, shape->ndim)};
-  return uop_new(TG_OP_EXPAND, dt, src, 2, arg_none());
-}
-
-static bool has_zero(const Shape *s) {
-  for (int i = 0; i < s->ndim; i++)
-    if (s->d[i] == 0) return true;
-  return false;
-}
-
-/* size 0: a reduce of nothing is the identity element; any other size-0 value is a constant */
-static UOp *size_zero(RwCtx *rw, UOp *x, UOp **m) {
-  TG_UNUSED(rw);
-  TG_UNUSED(m);
-  if (x->op == TG_OP_SINK || x->dtype == DT_VOID) return NULL;
-  Shape s;
-  if (sched_shape_of(x, g_shapes, &s) != SHAPE_OK) return NULL;
-  if (x->op == TG_OP_REDUCE && x->arg.kind == ARG_REDUCE && !has_zero(&s)) {
-    Shape in;
-    if (!shape_of(x->src[0], &in) || !has_zero(&in)) return NULL;
-    Const id;
-    switch ((TgOp)x->arg.red.op) {
-    case TG_OP_ADD: id = const_int(0); break;
-    case TG_OP_MUL: id = const_int(1); break;
-    case TG_OP_MAX:
-      id = dt_is_float(x->dtype) ? const_float(-INFINITY) : dt_is_bool(x->dtype) ? const_bool(false)
-                                                                  : const_int((int64_t)dt_min_int(x->dtype));
-      break;
-    default: return NULL;
-    }
-    return const_shaped(x->dtype, id, &s);
-  }
-  if (!has_zero(&s) || (x->op == TG_OP_EXPAND && x->src[0]->op == TG_OP_CONST)) return NULL;
-  return const_shaped(x->dtype, const_int(0), &s);
-}
-
-static const Rule earliest_rules[] = {
-  RULE("(RESHAPE i:(RESHAPE _ _) _)", merge_reshapes, NULL),
-  RULE("(RESHAPE x2 _)", noop_reshape, NULL),
-  RULE("(PERMUTE x2:PERMUTE)", merge_permutes, NULL),
-  RULE("PERMUTE", noop_permute, NULL),
-  RULE("(AFTER r:Movement|INDEX ...)", mop_out_of_after, NULL),
-  RULE("(END r:Movement ...)", mop_out_of_end, NULL),
-  RULE("DETACH|CONTIGUOUS_BACKWARD", drop_src0, NULL),
-  RULE("SINK", sink_of_bases, NULL),
-  RULE("(REDUCE x)", split_reduceop, NULL),
-  RULE("(STORE (RESHAPE dst _) (RESHAPE src _))", store_reshapes, NULL),
-  RULE("(STORE target src)", fix_store_hazard, NULL),
-  RULE("x", size_zero, NULL),
-};
-
-UOp *sched_earliest_rewrites(UOp *sink) {
-  static RuleSet *pm;
-  if (!pm) pm = PM_NEW("earliest rewrites", earliest_rules);
-  ShapeCache sc;
-  shape_cache_init(&sc);
-  ShapeCache *prev = g_shapes;
-  g_shapes = &sc;
-  UOp *r = graph_rewrite(sink, pm, NULL, RW_BOTTOM_UP, NULL, "earliest rewrites");
-  g_shapes = prev;
-  shape_cache_free(&sc);
-  return r;
-}
-
 /* ---------------------------------------------------------------------------------------------------------------
  * apply_movement_op: the index expressions of a movement op's input, given its output's. */
 
@@ -318,9 +20,50 @@ static UOp *simplify_with(UOp *u, const RuleSet *pm, const char *name) {
   return r ? r : u;
 }
 
-static const RuleSet *reshape_pm(void) {
+static const RuleSet *pad_pm(void) {
   static const RuleSet *pm;
   if (!pm) pm = pm_concat(sym_symbolic(), sym_simplify_valid());
+  return pm;
+}
+
+static void split_and(UOp *u, UOpVec *out) {
+  if (u->op == TG_OP_AND) {
+    for (uint32_t i = 0; i < u->nsrc; i++) split_and(u->src[i], out);
+  } else {
+    tg_vec_push(out, u);
+  }
+}
+
+/* pm_drop_and_clauses: in cond.where(x, Invalid), clauses about ranges x does not use say nothing about x: drop them */
+static UOp *drop_and_clauses(RwCtx *rw, UOp *w, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *cond = m[0], *x = m[1];
+  UOpVec clauses = {0}, xr = {0}, cr = {0};
+  split_and(cond, &clauses);
+  sched_ranges(x, &xr);
+  UOp *keep = uop_const_bool(true);
+  bool dropped = false;
+  for (size_t i = 0; i < clauses.len; i++) {
+    sched_ranges(clauses.data[i], &cr);
+    bool used = false;
+    for (size_t j = 0; j < cr.len && !used; j++)
+      for (size_t k = 0; k < xr.len && !used; k++) used = cr.data[j] == xr.data[k];
+    if (used) keep = uop_and(keep, clauses.data[i]);
+    else dropped = true;
+  }
+  tg_vec_free(&clauses);
+  tg_vec_free(&xr);
+  tg_vec_free(&cr);
+  return dropped ? uop_where(keep, x, w->src[2]) : NULL;
+}
+
+static const Rule drop_and_rules[] = {RULE("(WHERE cond x invalid)", drop_and_clauses, NULL)};
+
+static const RuleSet *reshape_pm(void) {
+  static const RuleSet *pm;
+  static RuleSet *drop; /* kept in a static: the concatenation does not own its parts */
+  if (!drop) drop = PM_NEW("drop and clauses", drop_and_rules);
+  if (!pm) pm = pm_concat(pad_pm(), drop);
   return pm;
 }
 
@@ -372,7 +115,7 @@ bool sched_apply_movement(UOp *x, const Shape *in_shape, UOp *const *rngs, size_
       int64_t off = a.d[i], sz = b.d[i], sh = in_shape->d[i];
       if (sz == sh && off == 0) { out[i] = rngs[i]; continue; }
       UOp *cond = uop_and(uop_not(uop_lt(rngs[i], sched_weak_int(off))), uop_lt(rngs[i], sched_weak_int(sh + off)));
-      cond = simplify_with(cond, reshape_pm(), "pad");
+      cond = simplify_with(cond, pad_pm(), "pad");
       out[i] = uop_where(cond, sub_int(rngs[i], off), uop_invalid());
     }
     *nout = nr;
@@ -524,6 +267,10 @@ static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
     if (e)
       for (size_t j = 0; j < e->len; j++) tg_vec_push(ending, e->data[j]);
   }
+  /* the consumers' input ranges as this node sees them, one row per consumer with ranges */
+  typedef UOp *RangeRow[SCHED_MAX_IDX];
+  RangeRow *crng = tg_malloc((consumers->len + 1) * sizeof(RangeRow));
+  size_t *ncrng = tg_malloc((consumers->len + 1) * sizeof(size_t));
   /* ranges the consumers iterate that this node broadcasts over */
   UOpVec ended = {0}, bcast_ending = {0};
   Shape xs;
@@ -544,12 +291,10 @@ static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
   if (op == TG_OP_REDUCE)
     for (size_t j = 0; j < bcast_ending.len; j++) tg_vec_push(ending, bcast_ending.data[j]);
 
-  UOp *crng[64][SCHED_MAX_IDX];
-  size_t ncrng[64], nc = 0;
+  size_t nc = 0;
   for (size_t i = 0; i < consumers->len; i++) {
     RangeEntry *ce = range_get(c, consumers->data[i]);
     if (!ce) continue;
-    if (nc == 64) { tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: rangeify: more than 64 consumers of one node"); c->failed = true; goto out; }
     ncrng[nc] = broadcast_rngs(c, consumers->data[i], x, ce->in, ce->nin, crng[nc]);
     if (c->failed) goto out;
     nc++;
@@ -662,6 +407,8 @@ static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
   for (size_t i = 0; i < nout; i++) e->out[i] = outr[i];
   uopmap_put(&c->range_map, x, e);
 out:
+  tg_free(crng);
+  tg_free(ncrng);
   tg_vec_free(&ended);
   tg_vec_free(&bcast_ending);
 }
@@ -731,10 +478,10 @@ static UOp *apply_generic(RwCtx *rw, UOp *x, UOp **m) {
   TG_UNUSED(m);
   IndexingCtx *c = ictx(rw);
   if (x->op == TG_OP_STAGE || x->op == TG_OP_INDEX) return NULL;
-  UOp *src[64];
-  if (x->nsrc > 64) return NULL;
-  if (!bufferize_and_index_srcs(c, x, src)) return NULL;
-  return uop_replace_src(x, src, x->nsrc);
+  UOp **src = tg_malloc((x->nsrc + 1) * sizeof(UOp *));
+  UOp *r = bufferize_and_index_srcs(c, x, src) ? uop_replace_src(x, src, x->nsrc) : NULL;
+  tg_free(src);
+  return r;
 }
 
 static UOp *apply_reduce(RwCtx *rw, UOp *x, UOp **m) {
@@ -766,11 +513,15 @@ static UOp *apply_stack(RwCtx *rw, UOp *x, UOp **m) {
   TG_UNUSED(m);
   IndexingCtx *c = ictx(rw);
   RangeEntry *e = range_get(c, x);
-  if (!e || x->dtype == DT_VOID || x->nsrc == 0 || x->nsrc > 64 || e->nout == 0) return NULL;
-  UOp *src[64];
-  if (!bufferize_and_index_srcs(c, x, src) && c->failed) return NULL;
-  UOp *r0 = e->out[0], *ret = src[x->nsrc - 1];
-  for (size_t k = x->nsrc - 1; k-- > 0;) ret = uop_where(uop_eq(r0, sched_weak_int((int64_t)k)), src[k], ret);
+  if (!e || x->dtype == DT_VOID || x->nsrc == 0 || e->nout == 0) return NULL;
+  UOp **src = tg_malloc(x->nsrc * sizeof(UOp *));
+  UOp *ret = NULL;
+  if (bufferize_and_index_srcs(c, x, src) || !c->failed) {
+    UOp *r0 = e->out[0];
+    ret = src[x->nsrc - 1];
+    for (size_t k = x->nsrc - 1; k-- > 0;) ret = uop_where(uop_eq(r0, sched_weak_int((int64_t)k)), src[k], ret);
+  }
+  tg_free(src);
   return ret;
 }
 

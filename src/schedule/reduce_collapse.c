@@ -184,11 +184,9 @@ static const Rule unparented_rules[] = {RULE("REDUCE", reduce_unparented, NULL)}
 static const RuleSet *pm_reduce_collapse(void) {
   static const RuleSet *pm;
   static RuleSet *unparented, *collapse; /* kept in statics: the concatenation does not own its parts */
-  if (!pm) {
-    unparented = PM_NEW("reduce unparented", unparented_rules);
-    collapse = PM_NEW("reduce collapse", collapse_rules);
-    pm = pm_concat(pm_concat(unparented, collapse), sym_symbolic());
-  }
+  if (!unparented) unparented = PM_NEW("reduce unparented", unparented_rules);
+  if (!collapse) collapse = PM_NEW("reduce collapse", collapse_rules);
+  if (!pm) pm = pm_concat(pm_concat(unparented, collapse), sym_symbolic());
   return pm;
 }
 

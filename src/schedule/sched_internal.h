@@ -30,6 +30,8 @@ bool sched_in_ranges(UOp *u, const UOp *range);
 UOp *sched_index(UOp *buf, UOp *const *idx, size_t n);  /* INDEX(buf, idx...) of buf's dtype */
 UOp *sched_end(UOp *x, UOp *const *ranges, size_t n);   /* END(x, ranges) or x when there are none */
 UOp *sched_weak_int(int64_t v);                          /* CONST weakint */
+/* A node of `op`/`dt` with u's arg and sources, source i replaced by s (any number of sources). */
+UOp *sched_rebuild(const UOp *u, TgOp op, const DType *dt, uint32_t i, UOp *s);
 int sched_range_cmp(const UOp *a, const UOp *b);        /* order of RANGE args (axis id, subs, type) */
 
 /* Shapes of tensor-graph nodes through one cache per pass. */

@@ -5,6 +5,7 @@
 #include "schedule/sched_internal.h"
 
 #include <stdio.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------------------------------------------------
  * create_schedule */
@@ -179,6 +180,7 @@ UOp *sched_create_schedule(UOp *sink) {
 /* ---------------------------------------------------------------------------------------------------------------
  * the schedule cache: callified body key -> LINEAR (PARAMs and intermediate BUFFERs unresolved) */
 
+#define SCHED_CACHE_MAX 512
 typedef struct CacheEntry { UOpKey key; UOp *linear; } CacheEntry;
 static TG_VEC(CacheEntry) g_cache;
 
@@ -195,17 +197,41 @@ void sched_cache_clear(void) {
   tg_vec_free(&g_cache);
 }
 
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static UOp *schedule_body(UOp *body, bool *hit) {
+  double start = now_ms();
   UOpKey key = uop_key(body);
   bool use_cache = tg_getenv_int("SCACHE", 1) != 0;
   UOp *lin = use_cache ? cache_get(key) : NULL;
   *hit = lin != NULL;
-  if (lin) return lin;
-  UOp *kg = sched_kernel_graph(body);
-  lin = kg ? sched_create_schedule(kg) : NULL;
+  if (!lin) {
+    UOp *kg = sched_kernel_graph(body);
+    lin = kg ? sched_create_schedule(kg) : NULL;
+  } else {
+    use_cache = false; /* already there */
+  }
   if (lin && use_cache) {
+    /* bounded (tinygrad's is not): a loop whose graph changes every step must not grow memory; the oldest goes */
+    if (g_cache.len >= SCHED_CACHE_MAX) {
+      uop_drop(g_cache.data[0].linear);
+      memmove(g_cache.data, g_cache.data + 1, (g_cache.len - 1) * sizeof *g_cache.data);
+      g_cache.len--;
+    }
     CacheEntry e = {key, uop_keep(lin)};
     tg_vec_push(&g_cache, e);
+  }
+  /* tinygrad's line: DEBUG>=1 when more than one kernel, DEBUG>=3 always */
+  if (lin && ((tg_debug_level() >= 1 && lin->nsrc > 1) || tg_debug_level() >= 3)) {
+    char hex[33];
+    uop_key_hex(key, hex);
+    hex[8] = 0;
+    printf("scheduled %5u kernels in %8.2f ms | %s %s | %7zu uops in cache\n", lin->nsrc, now_ms() - start,
+           *hit ? " cache hit" : "CACHE MISS", hex, uop_live_count());
   }
   return lin;
 }

@@ -13,7 +13,11 @@
  *     5. PARAMs are resolved back to the caller's BUFFERs; the intermediate BUFFERs of the schedule get fresh ones.
  *
  * The kernel ASTs are exactly tinygrad's (KernelInfo name "test": the kernel name E_/r_... is computed by codegen
- * from the lowered ranges, as tinygrad's get_program does). */
+ * from the lowered ranges, as tinygrad's get_program does). tests/test_schedule.c compares them node for node.
+ *
+ * Not supported yet (each a TG_ERR_UNSUPPORTED "not supported yet" error, never a wrong schedule): bound Variables and
+ * symbolic shapes, COPY between devices and multi-device tensors, precompiled FUNCTIONs and custom kernels, partial
+ * (LOCAL, PCONTIG) realization. */
 #ifndef TG_SCHEDULE_H
 #define TG_SCHEDULE_H
 

@@ -133,11 +133,17 @@ UOp *t_le(UOp *a, UOp *b) { return t_logical_not(t_gt(a, b)); }
 UOp *t_ne(UOp *a, UOp *b) { return t_alu(TG_OP_CMPNE, a, b); }
 UOp *t_eq(UOp *a, UOp *b) { return t_logical_not(t_ne(a, b)); }
 
+/* dtype.max of an unsigned dtype as tinygrad's Python int; uint64's 2^64-1 does not fit a weak CONST here (weakint
+ * holds int64), so it is a uint64 CONST with the same bits: the one place the graph differs from tinygrad's */
+static UOp *unsigned_max(const DType *d) {
+  return d == DT_UINT64 ? uop_const(DT_UINT64, const_int(-1)) : wi((int64_t)dt_max_int(d));
+}
+
 UOp *t_bitwise_not(UOp *a) {
   if (!a) return NULL;
   if (a->dtype == DT_BOOL) return t_logical_not(a);
   if (!dt_is_int(a->dtype)) return terr("bitwise_not is not defined for %s", a->dtype->name);
-  if (dt_is_unsigned(a->dtype)) return t_alu(TG_OP_XOR, a, wi((int64_t)dt_max_int(a->dtype)));
+  if (dt_is_unsigned(a->dtype)) return t_alu(TG_OP_XOR, a, unsigned_max(a->dtype));
   return t_alu(TG_OP_XOR, a, wi(-1));
 }
 
@@ -155,7 +161,7 @@ UOp *t_minimum(UOp *a, UOp *b) {
   if (dt_is_float(dt)) return t_neg(ralu2(TG_OP_MAX, t_neg(a), t_neg(b)));
   UOp *k;
   if (dt == DT_BOOL) k = uop_const_bool(true);
-  else if (dt_is_unsigned(dt)) k = wi((int64_t)dt_max_int(dt));
+  else if (dt_is_unsigned(dt)) k = unsigned_max(dt);
   else k = wi(-1);
   UOp *k2 = k; /* each use is a fresh python scalar: same interned CONST */
   return t_alu(TG_OP_XOR, ralu2(TG_OP_MAX, t_alu(TG_OP_XOR, a, k), t_alu(TG_OP_XOR, b, k2)), k);

@@ -240,10 +240,6 @@ void tg_str_free(char *s) { tg_free(s); }
 
 /* ------------------------------------------------------------------------------------------------------ helpers */
 
-Const cfloat(double v) { return const_float(v); }
-Const cint(int64_t v) { return const_int(v); }
-Const cbool(bool v) { return const_bool(v); }
-
 static const DType *from_py(Const v) {
   switch (v.kind) {
   case CK_BOOL: case CK_INVALID: return DT_BOOL;
@@ -477,22 +473,64 @@ static bool has_buffer_identity(const UOp *u, bool after_ok) {
   return u->op == TG_OP_BUFFER || u->op == TG_OP_PARAM;
 }
 
-/* point every live handle on `from` at `to` (tinygrad applies the realize map to all tensors) */
-static void retarget_handles(UOp *from, UOp *to) {
+/* Every live handle's graph with the nodes of `repl` (UOp -> UOp) replaced: tinygrad's _apply_map_to_tensors. One
+ * post-order walk per handle with a memo shared across handles, so the cost is the size of the live graphs. */
+static void apply_map_to_handles(UOpMap *repl) {
+  UOpMap memo;
+  uopmap_init(&memo);
   for (tg_tensor *h = live_head; h; h = h->next) {
-    if (h->uop != from) continue;
-    uop_keep(to);
+    UOpVec order = {0};
+    uop_toposort(h->uop, NULL, NULL, &order);
+    for (size_t i = 0; i < order.len; i++) {
+      UOp *u = order.data[i];
+      if (uopmap_get(&memo, u)) continue;
+      void **r = uopmap_get(repl, u);
+      UOp *nu = r ? *r : u;
+      if (!r && u->nsrc) {
+        UOp *stack_src[8], **src = u->nsrc <= 8 ? stack_src : tg_malloc(u->nsrc * sizeof *src);
+        bool changed = false;
+        for (uint32_t k = 0; k < u->nsrc; k++) {
+          void **m = uopmap_get(&memo, u->src[k]);
+          src[k] = m ? *m : u->src[k];
+          changed = changed || src[k] != u->src[k];
+        }
+        if (changed) nu = uop_replace_src(u, src, u->nsrc);
+        if (src != stack_src) tg_free(src);
+      }
+      uopmap_put(&memo, u, nu);
+    }
+    void **m = uopmap_get(&memo, h->uop);
+    UOp *nu = m ? *m : h->uop;
+    tg_vec_free(&order);
+    if (nu == h->uop) continue;
+    uop_keep(nu);
     uop_drop(h->uop);
-    h->uop = to;
+    h->uop = nu;
   }
+  uopmap_free(&memo);
+}
+
+static void retarget_handles(UOp *from, UOp *to) {
+  UOpMap repl;
+  uopmap_init(&repl);
+  uopmap_put(&repl, from, to);
+  UOpScope s = uop_scope_begin();
+  apply_map_to_handles(&repl);
+  uop_scope_end(s);
+  uopmap_free(&repl);
 }
 
 static tg_status realize_uops(UOp **roots, size_t n) {
   UOp **out = tg_calloc(n ? n : 1, sizeof *out);
   tg_status st = engine_realize(roots, n, out);
-  if (st == TG_OK)
+  if (st == TG_OK) {
+    UOpMap repl;
+    uopmap_init(&repl);
     for (size_t i = 0; i < n; i++)
-      if (out[i] && out[i] != roots[i]) retarget_handles(roots[i], out[i]);
+      if (out[i] && out[i] != roots[i]) uopmap_put(&repl, roots[i], out[i]);
+    apply_map_to_handles(&repl);
+    uopmap_free(&repl);
+  }
   tg_free(out);
   return st;
 }
@@ -648,22 +686,6 @@ tg_status tg_item_int64(tg_tensor *t, int64_t *out) {
 
 /* ------------------------------------------------------------------------------------------------------- assign */
 
-/* root with every `from` replaced by `to` (memoized rebuild) */
-static UOp *substitute(UOp *root, UOp *from, UOp *to, UOpMap *memo) {
-  if (root == from) return to;
-  void **hit = uopmap_get(memo, root);
-  if (hit) return *hit;
-  UOp *r = root;
-  if (root->nsrc && uop_in_backward_slice(root, from)) {
-    UOp **src = tg_malloc(root->nsrc * sizeof *src);
-    for (uint32_t i = 0; i < root->nsrc; i++) src[i] = substitute(root->src[i], from, to, memo);
-    r = uop_replace_src(root, src, root->nsrc);
-    tg_free(src);
-  }
-  uopmap_put(memo, root, r);
-  return r;
-}
-
 tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
   tctx_begin("tg_assign");
   UOp *dst = tin(t, 1), *src = tin(x, 2);
@@ -694,17 +716,11 @@ tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
   if (ib != dst && has_buffer_identity(ib, true)) {
     /* view assign: the buffer itself becomes AFTER(buffer, assign) in every live tensor */
     UOp *as2[2] = {ib, assign};
-    UOp *repl = uop_new(TG_OP_AFTER, NULL, as2, 2, arg_none());
-    UOpMap memo;
-    uopmap_init(&memo);
-    for (tg_tensor *h = live_head; h; h = h->next) {
-      UOp *nu = substitute(h->uop, ib, repl, &memo);
-      if (nu == h->uop) continue;
-      uop_keep(nu);
-      uop_drop(h->uop);
-      h->uop = nu;
-    }
-    uopmap_free(&memo);
+    UOpMap repl;
+    uopmap_init(&repl);
+    uopmap_put(&repl, ib, uop_new(TG_OP_AFTER, NULL, as2, 2, arg_none()));
+    apply_map_to_handles(&repl);
+    uopmap_free(&repl);
   } else {
     uop_keep(assign);
     uop_drop(t->uop);

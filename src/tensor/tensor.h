@@ -44,9 +44,6 @@ UOp *t_const(Const v, const DType *d);       /* tinygrad UOp.const: 0-d CONST (d
 UOp *t_const_like(UOp *like, Const v, const DType *d); /* CONST expanded to like's shape (d NULL: like's dtype) */
 UOp *t_cast(UOp *x, const DType *d);
 UOp *t_bitcast(UOp *x, const DType *d);
-Const cfloat(double v);
-Const cint(int64_t v);
-Const cbool(bool v);
 
 /* ---- movement (tinygrad MovementMixin and UOp._mop) ---- */
 UOp *t_mop(UOp *x, TgOp op, const int64_t *a, const int64_t *b, int n); /* raw: a/b per op as the UOp takes them */

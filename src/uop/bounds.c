@@ -187,7 +187,10 @@ static bool bounds_of_binary(UOp *u, i128 *lo, i128 *hi) {
     return false;
   }
   case TG_OP_XOR:
-    if (bl == -1 && bh == -1) { *lo = ~ah; *hi = ~al; return true; }
+    /* x ^ -1 is ~x, [~vmax, ~vmin], for signed/weakint x. On an unsigned dtype the -1 (a weakint -1, or a uint64
+     * bitwise_not's 2^64-1, which a weakint CONST holds as -1) wraps to the all-ones mask and ~x is max - x, never
+     * negative: keep the dtype range there, as tinygrad gets for its unsigned mask constant. */
+    if (bl == -1 && bh == -1 && !dt_is_unsigned(u->dtype)) { *lo = ~ah; *hi = ~al; return true; }
     return false;
   case TG_OP_MAX: *lo = TG_MAX(al, bl); *hi = TG_MAX(ah, bh); return true;
   case TG_OP_CMPLT: *lo = ah < bl; *hi = al < bh; return true;

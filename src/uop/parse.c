@@ -145,17 +145,16 @@ static UOp *parse_node(const char **p, ParseRefs *refs) {
   int op = op_by_name(head);
   const DType *dt = dtype_named(dot + 1);
   if (op < 0 || !dt) return NULL;
-  UOp *src[64];
-  size_t n = 0;
+  ParseRefs src = {0}; /* any number of sources */
   for (;;) {
     skip_space(p);
     if (**p == ')') { (*p)++; break; }
-    if (n == TG_ARRAY_LEN(src)) return NULL;
     UOp *s = parse_node(p, refs);
-    if (!s) return NULL;
-    src[n++] = s;
+    if (!s) { tg_vec_free(&src); return NULL; }
+    tg_vec_push(&src, s);
   }
-  UOp *u = make_node((TgOp)op, dt, eq ? eq + 1 : NULL, src, n);
+  UOp *u = make_node((TgOp)op, dt, eq ? eq + 1 : NULL, src.data, src.len);
+  tg_vec_free(&src);
   if (u && defines) {
     while (refs->len <= ref) tg_vec_push(refs, NULL);
     refs->data[ref] = u;

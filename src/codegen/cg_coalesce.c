@@ -1,0 +1,163 @@
+/* cg_coalesce.c — memory coalescing (tinygrad codegen/late/coalesce.py memory_coalescing, without images): loads
+ * (stores) of one buffer at base+0, base+1, ... become one vector load LOAD(SHRINK(buf, base, n)) picked apart by
+ * INDEX(load, lane) (one STORE(SHRINK(...), STACK(values))), n in 4, 2 where the renderer has vectors and n divides
+ * the offset; DMC=1 turns it off as in tinygrad. */
+#include "cg_internal.h"
+
+#include <stdlib.h>
+
+typedef struct MemAccess {
+  int64_t offset;
+  UOp *u; /* the LOAD or STORE */
+} MemAccess;
+
+typedef struct MemGroup {
+  TgOp op;
+  UOp *buf;
+  UOp *base;        /* the index without its constant offset; NULL for a constant index */
+  UOp *valid;
+  TG_VEC(MemAccess) acc;
+} MemGroup;
+
+static int offset_cmp(const void *pa, const void *pb) {
+  const MemAccess *a = pa, *b = pb;
+  return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+static bool buf_is_reg(UOp *buf) {
+  while (buf->op == TG_OP_AFTER) buf = buf->src[0];
+  return buf->arg.kind == ARG_PARAM && buf->arg.param->addrspace == ADDR_REG;
+}
+
+static bool dtype_coalesces(const DType *d) {
+  switch (d->id) {
+  case TG_FLOAT32: case TG_FLOAT16: case TG_INT32: case TG_UINT32: return true;
+  default: return false;
+  }
+}
+
+static void push_sub(UOpVec *from, UOpVec *to, UOp *a, UOp *b) {
+  tg_vec_push(from, a);
+  tg_vec_push(to, b);
+}
+
+/* one kind of access (LOAD or STORE) at a time: the stores are grouped after the loads were replaced, so the values
+ * they store already read the coalesced loads (a substitution does not look inside its replacements) */
+static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
+  UOpVec topo = {0};
+  uop_toposort(sink, NULL, NULL, &topo);
+  TG_VEC(MemGroup) groups = {0};
+  for (size_t i = 0; i < topo.len; i++) {
+    UOp *u = topo.data[i];
+    if (u->op != which || !((u->op == TG_OP_LOAD && u->nsrc == 1) || (u->op == TG_OP_STORE && u->nsrc == 2))) continue;
+    UOp *ind = u->src[0];
+    if (ind->op != TG_OP_INDEX || ind->nsrc != 2) continue;
+    UOp *buf = ind->src[0], *idx_u = ind->src[1];
+    if (buf_is_reg(buf)) continue;
+    bool gated = idx_u->op == TG_OP_WHERE && uop_is_invalid(idx_u->src[2]);
+    UOp *idx = gated ? idx_u->src[1] : idx_u, *valid = gated ? idx_u->src[0] : NULL;
+    UOp *base = idx;
+    int64_t off = 0;
+    if (idx->op == TG_OP_ADD && idx->src[1]->op == TG_OP_CONST && idx->src[1]->arg.c.kind == CK_INT) {
+      base = idx->src[0], off = idx->src[1]->arg.c.i;
+    } else if (idx->op == TG_OP_ADD && idx->src[0]->op == TG_OP_CONST && idx->src[0]->arg.c.kind == CK_INT) {
+      base = idx->src[1], off = idx->src[0]->arg.c.i;
+    } else if (idx->op == TG_OP_CONST && idx->arg.c.kind == CK_INT) {
+      base = NULL, off = idx->arg.c.i;
+    } else if (idx->op == TG_OP_CONST) {
+      continue; /* an Invalid index: nothing to merge */
+    }
+    MemGroup *g = NULL;
+    for (size_t k = 0; k < groups.len && !g; k++)
+      if (groups.data[k].op == uop_op(u) && groups.data[k].buf == buf && groups.data[k].base == base &&
+          groups.data[k].valid == valid)
+        g = &groups.data[k];
+    if (!g) {
+      MemGroup ng = {uop_op(u), buf, base, valid, {0}};
+      tg_vec_push(&groups, ng);
+      g = &groups.data[groups.len - 1];
+    }
+    MemAccess a = {off, u};
+    tg_vec_push(&g->acc, a);
+  }
+  UOpVec from = {0}, to = {0};
+  for (size_t gi = 0; gi < groups.len; gi++) {
+    MemGroup *g = &groups.data[gi];
+    int lengths[3] = {1, 1, 1};
+    size_t nl = 0;
+    if (dtype_coalesces(g->buf->dtype->scalar) && ren->supports_float4) lengths[nl++] = 4, lengths[nl++] = 2;
+    lengths[nl++] = 1;
+    qsort(g->acc.data, g->acc.len, sizeof(MemAccess), offset_cmp); /* (qsort is not stable: equal offsets stay grouped) */
+    size_t i = 0;
+    while (i < g->acc.len) {
+      /* the distinct offsets of this run of consecutive offsets, from position i */
+      int64_t first = g->acc.data[i].offset;
+      size_t ndistinct = 0, j = i;
+      while (j < g->acc.len && g->acc.data[j].offset == first + (int64_t)ndistinct) {
+        int64_t o = g->acc.data[j].offset;
+        while (j < g->acc.len && g->acc.data[j].offset == o) j++;
+        ndistinct++;
+      }
+      UOp *offset = g->base ? uop_add(g->base, uop_const_like_int(g->base, first)) : uop_const_int(DT_WEAKINT, first);
+      int len = 1;
+      for (size_t k = 0; k < nl; k++)
+        if ((size_t)lengths[k] <= ndistinct && (lengths[k] == 1 || uop_divides(offset, lengths[k]))) {
+          len = lengths[k];
+          break;
+        }
+      if (g->valid) {
+        UOp *w[3] = {g->valid, offset, uop_new(TG_OP_CONST, offset->dtype, NULL, 0, arg_const(const_invalid()))};
+        offset = uop_new(TG_OP_WHERE, offset->dtype, w, 3, arg_none());
+      }
+      const DType *dt = g->buf->dtype->scalar;
+      UOp *access;
+      if (len > 1) {
+        UOp *s[3] = {g->buf, offset, uop_const_int(DT_WEAKINT, len)};
+        access = uop_new(TG_OP_SHRINK, dt, s, 3, arg_none());
+      } else {
+        UOp *s[2] = {g->buf, offset};
+        access = uop_new(TG_OP_INDEX, dt, s, 2, arg_none());
+      }
+      /* the accesses of the first `len` distinct offsets */
+      size_t end = i;
+      for (int lane = 0; lane < len; lane++) {
+        int64_t o = first + lane;
+        while (end < g->acc.len && g->acc.data[end].offset == o) end++;
+      }
+      if (g->op == TG_OP_STORE) {
+        UOp *datas[4];
+        bool single = end - i == (size_t)len; /* one store per offset, as tinygrad asserts */
+        if (single) {
+          for (size_t k = i; k < end; k++) datas[k - i] = g->acc.data[k].u->src[1];
+          UOp *val = len > 1 ? uop_new(TG_OP_STACK, dt, datas, (size_t)len, arg_none()) : datas[0];
+          UOp *s[2] = {access, val};
+          UOp *store = uop_new(TG_OP_STORE, DT_VOID, s, 2, arg_none());
+          for (size_t k = i; k < end; k++) push_sub(&from, &to, g->acc.data[k].u, store);
+        }
+      } else {
+        UOp *ld = uop_new(TG_OP_LOAD, dt, &access, 1, arg_none());
+        for (size_t k = i; k < end; k++) {
+          UOp *rep = ld;
+          if (len > 1) {
+            UOp *s[2] = {ld, uop_const_int(DT_WEAKINT, g->acc.data[k].offset - first)};
+            rep = uop_new(TG_OP_INDEX, dt, s, 2, arg_none());
+          }
+          push_sub(&from, &to, g->acc.data[k].u, rep);
+        }
+      }
+      i = end;
+    }
+    tg_vec_free(&g->acc);
+  }
+  UOp *ret = from.len ? uop_substitute(sink, from.data, to.data, from.len) : sink;
+  tg_vec_free(&groups);
+  tg_vec_free(&topo);
+  tg_vec_free(&from);
+  tg_vec_free(&to);
+  return ret;
+}
+
+UOp *cg_memory_coalescing(UOp *sink, const Renderer *ren) {
+  if (tg_getenv_int("DMC", 0)) return sink;
+  return coalesce(coalesce(sink, ren, TG_OP_LOAD), ren, TG_OP_STORE);
+}

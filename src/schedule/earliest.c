@@ -1,0 +1,370 @@
+/* earliest.c — tinygrad's earliest_rewrites (schedule/rangeify.py), run bottom-up on the callified graph before
+ * rangeify: movement-op cleanup (merge/remove reshapes and permutes), movement ops out of AFTER/END, DETACH removal, the
+ * SINK of bases, split_reduceop (large reductions become two kernels), the write-after-read fix for stores that read
+ * their destination through a reordering view, dedup of repeated assigns, shape-changing BITCASTs as shifts, size-0
+ * values as constants. */
+#include "schedule/sched_internal.h"
+
+#include "tensor/tensor.h" /* the mixin-equivalent builders, for rewrites tinygrad writes with Tensor methods */
+#include "uop/symbolic.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static ShapeCache *g_shapes; /* the shape cache of the running pass (set around each graph_rewrite) */
+
+static bool shape_of(UOp *u, Shape *s) { return sched_shape_of(u, g_shapes, s) == SHAPE_OK; }
+
+static UOp *merge_reshapes(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *inner = m[0];
+  UOp *src[2] = {inner->src[0], x->src[1]};
+  return uop_replace_src(x, src, 2);
+}
+
+static UOp *noop_reshape(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  Shape a, b;
+  if (!shape_of(m[0], &a) || !shape_of(x, &b) || !shape_eq(&a, &b)) return NULL;
+  return m[0];
+}
+
+static UOp *merge_permutes(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *x2 = m[0];
+  int64_t perm[TG_MAX_DIMS];
+  for (uint32_t i = 0; i < x->arg.len; i++) perm[i] = x2->arg.ints[x->arg.ints[i]];
+  UOp *s = x2->src[0];
+  return uop_new(TG_OP_PERMUTE, x->dtype, &s, 1, arg_ints(ARG_PERM, perm, x->arg.len));
+}
+
+static UOp *noop_permute(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  for (uint32_t i = 0; i < x->arg.len; i++)
+    if (x->arg.ints[i] != (int64_t)i) return NULL;
+  return x->src[0];
+}
+
+/* AFTER(mop(x), deps...) -> mop(AFTER(x, deps...)): the AFTER always sits on the buffer itself */
+static UOp *mop_out_of_after(RwCtx *rw, UOp *a, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *r = m[0];
+  UOp *na = sched_rebuild(a, TG_OP_AFTER, r->src[0]->dtype, 0, r->src[0]);
+  return sched_rebuild(r, uop_op(r), r->op == TG_OP_INDEX ? na->dtype : r->dtype, 0, na);
+}
+
+static UOp *mop_out_of_end(RwCtx *rw, UOp *e, UOp **m) {
+  TG_UNUSED(rw);
+  return sched_rebuild(e, TG_OP_END, e->dtype, 0, m[0]->src[0]);
+}
+
+static UOp *drop_src0(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  return x->src[0];
+}
+
+static UOp *sink_of_bases(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  UOpVec src = {0};
+  bool changed = false;
+  for (uint32_t i = 0; i < x->nsrc; i++) {
+    tg_vec_push(&src, sched_base(x->src[i]));
+    changed |= src.data[i] != x->src[i];
+  }
+  UOp *r = changed ? uop_replace_src(x, src.data, src.len) : NULL;
+  tg_vec_free(&src);
+  return r;
+}
+
+/* STORE(RESHAPE(dst), RESHAPE(src)) with equal shapes: the reshapes cancel */
+static UOp *store_reshapes(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(x);
+  Shape a, b;
+  UOp *dst = m[0], *src = m[1];
+  if (!shape_of(dst, &a) || !shape_of(src, &b) || !shape_eq(&a, &b)) return NULL;
+  UOp *s[2] = {dst, src};
+  return uop_new(TG_OP_STORE, DT_VOID, s, 2, arg_none());
+}
+
+static bool stop_at_contiguous(const UOp *u, void *ctx) {
+  TG_UNUSED(ctx);
+  return u->op != TG_OP_CONTIGUOUS;
+}
+
+/* fix_store_hazard: the destination is read through a PERMUTE/FLIP (or an overlapping SHRINK) in the value */
+static UOp *fix_store_hazard(RwCtx *rw, UOp *st, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *target = m[0], *src = m[1];
+  UOp *base = sched_base(target);
+  if (!uop_in_backward_slice(src, base) && src != base) return NULL;
+  bool shrink_unsafe = uop_op_in_backward_slice_with_self(target, TG_OP_SHRINK);
+  UOpVec topo = {0};
+  uop_toposort(src, stop_at_contiguous, NULL, &topo);
+  UOpMap reaches;
+  uopmap_init(&reaches);
+  UOp *ret = NULL;
+  for (size_t i = 0; i < topo.len && !ret; i++) {
+    UOp *s = topo.data[i];
+    bool r = s == base;
+    for (uint32_t k = 0; k < s->nsrc && !r; k++) r = uopmap_get(&reaches, s->src[k]) != NULL;
+    if (r) uopmap_put(&reaches, s, s);
+    bool unsafe = s->op == TG_OP_PERMUTE || s->op == TG_OP_FLIP || (shrink_unsafe && s->op == TG_OP_SHRINK);
+    if (r && unsafe && !(s == target && s->op == TG_OP_SHRINK)) {
+      UOp *c = uop_new(TG_OP_CONTIGUOUS, src->dtype, &src, 1, arg_none());
+      UOp *ss[2] = {target, c};
+      ret = uop_new(TG_OP_STORE, DT_VOID, ss, 2, arg_none());
+    }
+  }
+  uopmap_free(&reaches);
+  tg_vec_free(&topo);
+  TG_UNUSED(st);
+  return ret;
+}
+
+/* tinygrad UOp._rop: REDUCE over `axes` (sorted) of x, size-1 axes dropped by a reshape */
+static UOp *rop(UOp *x, TgOp op, const int *axes, int naxes) {
+  Shape xs;
+  if (!shape_of(x, &xs)) return NULL;
+  int red[TG_MAX_DIMS], nr = 0;
+  for (int k = 0; k < naxes; k++)
+    if (xs.d[axes[k]] != 1) red[nr++] = axes[k];
+  Shape out = {0, {0}};
+  for (int i = 0; i < xs.ndim; i++) {
+    bool in = false;
+    for (int k = 0; k < naxes; k++) in |= axes[k] == i;
+    if (!in) out.d[out.ndim++] = xs.d[i];
+  }
+  UOp *ret;
+  if (nr == 0) {
+    ret = x;
+  } else {
+    int64_t perm[TG_MAX_DIMS];
+    int np = 0;
+    bool ident = true;
+    for (int k = 0; k < nr; k++) perm[np++] = red[k];
+    for (int i = 0; i < xs.ndim; i++) {
+      bool in = false;
+      for (int k = 0; k < nr; k++) in |= red[k] == i;
+      if (!in) perm[np++] = i;
+    }
+    for (int i = 0; i < np; i++) ident &= perm[i] == i;
+    UOp *p = ident ? x : uop_new(TG_OP_PERMUTE, x->dtype, &x, 1, arg_ints(ARG_PERM, perm, (size_t)np));
+    ret = uop_new(TG_OP_REDUCE, x->dtype, &p, 1, arg_reduce(op, nr));
+    if (nr == naxes) return ret;
+  }
+  UOp *src[2] = {ret, shape_to_uop(out.d, out.ndim)};
+  return uop_new(TG_OP_RESHAPE, x->dtype, src, 2, arg_none());
+}
+
+/* split_reduceop: a reduce with a large input/output ratio becomes two kernels (a partial reduce into 8..256 slots,
+ * made contiguous, then the final reduce), so the first one has outputs to spread over cores */
+static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *x = m[0];
+  Shape rs, xs;
+  if (red->arg.kind != ARG_REDUCE || red->arg.red.naxes == 0 || !shape_of(red, &rs) || !shape_of(x, &xs)) return NULL;
+  int64_t rn = shape_numel(&rs);
+  if (rn == 0 || !tg_getenv_int("SPLIT_REDUCEOP", 1)) return NULL;
+  if (shape_numel(&xs) / rn < tg_getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768)) return NULL;
+  /* which axes of x reach its base (an expanded axis does not: splitting it would not help) */
+  UOp *idx[SCHED_MAX_IDX], *tmp[SCHED_MAX_IDX];
+  size_t n = (size_t)xs.ndim;
+  for (int i = 0; i < xs.ndim; i++)
+    idx[i] = xs.d[i] > 1 ? uop_range(sched_weak_int(xs.d[i]), i, AXIS_LOOP) : sched_weak_int(0);
+  UOp *cur = x;
+  while (op_has(uop_op(cur), OPP_MOVEMENT) || cur->op == TG_OP_DETACH) {
+    Shape ps;
+    size_t nn = 0;
+    if (cur->op == TG_OP_DETACH) { cur = cur->src[0]; continue; }
+    if (!shape_of(cur->src[0], &ps) || !sched_apply_movement(cur, &ps, idx, n, tmp, &nn)) return NULL;
+    for (size_t k = 0; k < nn; k++) idx[k] = tmp[k];
+    n = nn;
+    cur = cur->src[0];
+  }
+  UOpVec live = {0};
+  if (n) sched_ranges(uop_sink(idx, n), &live);
+  bool reaches[TG_MAX_DIMS] = {false};
+  for (size_t k = 0; k < live.len; k++) {
+    int64_t id = live.data[k]->arg.range->axis_id;
+    if (id >= 0 && id < xs.ndim) reaches[id] = true;
+  }
+  tg_vec_free(&live);
+  int64_t hi = TG_MIN((int64_t)256, ((int64_t)1 << tg_getenv_int("REDUCEOP_SPLIT_SIZE", 22)) / rn);
+  int dim = -1;
+  int64_t divisor = 0;
+  for (int i = 0; i < red->arg.red.naxes && dim < 0; i++)
+    for (int64_t d = hi; d >= 8 && dim < 0; d--)
+      if (xs.d[i] % d == 0 && reaches[i]) { dim = i; divisor = d; }
+  if (dim < 0) return NULL;
+  Shape sp = {0, {0}};
+  for (int i = 0; i < xs.ndim; i++) {
+    if (i == dim) { sp.d[sp.ndim++] = divisor; sp.d[sp.ndim++] = xs.d[i] / divisor; }
+    else sp.d[sp.ndim++] = xs.d[i];
+  }
+  UOp *rsrc[2] = {x, shape_to_uop(sp.d, sp.ndim)};
+  UOp *splitted = uop_new(TG_OP_RESHAPE, x->dtype, rsrc, 2, arg_none());
+  int64_t perm[TG_MAX_DIMS];
+  int np = 0;
+  for (int i = 0; i < sp.ndim; i++)
+    if (i != dim) perm[np++] = i;
+  perm[np++] = dim;
+  splitted = uop_new(TG_OP_PERMUTE, x->dtype, &splitted, 1, arg_ints(ARG_PERM, perm, (size_t)np));
+  int axes[TG_MAX_DIMS];
+  for (int i = 0; i < red->arg.red.naxes; i++) axes[i] = i;
+  UOp *first = rop(splitted, (TgOp)red->arg.red.op, axes, red->arg.red.naxes);
+  if (!first) return NULL;
+  first = uop_new(TG_OP_CONTIGUOUS, first->dtype, &first, 1, arg_none());
+  int last = rs.ndim;
+  UOp *second = rop(first, (TgOp)red->arg.red.op, &last, 1);
+  if (!second) return NULL;
+  UOp *fsrc[2] = {second, shape_to_uop(rs.d, rs.ndim)};
+  return uop_new(TG_OP_RESHAPE, second->dtype, fsrc, 2, arg_none());
+}
+
+/* a constant shaped like `shape` (tinygrad const_like: CONST, EXPANDed when the shape is not ()) */
+static UOp *const_shaped(const DType *dt, Const v, const Shape *shape) {
+  UOp *c = uop_const(dt, v);
+  if (shape->ndim == 0) return c;
+  UOp *src[2] = {c, shape_to_uop(shape->d, shape->ndim)};
+  return uop_new(TG_OP_EXPAND, dt, src, 2, arg_none());
+}
+
+static bool has_zero(const Shape *s) {
+  for (int i = 0; i < s->ndim; i++)
+    if (s->d[i] == 0) return true;
+  return false;
+}
+
+/* size 0: a reduce of nothing is the identity element; any other size-0 value is a constant */
+static UOp *size_zero(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  if (x->op == TG_OP_SINK || x->dtype == DT_VOID) return NULL;
+  Shape s;
+  if (sched_shape_of(x, g_shapes, &s) != SHAPE_OK) return NULL;
+  if (x->op == TG_OP_REDUCE && x->arg.kind == ARG_REDUCE && !has_zero(&s)) {
+    Shape in;
+    if (!shape_of(x->src[0], &in) || !has_zero(&in)) return NULL;
+    Const id;
+    switch ((TgOp)x->arg.red.op) {
+    case TG_OP_ADD: id = const_int(0); break;
+    case TG_OP_MUL: id = const_int(1); break;
+    case TG_OP_MAX:
+      id = dt_is_float(x->dtype) ? const_float(-INFINITY) : dt_is_bool(x->dtype) ? const_bool(false)
+                                                                  : const_int((int64_t)dt_min_int(x->dtype));
+      break;
+    default: return NULL;
+    }
+    return const_shaped(x->dtype, id, &s);
+  }
+  if (!has_zero(&s) || (x->op == TG_OP_EXPAND && x->src[0]->op == TG_OP_CONST)) return NULL;
+  return const_shaped(x->dtype, const_int(0), &s);
+}
+
+/* buf.after(buf.store(src)) stored again with the same value: the second store is the first (test_dedup_assign) */
+static UOp *dedup_assign(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(x);
+  UOp *a1 = m[0], *st1 = m[1], *src2 = m[2];
+  if (st1->src[0] != a1->src[0] || st1->src[1] != src2) return NULL;
+  return a1;
+}
+
+/* buf.after(buf.store(buf.after(buf.store(src)))): storing a buffer's own current contents into itself */
+static UOp *self_store_of_state(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  UOp *buf = m[0], *a1 = m[1];
+  if (x->src[0] != buf || a1->src[0] != buf || a1->src[1]->src[0] != buf) return NULL;
+  return a1;
+}
+
+static const DType *uint_of_size(int bytes) {
+  switch (bytes) {
+  case 1: return DT_UINT8;
+  case 2: return DT_UINT16;
+  case 4: return DT_UINT32;
+  default: return DT_UINT64;
+  }
+}
+
+/* the body of expand_bitcast, built with the tensor layer's builders (tinygrad writes it with Tensor methods) */
+static UOp *bitcast_by_shifts(UOp *x, const DType *to) {
+  int ns = dt_itemsize(to), os = dt_itemsize(x->dtype);
+  const DType *new_uint = uint_of_size(ns);
+  UOp *tmp = t_bitcast(x, uint_of_size(os));
+  Shape xs;
+  if (!tmp || !tshape(x, &xs) || xs.ndim == 0 || xs.ndim >= TG_MAX_DIMS) return NULL;
+  if (ns > os) {
+    int rate = ns / os;
+    int64_t shape[TG_MAX_DIMS];
+    for (int i = 0; i < xs.ndim - 1; i++) shape[i] = xs.d[i];
+    shape[xs.ndim - 1] = xs.d[xs.ndim - 1] / rate;
+    shape[xs.ndim] = rate;
+    tmp = t_reshape(tmp, shape, xs.ndim + 1);
+    UOp *sum = NULL;
+    for (int i = 0; i < rate && tmp; i++) {
+      int64_t bounds[2 * TG_MAX_DIMS];
+      for (int k = 0; k < xs.ndim; k++) { bounds[2 * k] = 0; bounds[2 * k + 1] = shape[k]; }
+      bounds[2 * xs.ndim] = i;
+      bounds[2 * xs.ndim + 1] = i + 1;
+      UOp *part = t_alu(TG_OP_SHL, t_cast(t_shrink(tmp, bounds, xs.ndim + 1), new_uint), wi(8 * i * os));
+      sum = sum ? t_add(sum, part) : part;
+    }
+    return t_bitcast(t_squeeze(sum, -1), to);
+  }
+  UOp *parts[8];
+  int n = os / ns;
+  for (int i = 0; i < n; i++) parts[i] = t_alu(TG_OP_SHR, tmp, wi(8 * i * ns));
+  return t_bitcast(t_cast(t_flatten(t_stack(parts, n, -1), -2, -1), new_uint), to);
+}
+
+/* a BITCAST that changes the element size becomes shifts over an unsigned view (tinygrad expand_bitcast) */
+static UOp *expand_bitcast(RwCtx *rw, UOp *bc, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  UOp *x = bc->src[0];
+  if (dt_itemsize(bc->dtype) == dt_itemsize(x->dtype)) return NULL;
+  const char *dev = sched_device(x);
+  if (dev && (strncmp(dev, "DISK", 4) == 0 || strncmp(dev, "TINYFS", 6) == 0)) return NULL;
+  tctx_begin("bitcast");
+  UOp *r = uop_keep(bitcast_by_shifts(x, bc->dtype));
+  tctx_end_void();
+  uop_drop(r); /* back in the rewrite's scope */
+  return r;
+}
+
+static const Rule earliest_rules[] = {
+  RULE("(RESHAPE i:(RESHAPE _ _) _)", merge_reshapes, NULL),
+  RULE("(RESHAPE x2 _)", noop_reshape, NULL),
+  RULE("(PERMUTE x2:PERMUTE)", merge_permutes, NULL),
+  RULE("PERMUTE", noop_permute, NULL),
+  RULE("(AFTER r:Movement|INDEX ...)", mop_out_of_after, NULL),
+  RULE("(END r:Movement ...)", mop_out_of_end, NULL),
+  RULE("DETACH|CONTIGUOUS_BACKWARD", drop_src0, NULL),
+  RULE("SINK", sink_of_bases, NULL),
+  RULE("(REDUCE x)", split_reduceop, NULL),
+  RULE("(STORE (RESHAPE dst _) (RESHAPE src _))", store_reshapes, NULL),
+  RULE("(STORE target src)", fix_store_hazard, NULL),
+  RULE("(AFTER a1:(AFTER _ st1:STORE) (STORE a1 src))", dedup_assign, NULL),
+  RULE("(AFTER _ (STORE buf a1:(AFTER buf STORE)))", self_store_of_state, NULL),
+  RULE("BITCAST", expand_bitcast, NULL),
+  RULE("x", size_zero, NULL),
+};
+
+UOp *sched_earliest_rewrites(UOp *sink) {
+  static RuleSet *pm;
+  if (!pm) pm = PM_NEW("earliest rewrites", earliest_rules);
+  ShapeCache sc;
+  shape_cache_init(&sc);
+  ShapeCache *prev = g_shapes;
+  g_shapes = &sc;
+  UOp *r = graph_rewrite(sink, pm, NULL, RW_BOTTOM_UP, NULL, "earliest rewrites");
+  g_shapes = prev;
+  shape_cache_free(&sc);
+  return r;
+}
+
