@@ -5,13 +5,14 @@ WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -Isrc
 OPT ?= -O2 -g
 CFLAGS_ALL = $(WARN) $(OPT) -fPIC -pthread $(CFLAGS)
-LDLIBS := -lm -lpthread -ldl -lsqlite3
+LDLIBS := -lm -lpthread -ldl -lsqlite3 -lz
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 LIB_SRC := $(sort $(wildcard src/*/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
 TOOLS := fuzz_symbolic demo_symbolic demo_tensor
-BENCHES := bench_rewrite bench_tensor
+BENCHES := bench_rewrite bench_tensor bench_train
+EXAMPLES := beautiful_mnist
 
 B := build
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
@@ -19,8 +20,8 @@ TEST_OBJ := $(TEST_SRC:%.c=$(B)/%.o)
 SAN_LIB_OBJ := $(LIB_SRC:%.c=$(B)/san/%.o)
 SAN_TEST_OBJ := $(TEST_SRC:%.c=$(B)/san/%.o)
 
-.PHONY: all lib test test-fast test-san demo bench fuzz fuzz-long clean
-all: lib $(B)/run_tests $(TOOLS:%=$(B)/%) $(BENCHES:%=$(B)/%)
+.PHONY: all lib test test-fast test-san demo bench fuzz fuzz-long fuzz-idx fuzz-safetensors clean
+all: lib $(B)/run_tests $(TOOLS:%=$(B)/%) $(BENCHES:%=$(B)/%) $(EXAMPLES:%=$(B)/%)
 
 lib: $(B)/libtinygrad.a $(B)/libtinygrad.so
 
@@ -49,6 +50,8 @@ $(B)/bench_tensor: bench/bench_tensor.c bench/peer_loops.c bench/peer_loops.h $(
 	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ bench/bench_tensor.c $(B)/peer_loops.o $(B)/libtinygrad.a $(LDLIBS)
 $(B)/%: bench/%.c $(B)/libtinygrad.a
 	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ $< $(B)/libtinygrad.a $(LDLIBS)
+$(B)/%: examples/%.c $(B)/libtinygrad.a
+	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ $< $(B)/libtinygrad.a $(LDLIBS)
 
 # every suite twice: optimized, then under ASan+UBSan; one closing line with the totals
 test: $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic
@@ -57,7 +60,7 @@ test: $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic
 test-fast: $(B)/run_tests
 	$(B)/run_tests
 
-demo: $(B)/fuzz_symbolic $(B)/demo_symbolic $(B)/demo_tensor
+demo: $(B)/fuzz_symbolic $(B)/demo_symbolic $(B)/demo_tensor $(B)/beautiful_mnist
 	@bash tools/demo.sh $(B)
 
 bench: $(BENCHES:%=$(B)/%)
@@ -68,6 +71,26 @@ fuzz: $(B)/fuzz_symbolic
 
 fuzz-long: $(B)/fuzz_symbolic
 	$(B)/fuzz_symbolic 1000000 1
+
+# the IDX parser under libFuzzer (clang) with ASan+UBSan: `make fuzz-idx` runs it FUZZ_SECONDS (default 600)
+FUZZ_SECONDS ?= 600
+$(B)/fuzz_idx: tools/fuzz_idx.c src/nn/datasets.c $(B)/libtinygrad.a
+	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -o $@ tools/fuzz_idx.c src/nn/datasets.c $(B)/libtinygrad.a $(LDLIBS)
+fuzz-idx: $(B)/fuzz_idx
+	@mkdir -p $(B)/fuzz_idx_corpus
+	$(B)/fuzz_idx -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
+	  $(B)/fuzz_idx_corpus
+
+# the safetensors reader under libFuzzer (clang) with ASan+UBSan: `make fuzz-safetensors` runs it FUZZ_SECONDS, seeded
+# with tests/fixtures/safetensors (new inputs go to $(B)/fuzz_safetensors_corpus)
+$(B)/fuzz_safetensors: tools/fuzz_safetensors.c src/nn/safetensors.c src/nn/state.c $(B)/libtinygrad.a
+	clang $(CPPFLAGS) -std=c11 -g -O1 -DTG_LIBFUZZER -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -o $@ tools/fuzz_safetensors.c src/nn/safetensors.c src/nn/state.c $(B)/libtinygrad.a $(LDLIBS)
+fuzz-safetensors: $(B)/fuzz_safetensors
+	@mkdir -p $(B)/fuzz_safetensors_corpus
+	$(B)/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
+	  -dict=tools/fuzz_safetensors.dict $(B)/fuzz_safetensors_corpus tests/fixtures/safetensors
 
 clean:
 	rm -rf $(B)

@@ -63,6 +63,33 @@ if [ -n "$line" ]; then
   fi
 fi
 
+# the training issue's figures: steps/s of the demo CNN and of a 784-128-10 MLP (batch 512, Adam) against PyTorch
+# (Debian's python3-torch on 2 threads, same models, batch, loss, optimizer; bench/peer_torch_train.py). The peer is
+# installed with apt-get when missing. BENCH_TRAIN_CNN_STEPS / BENCH_TRAIN_MLP_STEPS set the timed steps (2 / 20).
+cnn_steps=${BENCH_TRAIN_CNN_STEPS:-2}; mlp_steps=${BENCH_TRAIN_MLP_STEPS:-20}
+train=$("$B/bench_train" "$cnn_steps" "$mlp_steps") || { echo "bench: $B/bench_train failed"; train=""; }
+torch_py=/usr/bin/python3
+if ! "$torch_py" -c 'import torch' 2>/dev/null; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "bench: python3-torch missing: installing it with apt-get"
+  { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends \
+      python3-torch; } >/dev/null 2>&1 || echo "bench: could not install python3-torch; the PyTorch peer is not run"
+fi
+torch_out=""
+if "$torch_py" -c 'import torch' 2>/dev/null; then
+  torch_out=$("$torch_py" "$ROOT/bench/peer_torch_train.py" 5 "$mlp_steps" 2>&1) || {
+    echo "bench: PyTorch peer failed:"; echo "$torch_out" | tail -5 | sed 's/^/  /'; torch_out=""; }
+fi
+for name in train_cnn train_mlp; do
+  o=$(value "$name" "$train"); [ -z "$o" ] && continue
+  p=$(value "$name" "$torch_out")
+  if [ -n "$p" ]; then
+    echo "bench $name ours=$o steps/s torch=$p ratio=$(awk -v a="$o" -v b="$p" 'BEGIN { printf "%.3f", a / b }')"
+  else
+    echo "bench $name ours=$o steps/s torch=n/a ratio=n/a"
+  fi
+done
+
 # both sides must have rewritten the same graph to the same size, or the comparison is not like for like
 if [ -n "$peer" ]; then
   for k in rewrite_sym_nodes_in rewrite_sym_nodes_out; do

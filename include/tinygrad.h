@@ -298,6 +298,289 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes);
 tg_status tg_item_double(tg_tensor *t, double *out);
 tg_status tg_item_int64(tg_tensor *t, int64_t *out);
 
+/* ======================================================================================================= autograd
+ *
+ * tinygrad's autograd (src/grad/): the gradient is built as an ordinary lazy graph over the same IR by a rule table
+ * (one rule per op), walked from the root back to the wanted tensors; it is scheduled and fused like any other graph
+ * and computed only when realized. Only float tensors with storage have gradients.
+ *
+ * Which tensors get a .grad: tinygrad fills the grad of every live float tensor in the graph; here a tensor opts in
+ * with tg_requires_grad(t, true) (nn layers mark their parameters), and tg_backward fills the grad of every live
+ * handle that requires it and whose node is in the root's graph. Tensors that require grad but are not in the graph
+ * keep their grad. Gradients flow through everything except tg_detach. Realizing a tensor replaces its graph by its
+ * buffer, so call tg_backward before realizing the loss (tinygrad behaves the same).
+ *
+ * Errors (tg_last_error says which): a NULL tensor; a non-scalar root without an explicit gradient; a non-float root
+ * or wrt tensor; a wrt tensor of a weak dtype, i.e. a constant made from a C scalar (tg_const_float(2.0)): "cannot
+ * take gradient wrt a weak tensor"; an op with no gradient rule on the path. A strong 0-d constant (tg_scalar) is a
+ * valid wrt tensor of tg_gradient, as in tinygrad. A wrt tensor with no path from the root gets zeros (tinygrad). */
+
+/* Marks t (float, with storage: not a constant) as needing a gradient in tg_backward; false unmarks (the grad stays
+ * until zeroed). */
+tg_status tg_requires_grad(tg_tensor *t, bool requires_grad);
+bool tg_get_requires_grad(const tg_tensor *t);         /* false for NULL */
+/* d(loss)/d(t) into the grad of every tensor that requires it (loss must be a 0-d float tensor; the seed is 1).
+ * A second backward ADDS to existing grads (tinygrad's accumulation); tg_zero_grad clears them. */
+tg_status tg_backward(tg_tensor *loss);
+/* The same with an explicit seed gradient of root's shape (root may have any shape). */
+tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient);
+/* t's gradient, or NULL when it has none. A BORROWED handle owned by t: valid until t's grad is zeroed or t is
+ * released (tg_retain it to keep it longer). Its value is lazy: realize it or copy it out like any tensor. */
+tg_tensor *tg_grad(const tg_tensor *t);
+/* Drops t's grad (tinygrad's optimizer zero_grad sets grad = None); the next backward starts from zero. NULL ok. */
+void tg_zero_grad(tg_tensor *t);
+/* tinygrad's target.gradient(*wrt): out[i] = d(target)/d(wrt[i]) as NEW tensors (scope-owned or caller-owned like
+ * any result), target a 0-d float tensor. Independent of requires_grad and of the grads. On error out[] is all NULL. */
+tg_status tg_gradient(const tg_tensor *target, const tg_tensor *const *wrt, size_t n, tg_tensor **out);
+/* The same with an explicit seed gradient of target's shape. */
+tg_status tg_gradient_with_grad(const tg_tensor *target, const tg_tensor *gradient, const tg_tensor *const *wrt,
+                                size_t n, tg_tensor **out);
+/* A new tensor with t's value that stops gradients (tinygrad's detach). */
+tg_tensor *tg_detach(const tg_tensor *t);
+
+/* ======================================================================================================= datasets
+ *
+ * IDX files (the MNIST family's format: big-endian header and elements), plain or gzip/zlib-compressed (detected by
+ * their magic; zlib inflates them). Every header is validated against the file: the magic, the element type, 1 to
+ * TG_MAX_DIMS dimensions, none zero, the data size under max_bytes (0: TG_IDX_DEFAULT_MAX_BYTES), and a payload of
+ * exactly the promised length. A malformed, truncated or lying file gives TG_ERR_IO and a message; never a crash. */
+#define TG_IDX_DEFAULT_MAX_BYTES ((size_t)1 << 31)
+typedef struct tg_idx {
+  tg_dtype dtype;                 /* TG_UINT8, TG_INT8, TG_INT16, TG_INT32, TG_FLOAT32 or TG_FLOAT64 */
+  int ndim;
+  int64_t shape[TG_MAX_DIMS];
+  void *data;                     /* nbytes of elements, C order, host byte order; owned (tg_idx_free) */
+  size_t nbytes;
+} tg_idx;
+tg_status tg_idx_load(const char *path, size_t max_bytes, tg_idx *out);
+tg_status tg_idx_parse(const void *bytes, size_t n, size_t max_bytes, tg_idx *out); /* file contents in memory */
+void tg_idx_free(tg_idx *idx);                     /* frees data and clears *idx (NULL ok) */
+tg_tensor *tg_idx_tensor(const tg_idx *idx);       /* a new tensor holding a copy of the data */
+/* MNIST or Fashion-MNIST from a directory with the four standard files (train-images-idx3-ubyte, train-labels-
+ * idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte; each NAME.gz or NAME): images uint8 (N, H, W), labels
+ * uint8 (N) in 0..9, counts matching. Kept on the host: a training loop copies its batches into tensors. */
+typedef struct tg_mnist { tg_idx train_images, train_labels, test_images, test_labels; } tg_mnist;
+tg_status tg_mnist_load(const char *dir, tg_mnist *out);
+void tg_mnist_free(tg_mnist *m);
+bool tg_mnist_dir_complete(const char *dir);       /* all four files exist in dir (compressed or not) */
+
+/* ===================================================================================================== optimizers
+ *
+ * tinygrad's nn/optim.py (src/nn/optim.c). An optimizer is created over a list of tensors: those marked with
+ * tg_requires_grad are its params (updated by each step); the others are buffers (BatchNorm running statistics):
+ * realized with each step, never updated. Duplicates count once. The optimizer keeps its own references (the caller
+ * may release its handles) and owns its state: the learning rate, a (1,) float32 tensor, per-param state (momentum b;
+ * Adam's m, v) in float32 or the env's OPTIM_DTYPE (float16, bfloat16, float64), and Adam's (1,) float32 step powers
+ * b1_t, b2_t; all are zero-filled (b1_t, b2_t: one) buffers from the start.
+ *
+ * tg_optim_step builds every update as lazy tensor ops from the params' gradients (tg_grad), assigns them
+ * (param := param - lr*update, tinygrad's formulas and order of operations) and realizes params, state and buffers
+ * together in one schedule. It needs training mode (tg_set_training(true): tinygrad's TRAINING=1). A param without a
+ * gradient is an error (nothing is changed). tg_optim_step_with also realizes extra tensors in that schedule (the
+ * loss: tinygrad's Tensor.realize(loss, *opt.schedule_step())); a 784-128-10 MLP + Adam step is 30 kernels, as in
+ * tinygrad.
+ * Gradients are not cleared by a step: call tg_optim_zero_grad before the next backward (or grads accumulate).
+ *
+ * The learning rate is a tensor read by the kernels, so it can change between steps without new kernels:
+ * tg_optim_set_lr, or assign any (1,) float32 expression into tg_optim_lr(o) (it is realized with the next step).
+ * Errors (tg_last_error): NULL arguments, lr < 0, momentum < 0, weight_decay < 0, no param (no tensor requires grad),
+ * a non-float param, an unknown OPTIM_DTYPE. Not here yet: tinygrad's Muon (Newton-Schulz) and FUSE_OPTIM. */
+typedef struct tg_optim tg_optim;
+
+/* SGD (tinygrad defaults: lr 0.001, momentum 0, weight_decay 0, nesterov false, classic false). classic: scale by lr
+ * before the momentum buffer (b = momentum*b + lr*g) instead of after (b = momentum*b + g; update lr*b). */
+tg_optim *tg_optim_sgd(tg_tensor *const *params, size_t n, double lr, double momentum, double weight_decay,
+                       bool nesterov, bool classic);
+/* LARS: SGD with a layer-wise trust ratio tcoef*|w|/(|g| + wd*|w|) (defaults: lr 0.001, momentum 0.9,
+ * weight_decay 1e-4, nesterov false, classic true, tcoef 0.001). */
+tg_optim *tg_optim_lars(tg_tensor *const *params, size_t n, double lr, double momentum, double weight_decay,
+                        bool nesterov, bool classic, double tcoef);
+/* Adam (defaults: lr 0.001, b1 0.9, b2 0.999, eps 1e-8); AdamW adds decoupled weight decay (default 0.01). */
+tg_optim *tg_optim_adam(tg_tensor *const *params, size_t n, double lr, double b1, double b2, double eps);
+tg_optim *tg_optim_adamw(tg_tensor *const *params, size_t n, double lr, double b1, double b2, double eps,
+                         double weight_decay);
+/* LAMB: AdamW with the trust ratio |w|/|update| (defaults: lr 0.001, b1 0.9, b2 0.999, eps 1e-6, weight_decay 0). */
+tg_optim *tg_optim_lamb(tg_tensor *const *params, size_t n, double lr, double b1, double b2, double eps,
+                        double weight_decay);
+/* tinygrad's OptimizerGroup: steps all of them in one schedule. Takes ownership of the optimizers on success. */
+tg_optim *tg_optim_group(tg_optim *const *optims, size_t n);
+void tg_optim_free(tg_optim *o);   /* NULL ok; releases the optimizer's references and its state */
+
+tg_status tg_optim_step(tg_optim *o);
+tg_status tg_optim_step_with(tg_optim *o, tg_tensor *const *also, size_t nalso);
+void tg_optim_zero_grad(tg_optim *o);                 /* drops every param's grad (tg_zero_grad) */
+
+tg_tensor *tg_optim_lr(tg_optim *o);                  /* BORROWED (1,) float32 lr (not for a group) */
+tg_status tg_optim_set_lr(tg_optim *o, double lr);    /* assigns and realizes (a group: every optimizer) */
+tg_status tg_optim_get_lr(tg_optim *o, double *out);  /* a group: its first optimizer's */
+size_t tg_optim_nparams(const tg_optim *o);           /* params updated (0 for NULL) */
+/* The state tensors (for saving and loading): "lr", "b1_t", "b2_t", "m.<i>", "v.<i>" or "b.<i>" (a group prefixes
+ * "<optimizer index>."). BORROWED handles; name (may be NULL) receives the name. */
+size_t tg_optim_state_count(const tg_optim *o);
+tg_tensor *tg_optim_state(tg_optim *o, size_t i, char *name, size_t name_size);
+
+/* ======================================================================================================== nn
+ *
+ * tinygrad's nn/ (layers, initializers, state dicts, safetensors) and the functional losses of its Tensor class.
+ * All tensor-returning calls follow the tensor rules above (new reference, scope-owned inside a scope, NULL + error).
+ *
+ * Training mode is tinygrad's global Tensor.training (Context(TRAINING=1)): dropout is active and BatchNorm uses and
+ * updates batch statistics only while it is on. It starts off. */
+bool tg_set_training(bool on);   /* returns the previous value */
+bool tg_is_training(void);
+
+typedef enum tg_reduction { TG_REDUCTION_MEAN = 0, TG_REDUCTION_SUM, TG_REDUCTION_NONE } tg_reduction;
+
+/* ---- initializers (tinygrad's Tensor classmethods; dtype TG_VOID = float32; they draw from tg_rand) ---- */
+tg_tensor *tg_scaled_uniform(const int64_t *shape, size_t ndim, tg_dtype dtype);  /* U(-1,1) * numel^-0.5 */
+tg_tensor *tg_glorot_uniform(const int64_t *shape, size_t ndim, tg_dtype dtype);  /* bound sqrt(6/(s0+prod(s1:))) */
+tg_tensor *tg_kaiming_uniform(const int64_t *shape, size_t ndim, double a, tg_dtype dtype); /* tinygrad default a 0.01 */
+tg_tensor *tg_kaiming_normal(const int64_t *shape, size_t ndim, double a, tg_dtype dtype);
+
+/* ---- functional ---- */
+tg_tensor *tg_linear(const tg_tensor *x, const tg_tensor *weight, const tg_tensor *bias); /* x @ weight + bias
+                                                             (weight (in, out) as tinygrad's Tensor.linear; bias NULL ok) */
+tg_tensor *tg_layernorm(const tg_tensor *x, const int *axes, size_t naxes, double eps);  /* axes NULL: last axis */
+/* (x - mean) * weight * invstd + bias, mean/weight/bias/invstd shaped like the axes (default axis 1); NULL weight/bias */
+tg_tensor *tg_batchnorm(const tg_tensor *x, const tg_tensor *weight, const tg_tensor *bias, const tg_tensor *mean,
+                        const tg_tensor *invstd, const int *axes, size_t naxes);
+tg_tensor *tg_rms_norm(const tg_tensor *x, double eps);   /* x * rsqrt(mean(x^2, -1) + eps), computed in float32 */
+tg_tensor *tg_dropout(const tg_tensor *x, double p);      /* identity unless training; p in [0, 1] */
+/* x (N, Cin, H, W), weight (Cin, Cout/groups, kH, kW); output_padding < max(stride, dilation) like PyTorch. NULL
+ * stride/dilation = 1, NULL padding/output_padding = 0. */
+tg_tensor *tg_conv_transpose2d(const tg_tensor *x, const tg_tensor *weight, const tg_tensor *bias, int groups,
+                               const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
+                               const int64_t output_padding[2]);
+/* q (..., L, E), k (..., S, E), v (..., S, Ev); mask bool (false = masked out) or additive float, NULL for none;
+ * is_causal builds the lower-triangular mask (then mask must be NULL); dropout_p only applies while training. */
+tg_tensor *tg_scaled_dot_product_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
+                                           const tg_tensor *mask, double dropout_p, bool is_causal);
+
+/* ---- losses (tinygrad's Tensor methods; x is the prediction, y the target) ---- */
+/* y: class indices (shape of x without the class axis, which is axis 1, or 0 for 1-d x) or probabilities (x's shape) */
+tg_tensor *tg_cross_entropy(const tg_tensor *x, const tg_tensor *y, tg_reduction reduction, double label_smoothing);
+/* class axis -1; targets equal to ignore_index (unless it is -1) count for nothing, also in the mean */
+tg_tensor *tg_sparse_categorical_crossentropy(const tg_tensor *x, const tg_tensor *y, int64_t ignore_index,
+                                              double label_smoothing, tg_reduction reduction);
+tg_tensor *tg_binary_crossentropy(const tg_tensor *x, const tg_tensor *y, tg_reduction reduction);
+tg_tensor *tg_binary_crossentropy_logits(const tg_tensor *x, const tg_tensor *y, tg_reduction reduction,
+                                         const tg_tensor *pos_weight);  /* pos_weight NULL: 1 */
+/* x: log-probabilities (N, C, ...); y: indices (N, ...); weight (C) or NULL; has_ignore_index selects ignore_index */
+tg_tensor *tg_nll_loss(const tg_tensor *x, const tg_tensor *y, const tg_tensor *weight, bool has_ignore_index,
+                       int64_t ignore_index, tg_reduction reduction);
+
+/* ---- state dicts: ordered name -> tensor maps (tinygrad's get_state_dict / load_state_dict) ----
+ * A state dict holds its own reference to each tensor (released by tg_state_dict_free) and marks which entries are
+ * trainable parameters (is_param) and which are buffers (BatchNorm running statistics). It also carries the
+ * string metadata of a safetensors file. */
+typedef struct tg_state_dict tg_state_dict;
+tg_state_dict *tg_state_dict_new(void);
+void tg_state_dict_free(tg_state_dict *sd);  /* NULL ok */
+tg_status tg_state_dict_add(tg_state_dict *sd, const char *name, tg_tensor *t, bool is_param); /* names unique */
+size_t tg_state_dict_len(const tg_state_dict *sd);
+const char *tg_state_dict_name(const tg_state_dict *sd, size_t i);
+tg_tensor *tg_state_dict_tensor(const tg_state_dict *sd, size_t i);  /* borrowed */
+bool tg_state_dict_is_param(const tg_state_dict *sd, size_t i);
+tg_tensor *tg_state_dict_get(const tg_state_dict *sd, const char *name); /* borrowed; NULL (no error) if absent */
+/* The trainable tensors (is_param) / the buffers (!is_param) in order, borrowed, up to max; returns the full count. */
+size_t tg_state_dict_parameters(const tg_state_dict *sd, tg_tensor **out, size_t max);
+size_t tg_state_dict_buffers(const tg_state_dict *sd, tg_tensor **out, size_t max);
+tg_status tg_state_dict_realize(const tg_state_dict *sd);  /* realizes every tensor (e.g. after a training step) */
+/* Copies src's values into model's tensors, matched by name (tinygrad's load_state_dict): shapes must match (except
+ * () vs (1,)); a different dtype is cast to the model's dtype. strict: every model name must be in src. Nothing is
+ * changed when it fails. */
+tg_status tg_load_state_dict(tg_state_dict *model, const tg_state_dict *src, bool strict);
+tg_status tg_state_dict_set_metadata(tg_state_dict *sd, const char *key, const char *value);
+const char *tg_state_dict_metadata(const tg_state_dict *sd, const char *key);  /* NULL if absent */
+size_t tg_state_dict_metadata_len(const tg_state_dict *sd);
+const char *tg_state_dict_metadata_key(const tg_state_dict *sd, size_t i);
+
+/* ---- safetensors (https://huggingface.co/docs/safetensors): u64 header length, JSON header, data ----
+ * Loading validates everything before creating tensors: the header JSON (a strict hand-written parser), dtypes, shapes
+ * (at most TG_MAX_DIMS, no overflow), and data_offsets (each tensor's byte size, in bounds, contiguous, covering the
+ * data exactly). A malformed or truncated file is TG_ERR_IO with a message; the tensors are copies on the CPU. */
+tg_status tg_safe_load(const char *path, tg_state_dict **out);
+tg_status tg_safe_load_buffer(const void *data, size_t size, tg_state_dict **out);
+tg_status tg_safe_save(const tg_state_dict *sd, const char *path);  /* realizes the tensors; keeps the metadata */
+tg_status tg_safe_save_buffer(const tg_state_dict *sd, uint8_t **out, size_t *size); /* free *out with tg_buffer_free */
+void tg_buffer_free(void *p);
+
+/* ---- layers: structs holding their parameters (realized at creation, default inits as tinygrad's) ----
+ * Each has _new (NULL + error on bad arguments), _free, _forward, and _state (adds its tensors to a state dict under
+ * prefix + "." + tinygrad's attribute name: "weight", "bias", "running_mean", ...; prefix NULL or "" for none). */
+typedef struct tg_linear_layer { tg_tensor *weight, *bias; int64_t in_features, out_features; } tg_linear_layer;
+tg_linear_layer *tg_linear_new(int64_t in_features, int64_t out_features, bool bias);  /* U(+-1/sqrt(in)) */
+void tg_linear_free(tg_linear_layer *l);
+tg_tensor *tg_linear_forward(const tg_linear_layer *l, const tg_tensor *x);
+tg_status tg_linear_state(const tg_linear_layer *l, const char *prefix, tg_state_dict *sd);
+
+/* Conv2d; padding_same: tinygrad's padding='same' (stride 1 only; the padding field is then ignored). Transposed
+ * convolution (ConvTranspose2d) when transposed: weight (Cin, Cout/groups, kH, kW), output_padding used. */
+typedef struct tg_conv2d_layer {
+  tg_tensor *weight, *bias;
+  int64_t kernel[2], stride[2], padding[2], dilation[2], output_padding[2];
+  int groups;
+  bool padding_same, transposed;
+} tg_conv2d_layer;
+typedef struct tg_conv2d_options {  /* zero-initialized = stride 1, padding 0, dilation 1, groups 1, with bias */
+  int64_t stride[2], padding[2], dilation[2], output_padding[2];
+  int groups;
+  bool no_bias, padding_same;
+} tg_conv2d_options;
+tg_conv2d_layer *tg_conv2d_new(int64_t in_ch, int64_t out_ch, const int64_t kernel[2], const tg_conv2d_options *opt);
+tg_conv2d_layer *tg_conv_transpose2d_new(int64_t in_ch, int64_t out_ch, const int64_t kernel[2],
+                                         const tg_conv2d_options *opt);
+void tg_conv2d_free(tg_conv2d_layer *l);
+tg_tensor *tg_conv2d_forward(const tg_conv2d_layer *l, const tg_tensor *x);
+tg_status tg_conv2d_state(const tg_conv2d_layer *l, const char *prefix, tg_state_dict *sd);
+
+/* BatchNorm (1d/2d/3d: channels on axis 1). Training: normalizes with the batch statistics and updates running_mean,
+ * running_var (unbiased) and num_batches_tracked by assign (realized with the next realize of those tensors: give
+ * them to the optimizer with the parameters, which realizes buffers with each step, or call tg_state_dict_realize);
+ * eval: uses the running statistics when tracked. */
+typedef struct tg_batchnorm_layer {
+  tg_tensor *weight, *bias, *running_mean, *running_var, *num_batches_tracked;
+  int64_t size;
+  double eps, momentum;
+  bool affine, track_running_stats;
+} tg_batchnorm_layer;
+tg_batchnorm_layer *tg_batchnorm_new(int64_t size, double eps, double momentum, bool affine, bool track_running_stats);
+void tg_batchnorm_free(tg_batchnorm_layer *l);
+tg_tensor *tg_batchnorm_forward(tg_batchnorm_layer *l, const tg_tensor *x);
+tg_status tg_batchnorm_state(const tg_batchnorm_layer *l, const char *prefix, tg_state_dict *sd);
+
+/* LayerNorm over the last ndim axes (normalized_shape); RMSNorm over the last axis; GroupNorm over channel groups. */
+typedef struct tg_layernorm_layer {
+  tg_tensor *weight, *bias;
+  int64_t normalized_shape[TG_MAX_DIMS];
+  size_t ndim;
+  double eps;
+} tg_layernorm_layer;
+tg_layernorm_layer *tg_layernorm_new(const int64_t *normalized_shape, size_t ndim, double eps, bool elementwise_affine);
+void tg_layernorm_free(tg_layernorm_layer *l);
+tg_tensor *tg_layernorm_forward(const tg_layernorm_layer *l, const tg_tensor *x);
+tg_status tg_layernorm_state(const tg_layernorm_layer *l, const char *prefix, tg_state_dict *sd);
+
+typedef struct tg_rmsnorm_layer { tg_tensor *weight; int64_t dim; double eps; } tg_rmsnorm_layer;
+tg_rmsnorm_layer *tg_rmsnorm_new(int64_t dim, double eps, bool elementwise_affine);  /* tinygrad default eps 1e-6 */
+void tg_rmsnorm_free(tg_rmsnorm_layer *l);
+tg_tensor *tg_rmsnorm_forward(const tg_rmsnorm_layer *l, const tg_tensor *x);
+tg_status tg_rmsnorm_state(const tg_rmsnorm_layer *l, const char *prefix, tg_state_dict *sd);
+
+typedef struct tg_groupnorm_layer { tg_tensor *weight, *bias; int64_t num_groups, num_channels; double eps; }
+    tg_groupnorm_layer;
+tg_groupnorm_layer *tg_groupnorm_new(int64_t num_groups, int64_t num_channels, double eps, bool affine);
+void tg_groupnorm_free(tg_groupnorm_layer *l);
+tg_tensor *tg_groupnorm_forward(const tg_groupnorm_layer *l, const tg_tensor *x);
+tg_status tg_groupnorm_state(const tg_groupnorm_layer *l, const char *prefix, tg_state_dict *sd);
+
+/* Embedding: weight (vocab, embed) glorot_uniform; forward takes an int index tensor of any shape. */
+typedef struct tg_embedding_layer { tg_tensor *weight; int64_t vocab_size, embed_size; } tg_embedding_layer;
+tg_embedding_layer *tg_embedding_new(int64_t vocab_size, int64_t embed_size);
+void tg_embedding_free(tg_embedding_layer *l);
+tg_tensor *tg_embedding_forward(const tg_embedding_layer *l, const tg_tensor *idx);
+tg_status tg_embedding_state(const tg_embedding_layer *l, const char *prefix, tg_state_dict *sd);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,6 +33,7 @@ static tg_tensor *handle_new(UOp *u, const Shape *s, bool has_device) {
 }
 
 static void handle_free(tg_tensor *t) {
+  if (t->grad) tg_release(t->grad);
   if (t->prev) t->prev->next = t->next;
   else live_head = t->next;
   if (t->next) t->next->prev = t->prev;
@@ -119,6 +120,15 @@ tg_tensor *tctx_end(UOp *result) {
 }
 
 void tctx_end_void(void) { ctx_close(); }
+
+tg_tensor *tctx_end_owned(UOp *result) {
+  size_t before = scopes.len ? scopes.data[scopes.len - 1].len : 0;
+  tg_tensor *t = tctx_end(result);
+  if (t && scopes.len && scopes.data[scopes.len - 1].len > before) scopes.data[scopes.len - 1].len--;
+  return t;
+}
+
+tg_tensor *tensor_live_first(void) { return live_head; }
 
 UOp *terr(const char *fmt, ...) {
   char msg[768];
@@ -578,6 +588,8 @@ static UOp *clone_to_cpu(UOp *x) {
   UOp *af[2] = {ret, store};
   return uop_new(TG_OP_AFTER, NULL, af, 2, arg_none());
 }
+
+UOp *t_clone(UOp *x) { return x ? clone_to_cpu(x) : NULL; }
 
 /* copy out a realized value: a BUFFER, or a contiguous range of one (tinygrad's buffer view: SHRINK of a 1-d BUFFER) */
 static tg_status copyout_view(UOp *v, void *out, size_t nbytes) {

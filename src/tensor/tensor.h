@@ -17,6 +17,8 @@ struct tg_tensor {
   int32_t rc;         /* references: the creator's (scope or caller) + tg_retain's */
   bool has_device;    /* false for device-less values (weak scalars, consts) */
   struct tg_tensor *prev, *next; /* the list of live handles (realize updates every handle on a realized root) */
+  struct tg_tensor *grad; /* autograd (src/grad): the accumulated gradient, a handle owned by this one (or NULL) */
+  bool requires_grad;     /* tg_backward fills `grad` */
 };
 
 /* ---- call context ---- */
@@ -24,6 +26,10 @@ void tctx_begin(const char *op);
 /* Wraps `result` in a new handle (NULL stays NULL) and ends the context. */
 tg_tensor *tctx_end(UOp *result);
 void tctx_end_void(void);
+/* Like tctx_end, but the handle belongs to the caller, never to an open scope (a tensor's grad is owned by it). */
+tg_tensor *tctx_end_owned(UOp *result);
+/* The first live handle (then ->next): autograd's backward looks for the handles that require a gradient. */
+tg_tensor *tensor_live_first(void);
 /* The handle's node, its shape seeded in the context's cache; NULL (with an error naming argument `i`) for NULL. */
 UOp *tin(const tg_tensor *t, int i);
 /* Error with the op name prefixed; returns NULL. */
@@ -115,6 +121,7 @@ UOp *t_isinf(UOp *a);
 UOp *t_isnan(UOp *a);
 UOp *t_detach(UOp *a);
 UOp *t_contiguous(UOp *a);
+UOp *t_clone(UOp *a);  /* a device-less value into a new CPU buffer (tinygrad's clone(device)) */
 /* shorthands with a weak scalar operand (tinygrad's `x + 2`, `2 * x`) */
 UOp *wf(double v);   /* weak float CONST */
 UOp *wi(int64_t v);  /* weak int CONST */

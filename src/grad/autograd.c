@@ -1,0 +1,176 @@
+/* autograd.c — the public autograd API (include/tinygrad.h, "autograd"): requires_grad, backward filling and
+ * accumulating each tensor's grad, gradient(), detach and zero_grad (tinygrad Tensor.backward / gradient). */
+#include "grad/grad.h"
+
+#include "tensor/tensor.h"
+
+/* ------------------------------------------------------------------------------------------------- checks */
+
+static tg_status fail_status(void) { return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; }
+
+/* The root and its seed gradient: 1 for a 0-d root, else the given gradient (same shape). NULL on error. */
+static UOp *root_seed(const tg_tensor *root, const tg_tensor *gradient, UOp **root_uop) {
+  UOp *r = tin(root, 1);
+  if (!r) return NULL;
+  if (!dt_is_float(r->dtype)) return terr("only float tensors have gradients (root is %s)", r->dtype->name);
+  *root_uop = r;
+  if (!gradient) {
+    if (root->shape.ndim != 0)
+      return terr("when no gradient is provided, backward must be called on a scalar tensor (root shape %s)",
+                  fmt_shape(&root->shape));
+    return t_const_like(r, const_float(1.0), NULL);
+  }
+  UOp *g = tin(gradient, 2);
+  if (!g) return NULL;
+  if (!shape_eq(&gradient->shape, &root->shape))
+    return terr("gradient shape %s differs from root shape %s", fmt_shape(&gradient->shape), fmt_shape(&root->shape));
+  return g;
+}
+
+/* The rules for a tensor we differentiate with respect to: a float, and not weak (a C scalar such as
+ * tg_const_float(2.0) is a constant without a dtype of its own: "cannot take gradient wrt a weak tensor"). A strong
+ * device-less constant (tg_scalar) is allowed, as in tinygrad; tg_requires_grad also wants storage. */
+static bool check_wrt(const tg_tensor *t, int argi, bool need_storage) {
+  UOp *u = tin(t, argi);
+  if (!u) return false;
+  if (dt_is_weak(u->dtype)) {
+    terr("cannot take gradient wrt a weak tensor (argument %d, dtype %s): it has no storage", argi, u->dtype->name);
+    return false;
+  }
+  if (!dt_is_float(u->dtype)) {
+    terr("only float tensors have gradients (argument %d is %s)", argi, u->dtype->name);
+    return false;
+  }
+  if (need_storage && !t->has_device) {
+    terr("a constant tensor (argument %d, shape %s) has no storage for a grad: backward fills only tensors with "
+         "storage (tg_gradient works)", argi, fmt_shape(&t->shape));
+    return false;
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------------------------------ requires_grad */
+
+tg_status tg_requires_grad(tg_tensor *t, bool requires_grad) {
+  tctx_begin("tg_requires_grad");
+  bool ok = requires_grad ? check_wrt(t, 1, true) : tin(t, 1) != NULL;
+  if (ok) t->requires_grad = requires_grad;
+  tctx_end_void();
+  return ok ? TG_OK : fail_status();
+}
+
+bool tg_get_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
+
+tg_tensor *tg_grad(const tg_tensor *t) { return t ? t->grad : NULL; }
+
+void tg_zero_grad(tg_tensor *t) {
+  if (!t || !t->grad) return;
+  tg_release(t->grad);
+  t->grad = NULL;
+}
+
+tg_tensor *tg_detach(const tg_tensor *t) {
+  tctx_begin("tg_detach");
+  return tctx_end(t_detach(tin(t, 1)));
+}
+
+/* -------------------------------------------------------------------------------------------------- gradient */
+
+tg_status tg_gradient_with_grad(const tg_tensor *target, const tg_tensor *gradient, const tg_tensor *const *wrt,
+                                size_t n, tg_tensor **out) {
+  if (out)
+    for (size_t i = 0; i < n; i++) out[i] = NULL;
+  tctx_begin("tg_gradient");
+  UOp *root = NULL, *seed = root_seed(target, gradient, &root);
+  bool ok = seed != NULL;
+  if (ok && n && (!wrt || !out)) {
+    terr("wrt and out must not be NULL");
+    ok = false;
+  }
+  UOp **targets = tg_calloc(n ? n : 1, sizeof *targets), **grads = tg_calloc(n ? n : 1, sizeof *grads);
+  for (size_t i = 0; ok && i < n; i++) {
+    ok = check_wrt(wrt[i], (int)i + 3, false);
+    if (ok) targets[i] = wrt[i]->uop;
+  }
+  ok = ok && grad_compute(root, seed, targets, n, grads);
+  for (size_t i = 0; ok && i < n; i++) {
+    /* no path from the target: zeros (tinygrad's const_like(0)) */
+    if (!grads[i]) grads[i] = t_const_like(targets[i], const_int(0), NULL);
+    Shape s;
+    ok = grads[i] && tshape(grads[i], &s);
+  }
+  /* every result is valid: the handles cannot fail now */
+  for (size_t i = 0; ok && i < n; i++) {
+    tctx_begin("tg_gradient");
+    out[i] = tctx_end(grads[i]);
+  }
+  tg_free(targets);
+  tg_free(grads);
+  tctx_end_void();
+  return ok ? TG_OK : fail_status();
+}
+
+tg_status tg_gradient(const tg_tensor *target, const tg_tensor *const *wrt, size_t n, tg_tensor **out) {
+  return tg_gradient_with_grad(target, NULL, wrt, n, out);
+}
+
+/* --------------------------------------------------------------------------------------------------- backward */
+
+static bool in_graph(const UOpMap *nodes, const tg_tensor *t) { return uopmap_get(nodes, t->uop) != NULL; }
+
+tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) {
+  tctx_begin("tg_backward");
+  UOp *r = NULL, *seed = root_seed(root, gradient, &r);
+  bool ok = seed != NULL;
+  /* every live handle that requires a gradient and whose node is in the root's graph */
+  TG_VEC(tg_tensor *) need = {0};
+  if (ok) {
+    UOpVec order = {0};
+    uop_toposort(r, NULL, NULL, &order);
+    UOpMap nodes;
+    uopmap_init(&nodes);
+    for (size_t i = 0; i < order.len; i++) uopmap_put(&nodes, order.data[i], (void *)1);
+    for (tg_tensor *h = tensor_live_first(); h; h = h->next)
+      if (h->requires_grad && h->has_device && dt_is_float(h->uop->dtype) && !dt_is_weak(h->uop->dtype) &&
+          in_graph(&nodes, h))
+        tg_vec_push(&need, h);
+    uopmap_free(&nodes);
+    tg_vec_free(&order);
+  }
+  UOp **targets = tg_calloc(need.len ? need.len : 1, sizeof *targets);
+  UOp **grads = tg_calloc(need.len ? need.len : 1, sizeof *grads);
+  for (size_t i = 0; i < need.len; i++) targets[i] = tin(need.data[i], (int)i + 1);
+  ok = ok && grad_compute(r, seed, targets, need.len, grads);
+  /* build every new grad first, then install them: an error leaves all grads as they were */
+  for (size_t i = 0; ok && i < need.len; i++) {
+    tg_tensor *t = need.data[i];
+    UOp *g = grads[i] ? grads[i] : t_const_like(targets[i], const_int(0), NULL);
+    if (g && !tdevice(g)) g = t_clone(g); /* a constant gradient gets storage, like tinygrad's clone(device) */
+    if (g && t->grad) g = t_add(tin(t->grad, 1), g);
+    Shape s;
+    if (g && tshape(g, &s) && !shape_eq(&s, &t->shape))
+      g = terr("grad shape %s must match tensor shape %s", fmt_shape(&s), fmt_shape(&t->shape));
+    grads[i] = g;
+    ok = g != NULL;
+  }
+  for (size_t i = 0; ok && i < need.len; i++) {
+    tg_tensor *t = need.data[i];
+    if (t->grad) {
+      /* accumulate: the grad handle (which the caller may hold) now means old grad + new */
+      uop_keep(grads[i]);
+      uop_drop(t->grad->uop);
+      t->grad->uop = grads[i];
+      t->grad->has_device = true;
+    } else {
+      tctx_begin("tg_backward");
+      t->grad = tctx_end_owned(grads[i]);
+    }
+  }
+  tg_free(targets);
+  tg_free(grads);
+  tg_vec_free(&need);
+  tctx_end_void();
+  return ok ? TG_OK : fail_status();
+}
+
+tg_status tg_backward(tg_tensor *loss) { return tg_backward_with_grad(loss, NULL); }
