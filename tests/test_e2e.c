@@ -124,7 +124,24 @@ static void test_unary_math(void) {
   tg_scope_end(sc);
 }
 
+/* an assign that ran as part of another tensor's realize never runs again (tinygrad applies the map to every tensor) */
+static void test_assign_runs_once(void) {
+  tg_scope sc = tg_scope_begin();
+  float x[2] = {1, 2}, a_out[2], b_out[2];
+  int64_t sh[1] = {2};
+  tg_tensor *a = tg_from_floats(x, sh, 1);
+  CHECK(tg_assign(a, tg_add(a, tg_const_float(1.0))) == TG_OK);
+  tg_tensor *b = tg_mul(a, tg_const_float(2.0));
+  CHECK(tg_to_host(b, b_out, sizeof b_out) == TG_OK && b_out[0] == 4 && b_out[1] == 6);
+  CHECK(tg_to_host(a, a_out, sizeof a_out) == TG_OK && a_out[0] == 2 && a_out[1] == 3);
+  tg_tensor *c = tg_add(a, tg_const_float(10.0));
+  CHECK(tg_realize(c) == TG_OK);
+  CHECK(tg_to_host(a, a_out, sizeof a_out) == TG_OK && a_out[0] == 2 && a_out[1] == 3);
+  tg_scope_end(sc);
+}
+
 void suite_e2e(void) {
+  test_assign_runs_once();
   test_elementwise_broadcast();
   test_reduce();
   test_softmax();

@@ -370,7 +370,9 @@ static tg_status run_call(UOp *call, Kernel *k) {
   return TG_OK;
 }
 
-tg_status engine_realize(UOp *const *roots, size_t n, UOp **out) {
+tg_status engine_realize(UOp *const *roots, size_t n, UOp **out) { return engine_realize_assigns(roots, n, out, NULL); }
+
+tg_status engine_realize_assigns(UOp *const *roots, size_t n, UOp **out, UOpMap *assigned) {
   UOpScope sc = uop_scope_begin();
   UOp *sink = uop_sink(roots, n);
   SchedResult res;
@@ -391,12 +393,21 @@ tg_status engine_realize(UOp *const *roots, size_t n, UOp **out) {
   st = get_kernels(linear, ks);
   for (uint32_t i = 0; i < linear->nsrc && st == TG_OK; i++) st = run_call(linear->src[i], ks[i]);
   tg_free(ks);
+  UOpVec kept = {0};
   if (st == TG_OK) {
     for (size_t i = 0; i < n; i++) out[i] = uop_keep(sched_apply_map(&res, roots[i]));
+    for (size_t j = 0; assigned && j < res.nmap; j++) {
+      if (res.map_from[j]->op != TG_OP_AFTER) continue;
+      uopmap_put(assigned, res.map_from[j], res.map_to[j]);
+      tg_vec_push(&kept, uop_keep(res.map_from[j]));
+      tg_vec_push(&kept, uop_keep(res.map_to[j]));
+    }
   }
   sched_result_free(&res);
   uop_scope_end(sc);
   if (st == TG_OK)
     for (size_t i = 0; i < n; i++) uop_drop(out[i]); /* back to the caller's scope */
+  for (size_t i = 0; i < kept.len; i++) uop_drop(kept.data[i]);
+  tg_vec_free(&kept);
   return st;
 }

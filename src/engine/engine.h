@@ -19,5 +19,10 @@ tg_status engine_copyout(UOp *buffer, void *out, size_t nbytes);
 /* Realize the roots (tensor-graph UOps). out[i] receives the UOp each root is now represented by: its BUFFER, or a
  * view of one (tinygrad applies the same map to every live tensor). Errors: a message naming the stage and op. */
 tg_status engine_realize(UOp *const *roots, size_t n, UOp **out);
+/* The same, and also what every assign in the graph became: AFTER(target, STORE) -> its target's BUFFER (or view),
+ * put into *assigned (keys and values stay valid until the caller's scope ends). A handle whose graph still holds
+ * one of those AFTERs must be pointed at the buffer, or the store would run again at its next realize (tinygrad
+ * applies the whole map to every live tensor). */
+tg_status engine_realize_assigns(UOp *const *roots, size_t n, UOp **out, UOpMap *assigned);
 
 #endif

@@ -532,15 +532,16 @@ static void retarget_handles(UOp *from, UOp *to) {
 
 static tg_status realize_uops(UOp **roots, size_t n) {
   UOp **out = tg_calloc(n ? n : 1, sizeof *out);
-  tg_status st = engine_realize(roots, n, out);
+  UOpMap repl;
+  uopmap_init(&repl);
+  /* every assign that ran is replaced by its buffer in all live handles, so its store never runs twice */
+  tg_status st = engine_realize_assigns(roots, n, out, &repl);
   if (st == TG_OK) {
-    UOpMap repl;
-    uopmap_init(&repl);
     for (size_t i = 0; i < n; i++)
       if (out[i] && out[i] != roots[i]) uopmap_put(&repl, roots[i], out[i]);
     apply_map_to_handles(&repl);
-    uopmap_free(&repl);
   }
+  uopmap_free(&repl);
   tg_free(out);
   return st;
 }
@@ -629,9 +630,13 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
   UOp *buf = x;
   if (!has_buffer_identity(x, false)) {
     UOp *res = NULL;
-    st = engine_realize(&x, 1, &res);
+    UOpMap assigned;
+    uopmap_init(&assigned);
+    st = engine_realize_assigns(&x, 1, &res, &assigned);
+    if (st == TG_OK && same_value && res && !has_buffer_identity(t->uop, false)) retarget_handles(t->uop, res);
+    if (st == TG_OK && assigned.len) apply_map_to_handles(&assigned); /* the assigns that ran never run again */
+    uopmap_free(&assigned);
     if (st != TG_OK) goto done;
-    if (same_value && res && !has_buffer_identity(t->uop, false)) retarget_handles(t->uop, res);
     buf = res;
   }
   while (buf && (buf->op == TG_OP_RESHAPE || buf->op == TG_OP_AFTER)) buf = buf->src[0];
