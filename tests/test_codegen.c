@@ -10,6 +10,7 @@
 
 #include "test.h"
 #include "codegen/cg_internal.h"
+#include "codegen/opt.h"
 #include "uop/eval.h"
 #include "uop/parse.h"
 
@@ -86,6 +87,9 @@ static void test_tinygrad_cases(void) {
     tg_free(want_text);
     CHECK_MSG(ast && want, "%s: parse: %s", name, tg_last_error());
     if (!ast || !want) { uop_scope_end(sc); continue; }
+    /* tinygrad lowered each case with opts_to_apply = its THREAD split (or none) */
+    Opt thread = {OPT_THREAD, codegen_cases[i].thread_axis, codegen_cases[i].threads};
+    ast = opt_ast_with_opts(ast, &thread, codegen_cases[i].thread_axis >= 0 ? 1 : 0);
     UOp *got = cg_lower(ast, &ren);
     CHECK_MSG(got != NULL, "%s: cg_lower failed: %s", name, tg_last_error());
     if (got) {
@@ -484,12 +488,13 @@ static void test_threefry(void) {
   uop_scope_end(sc);
 }
 
-/* the THREAD split follows the renderer: off without threads, else the largest count <= global_max[0] dividing an
- * output axis (tinygrad's heuristic: 32,16,12,8,6,5,4,3,2 with >= 128K ops per thread: 1M ops allow 8 at most) */
+/* the heuristic on a 1M-element add: UPCAST 4, then the THREAD split follows the renderer: off without threads, else
+ * the largest count <= global_max[0] dividing an output axis (32,16,12,8,6,5,4,3,2 with >= 128K ops per thread: 1M
+ * ops allow 8 at most). The names are tinygrad's hand_coded_optimizations with NUM_CPU_THREADS = cores. */
 static void test_thread_split(void) {
   static const struct { bool threads; int64_t cores; const char *name; int64_t core_vmax; } want[] = {
-      {false, 8, "E_1048576", -1}, {true, 1, "E_1048576", -1}, {true, 12, "E_131072_8", 7},
-      {true, 5, "E_262144_4", 3},  {true, 32, "E_131072_8", 7}, {true, 3, "E_524288_2", 1},
+      {false, 8, "E_262144_4", -1},  {true, 1, "E_262144_4", -1},    {true, 12, "E_32768_8_4", 7},
+      {true, 5, "E_65536_4_4", 3},   {true, 32, "E_32768_8_4", 7},   {true, 3, "E_131072_2_4", 1},
   };
   for (size_t i = 0; i < TG_ARRAY_LEN(want); i++) {
     UOpScope sc = uop_scope_begin();

@@ -33,7 +33,10 @@ const RuleSet *cg_pm_flatten_range(void);
 UOp *cg_load_collapse(UOp *sink);                     /* pm_load_collapse: indexing by a tensor without a loop */
 UOp *cg_split_ranges(UOp *sink);                      /* pm_split_ranges */
 UOp *cg_simplify_ranges(UOp *sink);                   /* pm_simplify_ranges: merge adjacent, shrink gated */
-UOp *cg_apply_opts(UOp *sink, const Renderer *ren);   /* NOOPT opts + THREAD split + kernel name */
+UOp *cg_apply_opts(UOp *sink, const Renderer *ren);   /* opts_to_apply | heuristic | NOOPT; kernel name (opt.c) */
+UOp *cg_expand(UOp *sink);                            /* UPCAST/UNROLL ranges -> lanes (cg_expand.c) */
+UOp *cg_merge_reduce_ends(UOp *sink);                 /* one END for the accumulators of one reduce loop */
+UOp *cg_end_mergeable(UOp *const *src, size_t n);     /* an END reduce lowering makes (merge candidate) */
 UOp *cg_reduce_unparented(UOp *sink);                 /* pm_reduce_unparented (inside postopt symbolic) */
 const RuleSet *cg_pm_reduce_unparented(void);
 UOp *cg_remove_reduces(UOp *sink);                    /* REDUCE -> REG accumulator */

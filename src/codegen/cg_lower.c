@@ -82,7 +82,7 @@ static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
   UOp *upd[2] = {slot, uop_alu2(op, slot, r->src[0])};
   UOp *update = uop_new(TG_OP_STORE, DT_VOID, upd, 2, arg_none());
   deps.data[0] = update;
-  UOp *end = uop_new(TG_OP_END, DT_VOID, deps.data, deps.len, arg_none());
+  UOp *end = cg_end_mergeable(deps.data, deps.len);
   UOp *ret = index0(after(acc, &end, 1), r->dtype);
   tg_vec_free(&topo); tg_vec_free(&ended); tg_vec_free(&input_ranges); tg_vec_free(&deps);
   return ret;
@@ -97,7 +97,8 @@ UOp *cg_remove_reduces(UOp *sink) {
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("remove reduces", reduce_rules);
   ReduceCtx ctx = {0};
-  return graph_rewrite(sink, pm, &ctx, 0, NULL, "remove reduces");
+  UOp *ret = graph_rewrite(sink, pm, &ctx, 0, NULL, "remove reduces");
+  return ret ? cg_merge_reduce_ends(ret) : NULL;
 }
 
 /* ================================================================================================================

@@ -87,6 +87,7 @@ UOp *cg_lower(UOp *kernel_sink, const Renderer *ren) {
   UOp *s = optimize(kernel_sink, ren);
   if (!s) goto fail;
   STEP(graph_rewrite(s, postopt, NULL, 0, NULL, "postopt symbolic"));
+  STEP(cg_expand(s));
   STEP(cg_remove_reduces(s));
   STEP(cg_add_gpudims(s, ren));
   STEP(cg_add_loads(s));

@@ -174,6 +174,10 @@ static void normalize_payload(const Arg *a, void *out) {
     copy_name(k->name, a->kernel->name);
     k->dont_use_locals = a->kernel->dont_use_locals;
     k->applied_opts = a->kernel->applied_opts;
+    memcpy(k->applied, a->kernel->applied, sizeof k->applied);
+    k->has_opts_to_apply = a->kernel->has_opts_to_apply;
+    k->nopts_to_apply = a->kernel->nopts_to_apply;
+    memcpy(k->opts_to_apply, a->kernel->opts_to_apply, sizeof k->opts_to_apply);
     break;
   }
   case ARG_STR: memcpy(out, a->str, a->len); ((char *)out)[a->len] = 0; break;
@@ -829,6 +833,17 @@ static void arg_key(UOpKey *k, const UOp *u) {
     key_mix_str(k, a->kernel->name);
     key_mix(k, (uint64_t)a->kernel->dont_use_locals);
     key_mix(k, (uint64_t)a->kernel->applied_opts);
+    for (int i = 0; i < a->kernel->applied_opts && i < KERNEL_OPTS_MAX; i++) {
+      const KernelOpt *o = &a->kernel->applied[i];
+      key_mix(k, (uint64_t)(uint32_t)o->op | ((uint64_t)(uint32_t)o->axis << 32));
+      key_mix(k, (uint64_t)(uint32_t)o->arg);
+    }
+    key_mix(k, (uint64_t)a->kernel->has_opts_to_apply | ((uint64_t)(uint32_t)a->kernel->nopts_to_apply << 8));
+    for (int i = 0; i < a->kernel->nopts_to_apply && i < KERNEL_OPTS_MAX; i++) {
+      const KernelOpt *o = &a->kernel->opts_to_apply[i];
+      key_mix(k, (uint64_t)(uint32_t)o->op | ((uint64_t)(uint32_t)o->axis << 32));
+      key_mix(k, (uint64_t)(uint32_t)o->arg);
+    }
     break;
   case ARG_STR: case ARG_PERM: case ARG_FLIP: case ARG_RANGE:
     key_mix(k, tg_hash_bytes(arg_payload(a), arg_payload_size(a), a->len));

@@ -100,10 +100,18 @@ typedef struct ParamArg {
   char device[TG_NAME_MAX]; /* "CPU", "CUDA:1", or "" */
 } ParamArg;
 
+/* One optimization action (codegen/opt.h Opt): op is an OptOp, axis -1 is None. */
+typedef struct KernelOpt { int32_t op, axis, arg; } KernelOpt;
+#define KERNEL_OPTS_MAX 24
+
 typedef struct KernelInfo {
   char name[TG_NAME_MAX];
   int32_t dont_use_locals;
-  int32_t applied_opts; /* count of opts applied (the opt list itself belongs to the codegen issue) */
+  int32_t applied_opts;                 /* count of opts applied; the first KERNEL_OPTS_MAX are in applied[] */
+  KernelOpt applied[KERNEL_OPTS_MAX];
+  int32_t has_opts_to_apply;            /* tinygrad opts_to_apply is not None */
+  int32_t nopts_to_apply;
+  KernelOpt opts_to_apply[KERNEL_OPTS_MAX];
 } KernelInfo;
 
 typedef struct ReduceArg { int32_t op; int32_t naxes; } ReduceArg;

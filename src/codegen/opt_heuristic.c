@@ -1,0 +1,253 @@
+/* opt_heuristic.c — tinygrad's hand_coded_optimizations (codegen/opt/heuristic.py): the opts a kernel gets without
+ * search. In order: GROUPTOP for small outputs (needs locals), upcast small masked axes (from stack/cat), greedy
+ * upcasts of axes some buffer broadcasts over, unroll of the last reduce, a default upcast of 4, locals (devices with
+ * locals), and the THREAD split over cores. Tensor cores, images and the matvec template need a GPU renderer. */
+#include "cg_internal.h"
+#include "opt.h"
+
+#include <stdio.h>
+
+typedef struct Shape {
+  UOpVec rngs;
+  int n;
+  int64_t size[64];
+  bool known[64]; /* the size is a constant */
+  AxisType type[64];
+} Shape;
+
+static void shape_load(const OptScheduler *s, Shape *sh) {
+  sh->rngs.len = 0;
+  opt_sched_rngs(s, &sh->rngs);
+  sh->n = (int)TG_MIN(sh->rngs.len, 64);
+  for (int i = 0; i < sh->n; i++) {
+    UOp *r = sh->rngs.data[i];
+    int64_t v;
+    sh->known[i] = uop_ssimplify_int(uop_simplify(r->src[0]), &v);
+    sh->size[i] = sh->known[i] ? v : (int64_t)(uop_vmax(r) + 1);
+    sh->type[i] = cg_axis_type(r);
+  }
+}
+
+static bool is_upcastable(const Shape *sh, int i) {
+  return (sh->type[i] == AXIS_GLOBAL || sh->type[i] == AXIS_LOCAL || sh->type[i] == AXIS_WEAK) && sh->known[i] &&
+         sh->size[i] > 1;
+}
+static bool is_unrollable(const Shape *sh, int i) {
+  return (sh->type[i] == AXIS_GROUP_REDUCE || sh->type[i] == AXIS_REDUCE) && sh->known[i] && sh->size[i] > 1;
+}
+static bool is_reduce_type(AxisType t) { return t == AXIS_REDUCE || t == AXIS_UNROLL || t == AXIS_GROUP_REDUCE; }
+
+static int64_t upcastable_output_prod(const Shape *sh) {
+  int64_t p = 1;
+  for (int i = 0; i < sh->n; i++)
+    if (is_upcastable(sh, i) && !is_reduce_type(sh->type[i])) p *= sh->size[i];
+  return p;
+}
+static int64_t upcast_size(const Shape *sh) {
+  int64_t p = 1;
+  for (int i = 0; i < sh->n; i++)
+    if (sh->type[i] == AXIS_UPCAST || sh->type[i] == AXIS_UNROLL) p *= sh->size[i];
+  return p;
+}
+static int count_type(const Shape *sh, AxisType a, AxisType b) {
+  int c = 0;
+  for (int i = 0; i < sh->n; i++) c += sh->type[i] == a || sh->type[i] == b;
+  return c;
+}
+static int unrollable_count(const Shape *sh) {
+  int c = 0;
+  for (int i = 0; i < sh->n; i++) c += is_unrollable(sh, i);
+  return c;
+}
+static int last_unrollable(const Shape *sh) {
+  int last = -1;
+  for (int i = 0; i < sh->n; i++)
+    if (is_unrollable(sh, i)) last = i;
+  return last;
+}
+
+static bool try_opt(OptScheduler *s, OptOp op, int axis, int arg) {
+  Opt o = {(int32_t)op, axis, arg};
+  return opt_apply(s, o) == TG_OK;
+}
+
+/* the INDEX nodes of the kernel (tinygrad Scheduler.bufs) and their index expressions */
+static void buffer_indexes(UOp *ast, UOpVec *out) {
+  UOpVec topo = {0};
+  uop_toposort(ast, NULL, NULL, &topo);
+  for (size_t i = topo.len; i-- > 0;) {
+    UOp *u = topo.data[i];
+    if (u->op != TG_OP_INDEX || u->nsrc < 2) continue;
+    UOp *idx = u->src[1];
+    if (idx->op == TG_OP_WHERE && uop_is_invalid(idx->src[2])) idx = idx->src[1];
+    tg_vec_push(out, idx);
+  }
+  tg_vec_free(&topo);
+}
+
+/* ranges used in WHERE conditions (gates from stack/cat/pad) */
+static void where_gate_ranges(UOp *ast, UOpVec *out) {
+  UOpVec topo = {0};
+  uop_backward_slice(ast, &topo);
+  CgRanges rr;
+  cg_ranges_init(&rr);
+  for (size_t i = 0; i < topo.len; i++) {
+    if (topo.data[i]->op != TG_OP_WHERE) continue;
+    const UOpVec *v = cg_ranges_of(&rr, topo.data[i]->src[0]);
+    for (size_t k = 0; k < v->len; k++)
+      if (!cg_vec_has(out, v->data[k])) tg_vec_push(out, v->data[k]);
+  }
+  cg_ranges_free(&rr);
+  tg_vec_free(&topo);
+}
+
+static bool in_slice(UOp *root, UOp *x) { return uop_in_backward_slice(root, x); }
+
+/* The greedy upcast choice (num_strides, sum_strides, axis, amount), smallest first. */
+typedef struct UpChoice { int64_t num, sum; int axis, amt; } UpChoice;
+
+static bool choice_less(const UpChoice *a, const UpChoice *b) {
+  if (a->num != b->num) return a->num < b->num;
+  if (a->sum != b->sum) return a->sum < b->sum;
+  if (a->axis != b->axis) return a->axis < b->axis;
+  return a->amt < b->amt;
+}
+
+static bool greedy_upcast_step(OptScheduler *s, Shape *sh, bool *upcasted) {
+  UOpVec idxs = {0}, terms = {0};
+  buffer_indexes(s->ast, &idxs);
+  UpChoice best = {0, 0, 0, 0};
+  bool have = false;
+  static const int amounts[] = {3, 4};
+  for (int axis = 0; axis < sh->n; axis++) {
+    if (!is_upcastable(sh, axis) || upcasted[axis]) continue;
+    for (int ai = 0; ai < 2; ai++) {
+      int amt = amounts[ai];
+      if (sh->size[axis] % amt != 0) continue;
+      UOp *rng = sh->rngs.data[axis];
+      /* some buffer does not use this axis while using every axis upcast so far */
+      bool broadcast = false;
+      for (size_t b = 0; b < idxs.len && !broadcast; b++) {
+        if (in_slice(idxs.data[b], rng)) continue;
+        bool all_up = true;
+        for (int k = 0; k < sh->n && all_up; k++)
+          if (sh->type[k] == AXIS_UPCAST || sh->type[k] == AXIS_UNROLL) all_up = in_slice(idxs.data[b], sh->rngs.data[k]);
+        broadcast = all_up;
+      }
+      if (!broadcast) continue;
+      UpChoice c = {0, 0, axis, amt};
+      for (size_t b = 0; b < idxs.len; b++) {
+        UOp *idx = idxs.data[b];
+        if (in_slice(idx, rng)) c.num++;
+        terms.len = 0;
+        uop_split(idx, TG_OP_ADD, &terms);
+        for (size_t t = 0; t < terms.len; t++) {
+          UOp *x = terms.data[t];
+          if (x == rng) c.sum += 1;
+          if (x->op == TG_OP_MUL && x->src[0] == rng && x->src[1]->op == TG_OP_CONST) c.sum += x->src[1]->arg.c.i;
+          if (x->op == TG_OP_MUL && x->src[1] == rng && x->src[0]->op == TG_OP_CONST) c.sum += x->src[0]->arg.c.i;
+        }
+      }
+      if (!have || choice_less(&c, &best)) best = c, have = true;
+    }
+  }
+  tg_vec_free(&idxs); tg_vec_free(&terms);
+  if (!have) return false;
+  if (tg_debug_level() >= 4) printf("more upcast axis : %d by %d\n", best.axis, best.amt);
+  if (!try_opt(s, OPT_UPCAST, best.axis, best.amt)) return false;
+  upcasted[best.axis] = true;
+  return true;
+}
+
+void opt_hand_coded(OptScheduler *s) {
+  Shape sh;
+  memset(&sh, 0, sizeof sh);
+  UOpScope sc = uop_scope_begin();
+  shape_load(s, &sh);
+
+  /* grouping a small output needs locals (GROUPTOP fails on devices without them, as in tinygrad) */
+  if (upcastable_output_prod(&sh) <= (tg_getenv_int("NOLOCALS", 0) ? 240 : 2048)) {
+    for (int axis = 0; axis < 3; axis++)
+      if (try_opt(s, OPT_GROUPTOP, axis, 16)) break;
+  }
+  shape_load(s, &sh);
+  if (count_type(&sh, AXIS_GROUP_REDUCE, AXIS_GROUP_REDUCE)) goto out;
+
+  /* small masked axes (stack/cat) are upcast whole */
+  {
+    UOpVec gates = {0};
+    where_gate_ranges(s->ast, &gates);
+    int to_upcast[64], nup = 0;
+    int64_t up_prod = 1;
+    for (int axis = 0; axis < sh.n; axis++) {
+      if (!is_upcastable(&sh, axis)) continue;
+      bool masked = cg_vec_has(&gates, sh.rngs.data[axis]);
+      if (sh.size[axis] <= 7 && masked && up_prod * sh.size[axis] <= 49) {
+        to_upcast[nup++] = axis;
+        up_prod *= sh.size[axis];
+      }
+    }
+    tg_vec_free(&gates);
+    for (int i = nup; i-- > 0;) try_opt(s, OPT_UPCAST, to_upcast[i], 0);
+  }
+
+  /* more upcasts of output axes that some buffer broadcasts over, while the output is big and the tile small */
+  {
+    bool upcasted[64] = {0};
+    for (;;) {
+      shape_load(s, &sh);
+      if (!(upcastable_output_prod(&sh) >= 1024 && upcast_size(&sh) < 32)) break;
+      if (!greedy_upcast_step(s, &sh, upcasted)) break;
+    }
+  }
+
+  /* unroll the last reduce when it is small (or by 4) */
+  shape_load(s, &sh);
+  if (unrollable_count(&sh) && (upcast_size(&sh) <= 4 || !count_type(&sh, AXIS_UNROLL, AXIS_UNROLL)) &&
+      upcast_size(&sh) < 64) {
+    int last = last_unrollable(&sh);
+    int64_t sz = sh.size[last];
+    if (sz <= 32) {
+      if (try_opt(s, OPT_UNROLL, unrollable_count(&sh) - 1, 0)) {
+        shape_load(s, &sh);
+        int l2 = last_unrollable(&sh);
+        if (l2 >= 0 && sz <= 3 && sh.size[l2] <= 3) try_opt(s, OPT_UNROLL, unrollable_count(&sh) - 1, 0);
+      }
+    } else if (sz % 4 == 0) {
+      try_opt(s, OPT_UNROLL, unrollable_count(&sh) - 1, 4);
+    }
+  }
+
+  /* if nothing is upcast yet and it is easy to, upcast by 4 */
+  shape_load(s, &sh);
+  if (!count_type(&sh, AXIS_UPCAST, AXIS_UNROLL)) {
+    int last = -1;
+    for (int i = 0; i < sh.n; i++)
+      if (is_upcastable(&sh, i)) last = i;
+    if (last >= 0 && sh.size[last] % 4 == 0) try_opt(s, OPT_UPCAST, last, 4);
+  }
+
+  /* threads: the largest count that divides the first WEAK axis it fits, keeping ~128K ops per thread */
+  if (s->ren->has_threads && s->ren->has_global_max) {
+    static const int counts[] = {32, 16, 12, 8, 6, 5, 4, 3, 2};
+    shape_load(s, &sh);
+    int64_t total = 1;
+    for (int i = 0; i < sh.n; i++) total *= sh.size[i];
+    for (size_t ci = 0; ci < TG_ARRAY_LEN(counts); ci++) {
+      int threads = counts[ci];
+      if (threads > s->ren->global_max[0] || total / (128 << 10) < threads) continue;
+      bool done = false;
+      for (int axis = 0; axis < sh.n; axis++) {
+        if (sh.type[axis] != AXIS_WEAK) continue;
+        if (sh.size[axis] % threads == 0) {
+          done = try_opt(s, OPT_THREAD, axis, threads);
+          break;
+        }
+      }
+      if (done) break;
+    }
+  }
+out:
+  tg_vec_free(&sh.rngs);
+  uop_scope_end(sc);
+}
