@@ -12,6 +12,7 @@
  * single END (otherwise every lane would run its own loop). */
 #include "cg_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #define EXPAND_TAG_MERGEABLE 0x6d65 /* END made by reduce lowering, may merge with its siblings */
@@ -61,6 +62,26 @@ static UOp *at_lane(UOp *x, const UOpVec *rs, int64_t lane) {
 
 #define MAX_LANES 4096
 
+/* the value a lane adds when it is padding: the reduce's identity */
+static UOp *identity_of(TgOp op, const DType *d) {
+  bool f = dt_is_float(d), b = dt_is_bool(d);
+  if (op == TG_OP_ADD) return uop_const(d, f ? const_float(0.0) : b ? const_bool(false) : const_int(0));
+  if (op == TG_OP_MUL) return uop_const(d, f ? const_float(1.0) : b ? const_bool(true) : const_int(1));
+  return uop_const(d, f ? const_float(-INFINITY) : b ? const_bool(false) : const_int((int64_t)dt_min_int(d)));
+}
+
+/* One lane of a horizontal reduce. A lane that is only valid under a condition (a PADTO'd reduce axis:
+ * WHERE(valid, x, Invalid)) adds the identity where it is not valid, so a group of lanes that is partly padding still
+ * counts its valid lanes; left Invalid, the combined value would gate the whole group away. */
+static UOp *reduce_lane(UOp *x, TgOp op, const UOpVec *rs, int64_t lane) {
+  UOp *v = at_lane(x, rs, lane);
+  UOp *sv = graph_rewrite(v, sym_sym(), NULL, 0, NULL, "expander lane");
+  if (sv && uop_is_invalid(sv)) return identity_of(op, x->dtype); /* a lane that is all padding */
+  if (sv && sv->op == TG_OP_WHERE && uop_is_invalid(sv->src[2]) && !dt_is_weak(sv->dtype))
+    return uop_where(sv->src[0], sv->src[1], identity_of(op, sv->dtype));
+  return v;
+}
+
 static UOp *expand_reduce(RwCtx *rw, UOp *r, UOp **m) {
   TG_UNUSED(m);
   ExpandCtx *c = rw->ctx;
@@ -75,7 +96,7 @@ static UOp *expand_reduce(RwCtx *rw, UOp *r, UOp **m) {
   int64_t n = lane_count(&un);
   UOp *acc = NULL;
   for (int64_t l = 0; l < n; l++) {
-    UOp *v = at_lane(r->src[0], &un, l);
+    UOp *v = reduce_lane(r->src[0], op, &un, l);
     acc = acc ? uop_alu2(op, acc, v) : v;
   }
   if (keep.len == 1) ret = uop_cast(acc, r->dtype);

@@ -101,6 +101,16 @@ static int64_t cpu_thread_count(void) {
   return cores > 0 ? (int64_t)cores : 1;
 }
 
+/* kernels are compiled with -march=native: the widest vector unit of this CPU */
+static int cpu_vector_bytes(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 64;
+  if (__builtin_cpu_supports("avx2")) return 32;
+#endif
+  return 16;
+}
+
 const Renderer *renderer_clang(void) {
   static Renderer r;
   static bool built;
@@ -117,6 +127,7 @@ const Renderer *renderer_clang(void) {
   r.has_local_max = true;
   for (int i = 0; i < 3; i++) r.local_max[i] = 0x8FFFFFFF;
   r.shared_max = 32768;
+  r.vector_bytes = cpu_vector_bytes();
   static const TgOp ops[] = {TG_OP_SQRT, TG_OP_NEG, TG_OP_TRUNC, TG_OP_AND, TG_OP_XOR, TG_OP_OR, TG_OP_ADD,
                              TG_OP_SUB, TG_OP_MUL, TG_OP_CMOD, TG_OP_CDIV, TG_OP_CMPNE, TG_OP_SHR, TG_OP_SHL,
                              TG_OP_CMPLT, TG_OP_WHERE, TG_OP_CMPEQ, TG_OP_FDIV};

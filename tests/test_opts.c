@@ -1,0 +1,970 @@
+/* test_opts.c — kernel opt actions (src/codegen/opt.h) against the naive kernel:
+ *   - random legal opt lists, drawn from tinygrad's BEAM action list (UPCAST, UNROLL, THREAD, PADTO, SWAP, NOLOCALS;
+ *     LOCAL, GROUP, GROUPTOP, TC must be refused on the CPU), plus the hand-coded heuristic's list, applied to
+ *     matmuls, convolutions, reductions, softmax, broadcasting elementwise kernels, cat/stack and pooling (our
+ *     scheduler's kernels and tinygrad's own ASTs): each optimized kernel, run by the interpreter (codegen/interp.h)
+ *     over every core_id, computes what the naive kernel (no opts) computes on the same random inputs (ints and bools
+ *     bit-exact, floats within a tolerance for reordered sums); a subset also goes through the real C path (render_c,
+ *     ONE rt_compile_many batch, rt_launch) and is compared the same way;
+ *   - invalid opts fail with TG_ERR_INVALID_ARGUMENT and "KernelOptError: <reason>", the scheduler unchanged, and the
+ *     same opt in opts_to_apply makes cg_lower fail with that reason;
+ *   - the hand-coded heuristic picks tinygrad's opts (tests/opt_heuristic_cases.h from tools/gen_opt_heuristic_cases.py,
+ *     both with 8 threads), except the deliberate CPU deviations listed in heuristic_deviations.
+ * A padded reduce axis that is later unrolled is checked too (tinygrad drops partly valid lane groups there; our
+ * expander adds the reduce's identity for padding lanes): padded_reduce_unrolled names such lists in a failure.
+ * Knobs: OPTS_SEED=n (other random lists), OPTS_LISTS=n (lists per kernel; 30, 12 under ASan), OPTS_CASE=substring
+ * (only those kernels), OPTS_LIST="PADTO:2:32,UNROLL:0:4" (that list instead of random ones), OPTS_VERBOSE=1 (print
+ * every list, and the C of both kernels when one differs), OPTS_C=n (random lists per kernel also run as compiled C; 2). */
+#include <stdlib.h>
+
+#include "tensor/tensor.h" /* first: render.h renames its own ShapeCache after it */
+#include "codegen/codegen.h"
+#include "codegen/interp.h"
+#include "codegen/linearize.h"
+#include "codegen/opt.h"
+#include "render/render.h"
+#include "runtime/runtime.h"
+#include "schedule/schedule.h"
+#include "test.h"
+#include "tinygrad.h"
+#include "uop/parse.h"
+
+#include "opt_heuristic_cases.h"
+
+/* THREAD counts up to 8 are legal whatever the machine (tinygrad's heuristic cases were made with the same value) */
+#define TEST_THREADS 8
+_Static_assert(TEST_THREADS == HEURISTIC_THREADS, "the heuristic cases pin another thread count");
+
+static Renderer test_renderer(void) {
+  Renderer r = *renderer_clang();
+  r.has_threads = true;
+  r.has_global_max = true;
+  r.global_max[0] = TEST_THREADS;
+  return r;
+}
+
+/* ================================================================================================================
+ * deterministic random numbers
+ * ================================================================================================================ */
+
+static bool verbose_opts(void) { return getenv("OPTS_VERBOSE") != NULL; }
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void) { /* splitmix64 */
+  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static int rnd_below(int n) { return (int)(rnd() % (uint64_t)n); }
+
+/* ================================================================================================================
+ * the kernels under test
+ * ================================================================================================================ */
+
+typedef struct OptCase {
+  char name[64];
+  UOp *ast; /* kept */
+} OptCase;
+
+static TG_VEC(OptCase) cases;
+
+static void add_case(const char *name, int k, UOp *ast) {
+  OptCase c;
+  snprintf(c.name, sizeof c.name, "%.56s/%d", name, k);
+  c.ast = uop_keep(ast);
+  tg_vec_push(&cases, c);
+}
+
+/* every kernel the scheduler makes for the tensor */
+static void add1(const char *name, tg_tensor *out) {
+  UOpScope sc = uop_scope_begin();
+  UOp *lin = out ? sched_kernels(uop_sink(&out->uop, 1)) : NULL;
+  CHECK_MSG(lin != NULL, "%s: could not build or schedule it: %s", name, tg_last_error());
+  for (uint32_t i = 0; lin && i < lin->nsrc; i++) add_case(name, (int)i, lin->src[i]->src[0]);
+  uop_scope_end(sc);
+}
+
+static tg_tensor *mk(tg_dtype dt, int64_t a, int64_t b, int64_t c, int64_t d) {
+  int64_t shape[4] = {a, b, c, d};
+  size_t n = d ? 4 : c ? 3 : b ? 2 : 1;
+  return tg_empty(shape, n, dt);
+}
+static tg_tensor *fl(int64_t a, int64_t b) { return mk(TG_FLOAT32, a, b, 0, 0); } /* b 0: 1-d */
+
+#define SMALL_KERNEL_WORK 70000 /* loop iterations of the naive kernel the interpreter runs quickly enough */
+
+static char *joined(const char *const *pieces);
+static bool sched_of(OptScheduler *s, UOp *ast, const Renderer *ren);
+
+static void build_cases(void) {
+  tg_scope sc = tg_scope_begin();
+  /* matmuls: multiples of the upcast amounts, odd sizes (33x17x45), a matvec, a batched one */
+  add1("matmul_16x32x8", tg_matmul(fl(16, 32), fl(32, 8)));
+  add1("matmul_33x17x45", tg_matmul(fl(33, 17), fl(17, 45)));
+  add1("matmul_24x48x12", tg_matmul(fl(24, 48), fl(48, 12)));
+  add1("matvec_1x64x20", tg_matmul(fl(1, 64), fl(64, 20)));
+  add1("bmm_3x8x12x10", tg_matmul(mk(TG_FLOAT32, 3, 8, 12, 0), mk(TG_FLOAT32, 3, 12, 10, 0)));
+  add1("matmul_int_12x20x8", tg_matmul(mk(TG_INT32, 12, 20, 0, 0), mk(TG_INT32, 20, 8, 0, 0)));
+  /* convolutions */
+  int64_t one[2] = {1, 1}, two[2] = {2, 2}, zero[2] = {0, 0};
+  add1("conv_2x3x9x9_k3_p1", tg_conv2d(mk(TG_FLOAT32, 2, 3, 9, 9), mk(TG_FLOAT32, 4, 3, 3, 3), mk(TG_FLOAT32, 4, 0, 0, 0),
+                                       1, one, one, one));
+  add1("conv_1x4x10x10_k3_s2", tg_conv2d(mk(TG_FLOAT32, 1, 4, 10, 10), mk(TG_FLOAT32, 6, 4, 3, 3), NULL, 1, two, zero, one));
+  /* reductions */
+  int ax0 = 0, ax1 = 1;
+  tg_tensor *r = fl(24, 40);
+  add1("sum_axis0_24x40", tg_sum(r, &ax0, 1, false));
+  add1("sum_axis1_24x40", tg_sum(r, &ax1, 1, false));
+  add1("sum_all_1000", tg_sum(mk(TG_FLOAT32, 1000, 0, 0, 0), NULL, 0, false));
+  add1("max_axis1_24x40", tg_max(r, &ax1, 1, true));
+  add1("mean_axis1_24x40", tg_mean(r, &ax1, 1, false));
+  add1("argmax_axis1_8x30", tg_argmax(fl(8, 30), 1, false));
+  add1("sum_int_axis0_16x28", tg_sum(mk(TG_INT32, 16, 28, 0, 0), &ax0, 1, false));
+  add1("any_axis1_12x9", tg_any(tg_gt(fl(12, 9), tg_const_float(0.5)), &ax1, 1, false));
+  add1("softmax_6x20", tg_softmax(fl(6, 20), 1));
+  add1("sum_half_axis1_16x32", tg_sum(mk(TG_FLOAT16, 16, 32, 0, 0), &ax1, 1, false));
+  add1("cumsum_40", tg_cumsum(mk(TG_FLOAT32, 40, 0, 0, 0), 0));
+  /* elementwise with broadcasts */
+  add1("bcast_add_12x1_1x20", tg_relu(tg_add(fl(12, 1), fl(1, 20))));
+  add1("where_bcast_16x24", tg_where(tg_lt(fl(16, 24), fl(1, 24)), fl(16, 1), tg_const_float(2.0)));
+  add1("uint8_ew_16x12", tg_add(mk(TG_UINT8, 16, 12, 0, 0), mk(TG_UINT8, 1, 12, 0, 0)));
+  add1("half_ew_8x16", tg_mul(mk(TG_FLOAT16, 8, 16, 0, 0), mk(TG_FLOAT16, 8, 1, 0, 0)));
+  add1("int_ew_30x7", tg_mul(tg_add(mk(TG_INT32, 30, 7, 0, 0), tg_const_int(3)), mk(TG_INT32, 1, 7, 0, 0)));
+  /* masked axes: cat and stack */
+  const tg_tensor *cat_in[2] = {fl(4, 5), fl(4, 3)};
+  add1("cat_4x5_4x3", tg_cat(cat_in, 2, 1));
+  const tg_tensor *stack_in[3] = {fl(6, 0), fl(6, 0), fl(6, 0)};
+  add1("stack_3x6", tg_stack(stack_in, 3, 0));
+  /* pooling */
+  int64_t k2[2] = {2, 2}, k3[2] = {3, 3};
+  add1("maxpool_1x2x8x8", tg_max_pool2d(mk(TG_FLOAT32, 1, 2, 8, 8), k2, NULL, NULL, NULL));
+  add1("avgpool_2x2x9x9_k3_s2_p1", tg_avg_pool2d(mk(TG_FLOAT32, 2, 2, 9, 9), k3, two, one, true));
+  tg_scope_end(sc);
+  /* tinygrad's own kernel ASTs (tests/opt_heuristic_cases.h) small enough for the interpreter */
+  Renderer ren = test_renderer();
+  for (size_t i = 0; i < TG_ARRAY_LEN(heuristic_cases); i++) {
+    UOpScope usc = uop_scope_begin();
+    char *text = joined(heuristic_cases[i].ast);
+    UOp *ast = uop_parse(text);
+    tg_free(text);
+    CHECK_MSG(ast != NULL, "%s: parse: %s", heuristic_cases[i].name, tg_last_error());
+    OptScheduler s;
+    if (ast && sched_of(&s, ast, &ren)) {
+      int64_t shape[64], work = 1;
+      int n = opt_sched_len(&s);
+      if (n <= 64) {
+        opt_sched_shape(&s, shape, NULL);
+        for (int k = 0; k < n; k++) work *= shape[k];
+        if (work <= SMALL_KERNEL_WORK) {
+          char name[64];
+          snprintf(name, sizeof name, "tg:%s", heuristic_cases[i].name);
+          add_case(name, 0, ast);
+        }
+      }
+      opt_sched_free(&s);
+    }
+    uop_scope_end(usc);
+  }
+}
+
+/* ================================================================================================================
+ * running a kernel: host buffers by PARAM slot, the interpreter over every core_id
+ * ================================================================================================================ */
+
+#define MAX_SLOTS 32
+
+typedef struct HostBufs {
+  int nslots;
+  void *mem[MAX_SLOTS];      /* 64-byte aligned */
+  size_t nbytes[MAX_SLOTS];
+  const DType *dtype[MAX_SLOTS];
+  bool written[MAX_SLOTS];
+  int64_t vals[MAX_SLOTS];   /* user Variables */
+} HostBufs;
+
+static void host_free(HostBufs *h) {
+  for (int i = 0; i < MAX_SLOTS; i++) free(h->mem[i]);
+  memset(h, 0, sizeof *h);
+}
+
+static void *alloc64(size_t n) {
+  size_t r = (n + 63) / 64 * 64;
+  void *p = aligned_alloc(64, r ? r : 64);
+  memset(p, 0, r ? r : 64);
+  return p;
+}
+
+static void fill_random(void *mem, const DType *d, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    double f = (double)(rnd() % 2001) / 1000.0 - 1.0;
+    int64_t v = (int64_t)(rnd() % 17) - 8;
+    switch (d->scalar->id) {
+    case TG_FLOAT32: ((float *)mem)[i] = (float)f; break;
+    case TG_FLOAT64: ((double *)mem)[i] = f; break;
+    case TG_FLOAT16: ((uint16_t *)mem)[i] = tg_float_to_half_bits((float)f); break;
+    case TG_INT32: ((int32_t *)mem)[i] = (int32_t)v; break;
+    case TG_INT64: ((int64_t *)mem)[i] = v; break;
+    case TG_INT8: ((int8_t *)mem)[i] = (int8_t)v; break;
+    case TG_UINT8: ((uint8_t *)mem)[i] = (uint8_t)(v + 8); break;
+    case TG_BOOL: ((uint8_t *)mem)[i] = (uint8_t)(v & 1); break;
+    default: memset(mem, 0x3c, (size_t)n * (size_t)dt_itemsize(d)); return;
+    }
+  }
+}
+
+/* The buffers of a kernel from the naive kernel's parameters: inputs random, outputs a fixed pattern. */
+static bool host_init(HostBufs *h, UOp *linear, const char *name) {
+  memset(h, 0, sizeof *h);
+  RenderParamVec ps = {0};
+  render_params(linear, &ps);
+  bool ok = true;
+  for (size_t i = 0; i < ps.len && ok; i++) {
+    RenderParam *p = &ps.data[i];
+    if (p->slot < 0 || p->slot >= MAX_SLOTS) {
+      CHECK_MSG(false, "%s: parameter slot %lld", name, (long long)p->slot);
+      ok = false;
+      break;
+    }
+    h->nslots = TG_MAX(h->nslots, (int)p->slot + 1);
+    if (p->is_value) {
+      h->vals[p->slot] = (p->vmin + p->vmax + 1) / 2;
+      continue;
+    }
+    if (p->numel < 0) {
+      CHECK_MSG(false, "%s: buffer %lld of unknown size", name, (long long)p->slot);
+      ok = false;
+      break;
+    }
+    h->nbytes[p->slot] = (size_t)p->numel * (size_t)dt_itemsize(p->dtype);
+    h->dtype[p->slot] = p->dtype;
+    h->written[p->slot] = p->is_written;
+    h->mem[p->slot] = alloc64(h->nbytes[p->slot]);
+    if (p->is_written) memset(h->mem[p->slot], 0x5a, h->nbytes[p->slot]);
+    else fill_random(h->mem[p->slot], p->dtype, p->numel);
+  }
+  tg_vec_free(&ps);
+  return ok;
+}
+
+static void host_copy(HostBufs *dst, const HostBufs *src) {
+  *dst = *src;
+  for (int i = 0; i < MAX_SLOTS; i++)
+    if (src->mem[i]) {
+      dst->mem[i] = alloc64(src->nbytes[i]);
+      memcpy(dst->mem[i], src->mem[i], src->nbytes[i]);
+    }
+}
+
+/* The core_id parameter of a THREAD-split kernel: its slot and count (1, slot -1 without one). */
+static int64_t core_count(UOp *linear, int64_t *slot) {
+  RenderParamVec ps = {0};
+  render_params(linear, &ps);
+  int64_t n = 1;
+  *slot = -1;
+  for (size_t i = 0; i < ps.len; i++)
+    if (ps.data[i].is_value && strcmp(ps.data[i].var_name, "core_id") == 0) *slot = ps.data[i].slot, n = ps.data[i].vmax + 1;
+  tg_vec_free(&ps);
+  return n;
+}
+
+/* Run the lowered kernel on a copy of `in` (every core_id in turn); the result in *out. */
+static tg_status interp_all(UOp *linear, const HostBufs *in, HostBufs *out) {
+  host_copy(out, in);
+  int64_t core_slot;
+  int64_t ncores = core_count(linear, &core_slot);
+  if (core_slot >= MAX_SLOTS) return tg_set_error(TG_ERR_RUNTIME, "core_id slot %lld", (long long)core_slot);
+  size_t nslots = (size_t)TG_MAX(out->nslots, (int)core_slot + 1);
+  for (int64_t c = 0; c < ncores; c++) {
+    if (core_slot >= 0) out->vals[core_slot] = c;
+    tg_status st = interp_run(linear, out->mem, out->vals, nslots);
+    if (st != TG_OK) return st;
+  }
+  return TG_OK;
+}
+
+/* ================================================================================================================
+ * comparing results
+ * ================================================================================================================ */
+
+static double read_num(const void *mem, const DType *d, size_t i, bool *is_float) {
+  *is_float = true;
+  switch (d->scalar->id) {
+  case TG_FLOAT32: return ((const float *)mem)[i];
+  case TG_FLOAT64: return ((const double *)mem)[i];
+  case TG_FLOAT16: return tg_half_bits_to_float(((const uint16_t *)mem)[i]);
+  default: break;
+  }
+  *is_float = false;
+  return 0;
+}
+
+/* false (and a message in why) when a written buffer differs: bit-exact for ints/bools, floats within a tolerance
+ * for reordered sums */
+static bool same_results(const HostBufs *want, const HostBufs *got, char *why, size_t cap) {
+  for (int s = 0; s < MAX_SLOTS; s++) {
+    if (!want->written[s]) continue;
+    const DType *d = want->dtype[s];
+    size_t isz = (size_t)dt_itemsize(d), n = want->nbytes[s] / isz;
+    for (size_t i = 0; i < n; i++) {
+      bool is_float;
+      double a = read_num(want->mem[s], d, i, &is_float), b = read_num(got->mem[s], d, i, &is_float);
+      bool same;
+      double tol = d->scalar->id == TG_FLOAT16 ? 4e-3 : 1e-4; /* half: a few units in the last place */
+      if (is_float) same = a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= tol * (1 + fabs(a));
+      else same = memcmp((const char *)want->mem[s] + i * isz, (const char *)got->mem[s] + i * isz, isz) == 0;
+      if (!same) {
+        if (is_float) snprintf(why, cap, "buffer %d element %zu: %.9g, naive %.9g", s, i, b, a);
+        else {
+          long long x = 0, y = 0;
+          memcpy(&x, (const char *)want->mem[s] + i * isz, isz);
+          memcpy(&y, (const char *)got->mem[s] + i * isz, isz);
+          snprintf(why, cap, "buffer %d element %zu: %lld, naive %lld (%s)", s, i, y, x, d->name);
+        }
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+/* ================================================================================================================
+ * random opt lists
+ * ================================================================================================================ */
+
+static TG_VEC(Opt) actions;
+
+static void push_action(OptOp op, int axis, int arg) {
+  Opt o = {(int32_t)op, axis, arg};
+  tg_vec_push(&actions, o);
+}
+
+/* tinygrad's BEAM actions (codegen/opt/search.py), PADTO included (BEAM_PADTO) with smaller multiples too */
+static void build_actions(void) {
+  static const int up[] = {0, 2, 3, 4, 5, 7}, unr[] = {0, 4, 7}, loc[] = {2, 3, 4, 8, 13, 16, 29},
+                   gtop[] = {13, 16, 28, 29, 32, 49, 64, 256}, grp[] = {0, 4, 8, 16},
+                   thr[] = {2, 3, 4, 5, 8, 12, 16, 24, 32, 64}, pad[] = {32, 16, 8, 4};
+  for (size_t a = 0; a < TG_ARRAY_LEN(up); a++)
+    for (int ax = 0; ax < 8; ax++) push_action(OPT_UPCAST, ax, up[a]);
+  for (size_t a = 0; a < TG_ARRAY_LEN(unr); a++)
+    for (int ax = 0; ax < 5; ax++) push_action(OPT_UNROLL, ax, unr[a]);
+  for (size_t a = 0; a < TG_ARRAY_LEN(loc); a++)
+    for (int ax = 0; ax < 6; ax++) push_action(OPT_LOCAL, ax, loc[a]);
+  for (size_t a = 0; a < TG_ARRAY_LEN(gtop); a++)
+    for (int ax = 0; ax < 3; ax++) push_action(OPT_GROUPTOP, ax, gtop[a]);
+  for (size_t a = 0; a < TG_ARRAY_LEN(grp); a++)
+    for (int ax = 0; ax < 3; ax++) push_action(OPT_GROUP, ax, grp[a]);
+  for (size_t a = 0; a < TG_ARRAY_LEN(pad); a++)
+    for (int ax = 0; ax < 7; ax++) push_action(OPT_PADTO, ax, pad[a]);
+  push_action(OPT_LOCAL, 0, 32);
+  push_action(OPT_LOCAL, 6, 2);
+  for (int ax = 0; ax < 9; ax++) push_action(OPT_TC, ax, 0);
+  for (int a0 = 0; a0 < 5; a0++)
+    for (int a1 = a0 + 1; a1 < 5; a1++) push_action(OPT_SWAP, a0, a1);
+  for (size_t a = 0; a < TG_ARRAY_LEN(thr); a++)
+    for (int ax = 0; ax < 3; ax++) push_action(OPT_THREAD, ax, thr[a]);
+  push_action(OPT_NOLOCALS, -1, 0);
+}
+
+/* An action: the kind first (weights keep the many LOCAL/GROUP/PADTO entries from crowding out the opts that apply
+ * on the CPU), then uniformly among that kind's entries. */
+static Opt pick_action(void) {
+  static const struct { OptOp op; int weight; } kinds[] = {
+      {OPT_UPCAST, 32}, {OPT_UNROLL, 26}, {OPT_THREAD, 12}, {OPT_PADTO, 8}, {OPT_SWAP, 4}, {OPT_LOCAL, 5},
+      {OPT_GROUP, 4}, {OPT_GROUPTOP, 4}, {OPT_TC, 3}, {OPT_NOLOCALS, 1}};
+  int total = 0;
+  for (size_t i = 0; i < TG_ARRAY_LEN(kinds); i++) total += kinds[i].weight;
+  int w = rnd_below(total);
+  size_t k = 0;
+  while (w >= kinds[k].weight) w -= kinds[k++].weight;
+  int count = 0;
+  for (size_t i = 0; i < actions.len; i++) count += actions.data[i].op == (int32_t)kinds[k].op;
+  int pick = rnd_below(count);
+  for (size_t i = 0; i < actions.len; i++)
+    if (actions.data[i].op == (int32_t)kinds[k].op && pick-- == 0) return actions.data[i];
+  return actions.data[0];
+}
+
+static int64_t upcast_product(const OptScheduler *s) {
+  int n = opt_sched_len(s);
+  int64_t shape[64];
+  AxisType types[64];
+  if (n > 64) return 1 << 30;
+  opt_sched_shape(s, shape, types);
+  int64_t p = 1;
+  for (int i = 0; i < n; i++)
+    if (types[i] == AXIS_UPCAST || types[i] == AXIS_UNROLL) p *= shape[i];
+  return p;
+}
+
+typedef struct Stats {
+  long lists, opts, by_op[OPT_OP_COUNT], refused, refused_locals, c_checked,  lower_failed, heuristic_lists, vector_lists;
+} Stats;
+
+#define UPCAST_MAX 256 /* tinygrad BEAM_UPCAST_MAX */
+
+/* One random opt list of `depth` accepted opts on a copy of base; opts refused on the CPU are checked as refused. */
+static int random_opts(const OptScheduler *base, int depth, Opt *out, Stats *st, const char *name) {
+  OptScheduler s;
+  opt_sched_copy(&s, base);
+  int n = 0;
+  for (int tries = 0; tries < 60 && n < depth; tries++) {
+    Opt o = pick_action();
+    if (o.op == OPT_NOLOCALS && s.dont_use_locals) continue; /* once is enough */
+    OptScheduler t;
+    opt_sched_copy(&t, &s);
+    UOp *before = t.ast;
+    tg_status rc = opt_apply(&t, o);
+    bool cpu_never = o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP || o.op == OPT_TC;
+    if (cpu_never) {
+      char buf[96];
+      opt_format(o, buf, sizeof buf);
+      CHECK_MSG(rc == TG_ERR_INVALID_ARGUMENT && strncmp(tg_last_error(), "KernelOptError: ", 16) == 0,
+                "%s: %s accepted on the CPU", name, buf);
+      st->refused_locals++;
+    }
+    if (rc != TG_OK) {
+      CHECK_MSG(t.ast == before && t.napplied == s.napplied, "%s: a refused opt changed the scheduler", name);
+      st->refused++;
+    } else if (upcast_product(&t) <= UPCAST_MAX) {
+      opt_sched_free(&s);
+      s = t;
+      out[n++] = o;
+      continue;
+    }
+    opt_sched_free(&t);
+  }
+  opt_sched_free(&s);
+  return n;
+}
+
+/* Known gap (tinygrad has it too): PADTO on a reduce axis whose size the pad changes, then an UNROLL of that range.
+ * The padded loads are WHERE(valid, x, Invalid); the horizontal reduce of the unrolled lanes moves every lane's
+ * validity onto the one accumulator store, so a partly valid group of lanes is dropped whole (K = 17 padded to 32,
+ * unrolled by 4: the store is gated by (r<5)&(r<4) and element 16 is never added). tinygrad renders the same code;
+ * its BEAM only tries PADTO with BEAM_PADTO=1. True when the list pads a reduce range and later unrolls that range
+ * (followed by its axis id, which the remainder of a split keeps). */
+static AxisType axis_type_of(const UOp *rng) { return (AxisType)rng->arg.range->axis_type; }
+
+static bool padded_reduce_unrolled(const OptScheduler *base, const Opt *opts, int n) {
+  OptScheduler s;
+  opt_sched_copy(&s, base);
+  int64_t padded[OPT_LIST_MAX];
+  int npadded = 0;
+  bool hit = false;
+  for (int i = 0; i < n && !hit; i++) {
+    UOpVec rngs = {0};
+    opt_sched_rngs(&s, &rngs);
+    UOp *target = NULL;
+    if (opts[i].op == OPT_PADTO && opts[i].axis >= 0 && (size_t)opts[i].axis < rngs.len) target = rngs.data[opts[i].axis];
+    if (opts[i].op == OPT_UNROLL) /* UNROLL's axis counts the reduce ranges of constant size > 1 */
+      for (size_t k = 0, seen = 0; k < rngs.len && !target; k++) {
+        AxisType t = axis_type_of(rngs.data[k]);
+        UOp *end = rngs.data[k]->src[0];
+        bool unrollable = (t == AXIS_REDUCE || t == AXIS_GROUP_REDUCE) && end->op == TG_OP_CONST && end->arg.c.i > 1;
+        if (unrollable && (int)seen++ == opts[i].axis) target = rngs.data[k];
+      }
+    if (target && opts[i].op == OPT_PADTO && axis_type_of(target) == AXIS_REDUCE && opts[i].arg > 0 &&
+        target->src[0]->op == TG_OP_CONST && target->src[0]->arg.c.i % opts[i].arg != 0)
+      padded[npadded++] = target->arg.range->axis_id;
+    if (target && opts[i].op == OPT_UNROLL)
+      for (int k = 0; k < npadded; k++) hit |= padded[k] == target->arg.range->axis_id;
+    tg_vec_free(&rngs);
+    if (opt_apply(&s, opts[i]) != TG_OK) break;
+  }
+  opt_sched_free(&s);
+  return hit;
+}
+
+static void format_opts(const Opt *o, int n, char *out, size_t cap) {
+  size_t len = 0;
+  out[0] = 0;
+  for (int i = 0; i < n && len + 2 < cap; i++) {
+    char b[96];
+    opt_format(o[i], b, sizeof b);
+    len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "", b);
+    if (len >= cap) break;
+  }
+}
+
+/* ================================================================================================================
+ * the C path for a subset: every kernel rendered, compiled in one batch, launched, compared with the naive result
+ * ================================================================================================================ */
+
+typedef struct CJob {
+  int case_index;
+  char label[96];
+  char *src, *entry;
+  char name[TG_NAME_MAX];
+  int nparams;
+  int64_t param_slot[MAX_SLOTS]; /* per position: the slot of a buffer or Variable */
+  bool param_is_value[MAX_SLOTS];
+  int core_param;
+  int64_t ncores;
+  char opts_text[1024];
+} CJob;
+
+static TG_VEC(CJob) cjobs;
+
+static void add_cjob(int case_index, UOp *linear, const Renderer *ren, const char *opts_text) {
+  CJob j;
+  memset(&j, 0, sizeof j);
+  j.case_index = case_index;
+  char *src = render_c(ren, linear);
+  CHECK_MSG(src != NULL, "%s [%s]: render_c: %s", cases.data[case_index].name, opts_text, tg_last_error());
+  if (!src) return;
+  snprintf(j.name, sizeof j.name, "%s", render_kernel_name(linear));
+  char entry_name[TG_NAME_MAX + 16];
+  snprintf(entry_name, sizeof entry_name, "%s_entry", j.name);
+  char *entry = render_c_entry(linear, entry_name);
+  StrBuf b;
+  sb_init(&b);
+  sb_puts(&b, src);
+  sb_puts(&b, "\n");
+  sb_puts(&b, entry);
+  tg_free(src);
+  tg_free(entry);
+  j.src = sb_take(&b);
+  j.entry = tg_strdup(entry_name);
+  RenderParamVec ps = {0};
+  render_params(linear, &ps);
+  j.nparams = (int)TG_MIN(ps.len, MAX_SLOTS);
+  j.core_param = -1;
+  j.ncores = 1;
+  for (int i = 0; i < j.nparams; i++) {
+    j.param_slot[i] = ps.data[i].slot;
+    j.param_is_value[i] = ps.data[i].is_value;
+    if (ps.data[i].is_value && strcmp(ps.data[i].var_name, "core_id") == 0) j.core_param = i, j.ncores = ps.data[i].vmax + 1;
+  }
+  tg_vec_free(&ps);
+  snprintf(j.opts_text, sizeof j.opts_text, "%s", opts_text);
+  tg_vec_push(&cjobs, j);
+}
+
+/* ================================================================================================================
+ * the random opt test
+ * ================================================================================================================ */
+
+typedef struct CaseData {
+  HostBufs input, naive;
+  bool ok;
+} CaseData;
+
+static UOp *lower_linear(UOp *ast, const Opt *opts, int n, const Renderer *ren) {
+  UOp *low = cg_lower(opt_ast_with_opts(ast, opts, n), ren);
+  return low ? cg_linearize(low) : NULL;
+}
+
+/* OPTS_LIST="UPCAST:0:4,UNROLL:0:0": one fixed list instead of random ones (to reproduce a report) */
+static int parse_opts(const char *text, Opt *out, int cap) {
+  int n = 0;
+  const char *p = text;
+  while (*p && n < cap) {
+    char name[16];
+    int axis, arg, used = 0;
+    if (sscanf(p, "%15[A-Z]:%d:%d%n", name, &axis, &arg, &used) != 3) break;
+    for (int op = 0; op < OPT_OP_COUNT; op++)
+      if (strcmp(opt_op_name((OptOp)op), name) == 0) out[n++] = (Opt){op, axis, arg};
+    p += used;
+    if (*p == ',') p++;
+  }
+  return n;
+}
+
+static void check_case(int ci, CaseData *cd, int nlists, int nc, Stats *st, const Renderer *ren, bool verbose) {
+  const char *fixed = getenv("OPTS_LIST");
+  if (fixed) nlists = 1;
+  OptCase *c = &cases.data[ci];
+  UOpScope sc = uop_scope_begin();
+  cd->ok = false;
+  UOp *naive_lin = lower_linear(c->ast, NULL, 0, ren);
+  CHECK_MSG(naive_lin != NULL, "%s: the naive kernel does not lower: %s", c->name, tg_last_error());
+  if (!naive_lin || !host_init(&cd->input, naive_lin, c->name)) {
+    uop_scope_end(sc);
+    return;
+  }
+  tg_status rs = interp_all(naive_lin, &cd->input, &cd->naive);
+  CHECK_MSG(rs == TG_OK, "%s: the naive kernel does not run: %s", c->name, tg_last_error());
+  if (rs != TG_OK) {
+    uop_scope_end(sc);
+    return;
+  }
+  cd->ok = true;
+  if (ci == 0) { /* the comparison itself: one changed output element is noticed */
+    HostBufs bad;
+    host_copy(&bad, &cd->naive);
+    char why[256] = "";
+    for (int k = 0; k < MAX_SLOTS; k++)
+      if (bad.written[k]) {
+        ((unsigned char *)bad.mem[k])[bad.nbytes[k] - 1] ^= 0x40;
+        break;
+      }
+    CHECK_MSG(!same_results(&cd->naive, &bad, why, sizeof why), "a changed output element went unnoticed");
+    host_free(&bad);
+  }
+  add_cjob(ci, naive_lin, ren, "no opts");
+  /* the scheduler over the AST as opts see it (the range passes done, nothing applied) */
+  UOp *pre = cg_optimize(opt_ast_with_opts(c->ast, NULL, 0), ren);
+  CHECK_MSG(pre != NULL, "%s: cg_optimize: %s", c->name, tg_last_error());
+  if (!pre) {
+    uop_scope_end(sc);
+    return;
+  }
+  OptScheduler base;
+  opt_sched_init(&base, pre, ren);
+  /* list -1: what the hand-coded heuristic picks (the default path of every kernel) */
+  for (int l = fixed ? 0 : -1; l < nlists; l++) {
+    UOpScope lsc = uop_scope_begin();
+    Opt opts[OPT_LIST_MAX];
+    int n;
+    if (l < 0) {
+      OptScheduler h;
+      opt_sched_copy(&h, &base);
+      opt_hand_coded(&h);
+      n = h.napplied;
+      memcpy(opts, h.applied, (size_t)n * sizeof(Opt));
+      opt_sched_free(&h);
+      st->heuristic_lists++;
+    } else {
+      n = fixed ? parse_opts(fixed, opts, 8) : random_opts(&base, 1 + rnd_below(5), opts, st, c->name);
+    }
+    char text[1024];
+    format_opts(opts, n, text, sizeof text);
+    if (verbose) fprintf(stderr, "  %s: [%s]\n", c->name, text);
+    UOp *lin = lower_linear(c->ast, opts, n, ren);
+    CHECK_MSG(lin != NULL, "%s [%s]: lowering failed: %s", c->name, text, tg_last_error());
+    if (!lin) {
+      st->lower_failed++;
+      uop_scope_end(lsc);
+      continue;
+    }
+    const KernelInfo *ki = NULL;
+    for (uint32_t k = 0; k < lin->nsrc && !ki; k++)
+      if (lin->src[k]->op == TG_OP_SINK && lin->src[k]->arg.kind == ARG_KERNEL) ki = lin->src[k]->arg.kernel;
+    CHECK_MSG(ki && ki->applied_opts == n && (n == 0 || memcmp(ki->applied, opts, (size_t)n * sizeof(Opt)) == 0),
+              "%s [%s]: the lowered kernel does not record the opts it applied", c->name, text);
+    st->lists++;
+    st->opts += n;
+    bool vec = false;
+    for (uint32_t k = 0; k < lin->nsrc && !vec; k++) vec = lin->src[k]->op == TG_OP_SHRINK;
+    st->vector_lists += vec;
+    for (int i = 0; i < n; i++) st->by_op[opts[i].op]++;
+    HostBufs got;
+    tg_status r = interp_all(lin, &cd->input, &got);
+    char why[256] = "";
+    bool same = r == TG_OK && same_results(&cd->naive, &got, why, sizeof why);
+    CHECK_MSG(r == TG_OK, "%s [%s]: the interpreter fails: %s", c->name, text, tg_last_error());
+    /* a padded reduce axis that is unrolled used to drop partly valid lane groups (tinygrad does); the expander now
+     * adds the identity for padding lanes, so this must hold for those lists too */
+    bool gap = r == TG_OK && !same && padded_reduce_unrolled(&base, opts, n);
+    CHECK_MSG(r != TG_OK || same, "%s [%s]: differs from the naive kernel%s: %s", c->name, text,
+              gap ? " (a padded reduce axis unrolled)" : "", why);
+    if ((r != TG_OK || !same) && verbose) { /* the kernels for a report */
+      char *a = render_c(ren, naive_lin), *b = render_c(ren, lin);
+      fprintf(stderr, "--- naive:\n%s\n--- with opts:\n%s\n", a ? a : tg_last_error(), b ? b : tg_last_error());
+      tg_free(a);
+      tg_free(b);
+    }
+    host_free(&got);
+    if (l < nc && !gap) add_cjob(ci, lin, ren, l < 0 ? "heuristic" : text);
+    uop_scope_end(lsc);
+  }
+  opt_sched_free(&base);
+  uop_scope_end(sc);
+}
+
+static void run_cjobs(CaseData *cds, Stats *st) {
+  if (!cjobs.len) return;
+  RtKernelSource *srcs = tg_calloc(cjobs.len, sizeof *srcs);
+  RtProgram **progs = tg_calloc(cjobs.len, sizeof *progs);
+  for (size_t i = 0; i < cjobs.len; i++) {
+    srcs[i].name = cjobs.data[i].name;
+    srcs[i].src = cjobs.data[i].src;
+    srcs[i].entry = cjobs.data[i].entry;
+  }
+  RtStats before = rt_stats();
+  tg_status rc = rt_compile_many(srcs, cjobs.len, progs);
+  CHECK_MSG(rc == TG_OK, "compiling %zu kernels: %s", cjobs.len, tg_last_error());
+  RtStats after = rt_stats();
+  CHECK_MSG(after.compiler_processes - before.compiler_processes <= 1, "%ld compiler processes for one batch",
+            after.compiler_processes - before.compiler_processes);
+  for (size_t i = 0; rc == TG_OK && i < cjobs.len; i++) {
+    CJob *j = &cjobs.data[i];
+    CaseData *cd = &cds[j->case_index];
+    HostBufs got;
+    host_copy(&got, &cd->input);
+    void *bufs[MAX_SLOTS];
+    long long vals[MAX_SLOTS];
+    for (int p = 0; p < j->nparams; p++) {
+      bufs[p] = j->param_is_value[p] ? NULL : got.mem[j->param_slot[p]];
+      vals[p] = j->param_is_value[p] ? got.vals[j->param_slot[p]] : 0;
+    }
+    tg_status lr = rt_launch(progs[i], bufs, vals, j->nparams, j->core_param, (int)j->ncores, NULL);
+    char why[256] = "";
+    CHECK_MSG(lr == TG_OK, "%s [%s]: launch: %s", cases.data[j->case_index].name, j->opts_text, tg_last_error());
+    bool same = lr == TG_OK && same_results(&cd->naive, &got, why, sizeof why);
+    CHECK_MSG(lr != TG_OK || same, "%s [%s]: compiled C differs from the naive kernel: %s",
+              cases.data[j->case_index].name, j->opts_text, why);
+    st->c_checked++;
+    host_free(&got);
+  }
+  for (size_t i = 0; i < cjobs.len; i++) {
+    tg_free(cjobs.data[i].src);
+    tg_free(cjobs.data[i].entry);
+  }
+  tg_vec_free(&cjobs);
+  tg_free(srcs);
+  tg_free(progs);
+}
+
+static void test_random_opts(void) {
+  const char *seed_env = getenv("OPTS_SEED");
+  rng_state = seed_env ? strtoull(seed_env, NULL, 10) : 20240611u;
+  int nlists = (int)tg_getenv_int("OPTS_LISTS", tg_test_sanitized ? 12 : 30);
+  bool verbose = getenv("OPTS_VERBOSE") != NULL;
+  int nc = (int)tg_getenv_int("OPTS_C", 2); /* random lists per kernel that also go through compiled C */
+  const char *only = getenv("OPTS_CASE"), *fixed = getenv("OPTS_LIST");
+  Renderer ren = test_renderer();
+  build_actions();
+  build_cases();
+  Stats st;
+  memset(&st, 0, sizeof st);
+  CaseData *cds = tg_calloc(cases.len + 1, sizeof *cds);
+  for (size_t i = 0; i < cases.len; i++)
+    if (!only || strstr(cases.data[i].name, only)) check_case((int)i, &cds[i], nlists, nc, &st, &ren, verbose);
+  run_cjobs(cds, &st);
+  fprintf(stderr, "opts: %zu kernels, %ld opt lists (%ld the heuristic's, %ld with vector loads/stores) with %ld opts "
+          "(UPCAST %ld, UNROLL %ld, THREAD %ld, PADTO %ld, NOLOCALS %ld) checked against the naive kernel in the "
+          "interpreter, %ld through compiled C; %ld opts refused (%ld LOCAL/GROUP/GROUPTOP/TC, never legal on the CPU)\n",
+          cases.len, st.lists, st.heuristic_lists, st.vector_lists, st.opts, st.by_op[OPT_UPCAST], st.by_op[OPT_UNROLL],
+          st.by_op[OPT_THREAD], st.by_op[OPT_PADTO], st.by_op[OPT_NOLOCALS], st.c_checked, st.refused,
+          st.refused_locals);
+  CHECK(fixed || (st.lists > 0 && st.by_op[OPT_UPCAST] > 0 && st.by_op[OPT_UNROLL] > 0 && st.by_op[OPT_THREAD] > 0));
+  for (size_t i = 0; i < cases.len; i++) {
+    host_free(&cds[i].input);
+    host_free(&cds[i].naive);
+    uop_drop(cases.data[i].ast);
+  }
+  tg_free(cds);
+  tg_vec_free(&cases);
+  tg_vec_free(&actions);
+}
+
+/* ================================================================================================================
+ * invalid opts: TG_ERR_INVALID_ARGUMENT, "KernelOptError: <reason>", the scheduler unchanged
+ * ================================================================================================================ */
+
+/* The scheduler of a kernel's AST (range passes done, nothing applied); false if it cannot be had. */
+static bool sched_of(OptScheduler *s, UOp *ast, const Renderer *ren) {
+  UOp *pre = cg_optimize(opt_ast_with_opts(ast, NULL, 0), ren);
+  CHECK_MSG(pre != NULL, "cg_optimize: %s", tg_last_error());
+  if (!pre) return false;
+  opt_sched_init(s, pre, ren);
+  return true;
+}
+
+static bool same_sched(const OptScheduler *a, const OptScheduler *b) {
+  return a->ast == b->ast && a->napplied == b->napplied && a->next_range_id == b->next_range_id &&
+         a->dont_use_locals == b->dont_use_locals &&
+         memcmp(a->applied, b->applied, (size_t)a->napplied * sizeof(Opt)) == 0;
+}
+
+/* Apply `prefix` (must succeed), then `bad`: it must fail with `reason` in the message and change nothing. */
+static void expect_refused(UOp *ast, const Renderer *ren, const char *what, const Opt *prefix, int nprefix, Opt bad,
+                           const char *reason) {
+  UOpScope sc = uop_scope_begin();
+  OptScheduler s;
+  if (!sched_of(&s, ast, ren)) {
+    uop_scope_end(sc);
+    return;
+  }
+  bool ok = true;
+  for (int i = 0; i < nprefix && ok; i++) {
+    ok = opt_apply(&s, prefix[i]) == TG_OK;
+    CHECK_MSG(ok, "%s: setup opt %d refused: %s", what, i, tg_last_error());
+  }
+  if (ok) {
+    OptScheduler before;
+    opt_sched_copy(&before, &s);
+    tg_status st = opt_apply(&s, bad);
+    const char *msg = tg_last_error();
+    CHECK_MSG(st == TG_ERR_INVALID_ARGUMENT, "%s: status %d (%s)", what, (int)st, st == TG_OK ? "accepted" : msg);
+    CHECK_MSG(st == TG_OK || (strncmp(msg, "KernelOptError: ", 16) == 0 && strstr(msg, reason)),
+              "%s: message \"%s\", want KernelOptError: ...%s...", what, msg, reason);
+    CHECK_MSG(same_sched(&before, &s), "%s: the refused opt changed the scheduler", what);
+    /* the same list handed to the codegen as opts_to_apply fails with the same reason, nothing lowered */
+    Opt list[OPT_LIST_MAX];
+    if (nprefix) memcpy(list, prefix, (size_t)nprefix * sizeof(Opt));
+    list[nprefix] = bad;
+    UOp *low = cg_lower(opt_ast_with_opts(ast, list, nprefix + 1), ren);
+    CHECK_MSG(low == NULL && strstr(tg_last_error(), reason), "%s: cg_lower with it in opts_to_apply: %s", what,
+              low ? "lowered" : tg_last_error());
+    opt_sched_free(&before);
+  }
+  opt_sched_free(&s);
+  uop_scope_end(sc);
+}
+
+static UOp *kernel_of(tg_tensor *t) {
+  UOp *lin = t ? sched_kernels(uop_sink(&t->uop, 1)) : NULL;
+  CHECK_MSG(lin && lin->nsrc == 1, "one kernel expected: %s", lin ? "several" : tg_last_error());
+  return lin && lin->nsrc == 1 ? lin->src[0]->src[0] : NULL;
+}
+
+static void test_opt_errors(void) {
+  Renderer ren = test_renderer();
+  tg_scope ts = tg_scope_begin();
+  UOpScope sc = uop_scope_begin();
+  /* matmul 64x64x64: axes (64 LOOP, 64 LOOP, 64 REDUCE); a broadcast add 64x1 + 1x48: (64 LOOP, 48 LOOP) */
+  UOp *mm = kernel_of(tg_matmul(fl(64, 64), fl(64, 64)));
+  UOp *ew = kernel_of(tg_add(fl(64, 1), fl(1, 48)));
+  if (!mm || !ew) {
+    uop_scope_end(sc);
+    tg_scope_end(ts);
+    return;
+  }
+#define O(op, axis, arg) ((Opt){OPT_##op, axis, arg})
+  expect_refused(mm, &ren, "UPCAST 17", NULL, 0, O(UPCAST, 0, 17), "don't upcast more than 16");
+  expect_refused(mm, &ren, "UPCAST whole 64", NULL, 0, O(UPCAST, 0, 0), "don't upcast more than 16");
+  expect_refused(mm, &ren, "UNROLL 33", NULL, 0, O(UNROLL, 0, 33), "don't unroll more than 32");
+  expect_refused(mm, &ren, "UNROLL whole 64", NULL, 0, O(UNROLL, 0, 0), "don't unroll more than 32");
+  expect_refused(ew, &ren, "UNROLL without a reduce axis", NULL, 0, O(UNROLL, 0, 4), "invalid axis 0 for UNROLL");
+  expect_refused(mm, &ren, "UNROLL past the reduce axes", NULL, 0, O(UNROLL, 1, 4), "invalid axis 1 for UNROLL");
+  expect_refused(mm, &ren, "UPCAST of the reduce axis", NULL, 0, O(UPCAST, 2, 4), "upcast is for GLOBAL/LOCAL/LOOP");
+  expect_refused(mm, &ren, "UPCAST 5 of 64", NULL, 0, O(UPCAST, 0, 5), "5 can't divide 64");
+  expect_refused(mm, &ren, "UNROLL 3 of 64", NULL, 0, O(UNROLL, 0, 3), "3 can't divide 64");
+  expect_refused(ew, &ren, "THREAD 5 of 64", NULL, 0, O(THREAD, 0, 5), "5 can't divide 64");
+  expect_refused(ew, &ren, "THREAD twice", (Opt[]){O(THREAD, 0, 2)}, 1, O(THREAD, 1, 2), "already threaded");
+  expect_refused(ew, &ren, "THREAD past global_max", NULL, 0, O(THREAD, 0, 16), "too many threads");
+  expect_refused(mm, &ren, "THREAD on the reduce axis", NULL, 0, O(THREAD, 2, 2), "can't apply range to this dim");
+  expect_refused(mm, &ren, "LOCAL on the CPU", NULL, 0, O(LOCAL, 0, 4), "locals needed for opt");
+  expect_refused(mm, &ren, "GROUP on the CPU", NULL, 0, O(GROUP, 0, 4), "locals needed for opt");
+  expect_refused(mm, &ren, "GROUPTOP on the CPU", NULL, 0, O(GROUPTOP, 0, 16), "locals needed for opt");
+  expect_refused(mm, &ren, "UPCAST axis out of range", NULL, 0, O(UPCAST, 3, 4), "invalid axis 3 for UPCAST");
+  expect_refused(ew, &ren, "PADTO axis out of range", NULL, 0, O(PADTO, 7, 32), "invalid axis 7 for PADTO");
+  expect_refused(mm, &ren, "TC", NULL, 0, O(TC, 0, 0), "no tensor core available");
+  expect_refused(mm, &ren, "PADTO of an upcast axis", (Opt[]){O(UPCAST, 0, 4)}, 1, O(PADTO, 2, 32),
+                 "cannot pad upcasted");
+  expect_refused(mm, &ren, "PADTO of an unrolled axis", (Opt[]){O(UNROLL, 0, 4)}, 1, O(PADTO, 3, 32),
+                 "cannot pad upcasted");
+  expect_refused(ew, &ren, "PADTO of the thread axis", (Opt[]){O(THREAD, 0, 2)}, 1, O(PADTO, 2, 8), "cannot pad thread");
+  expect_refused(ew, &ren, "PADTO 48 to 256", NULL, 0, O(PADTO, 1, 256), "pad adds more than quadruple the work");
+  expect_refused(ew, &ren, "SWAP without globals", NULL, 0, O(SWAP, 0, 1), "swap only for globals");
+  expect_refused(ew, &ren, "SWAP axis out of range", NULL, 0, O(SWAP, 0, 5), "swap axis out of range");
+  expect_refused(ew, &ren, "unknown op", NULL, 0, ((Opt){OPT_OP_COUNT + 3, 0, 4}), "unknown opt op");
+  /* opts that do apply on the CPU; NOLOCALS only records itself */
+  OptScheduler s;
+  if (sched_of(&s, mm, &ren)) {
+    const Opt good[] = {O(NOLOCALS, -1, 0), O(UPCAST, 0, 4), O(UNROLL, 0, 4), O(PADTO, 1, 48), O(THREAD, 1, 8)};
+    for (size_t i = 0; i < TG_ARRAY_LEN(good); i++) {
+      char b[96];
+      opt_format(good[i], b, sizeof b);
+      CHECK_MSG(opt_apply(&s, good[i]) == TG_OK, "%s refused: %s", b, tg_last_error());
+    }
+    CHECK_EQ_INT(s.napplied, 5);
+    CHECK(s.dont_use_locals);
+    int64_t shape[16];
+    AxisType types[16];
+    CHECK_EQ_INT(opt_sched_len(&s), 6);
+    if (opt_sched_len(&s) == 6) {
+      opt_sched_shape(&s, shape, types);
+      /* UPCAST 4 of 64 -> 16 x 4; UNROLL 4 of 64 -> 16 x 4; 64 padded to 96, THREAD 8 of it -> 8 x 12; in tinygrad's
+       * axis order (LOOP, THREAD, UPCAST, REDUCE, UNROLL) */
+      static const int64_t want_shape[6] = {16, 12, 8, 4, 16, 4};
+      static const AxisType want_types[6] = {AXIS_WEAK, AXIS_WEAK, AXIS_THREAD, AXIS_UPCAST, AXIS_REDUCE, AXIS_UNROLL};
+      for (int i = 0; i < 6; i++) {
+        CHECK_MSG(shape[i] == want_shape[i] && types[i] == want_types[i], "axis %d: %lld %s, want %lld %s", i,
+                  (long long)shape[i], axis_type_name(types[i]), (long long)want_shape[i], axis_type_name(want_types[i]));
+      }
+    }
+    opt_sched_free(&s);
+  }
+#undef O
+  char b[96];
+  opt_format((Opt){OPT_UPCAST, 0, 4}, b, sizeof b);
+  CHECK_EQ_STR(b, "Opt(op=OptOps.UPCAST, axis=0, arg=4)");
+  opt_format((Opt){OPT_NOLOCALS, -1, 0}, b, sizeof b);
+  CHECK_EQ_STR(b, "Opt(op=OptOps.NOLOCALS, axis=None, arg=None)");
+  uop_scope_end(sc);
+  tg_scope_end(ts);
+}
+
+/* ================================================================================================================
+ * the hand-coded heuristic picks tinygrad's opts (tests/opt_heuristic_cases.h)
+ * ================================================================================================================ */
+
+static char *joined(const char *const *pieces) {
+  StrBuf b;
+  sb_init(&b);
+  for (size_t i = 0; pieces[i]; i++) sb_puts(&b, pieces[i]);
+  return sb_take(&b);
+}
+
+/* Where tinygrad.c's heuristic deliberately picks other opts than tinygrad's (the picks are still checked to apply
+ * and, for small kernels, to compute the naive result in test_random_opts). */
+static const struct { const char *name, *why; } heuristic_deviations[] = {
+    {"matmul_64_0", "CPU register tiles (opt_heuristic.c cpu_matmul_tiles): a vector-wide UPCAST, not 4x4"},
+    {"matmul_256_0", "CPU register tiles (opt_heuristic.c cpu_matmul_tiles): a vector-wide UPCAST, not 4x4"},
+    {"matvec_1x512x256_0", "CPU register tiles (opt_heuristic.c cpu_matmul_tiles): a vector-wide UPCAST of the output"},
+};
+
+static const char *heuristic_deviation(const char *name) {
+  for (size_t i = 0; i < TG_ARRAY_LEN(heuristic_deviations); i++)
+    if (strcmp(heuristic_deviations[i].name, name) == 0) return heuristic_deviations[i].why;
+  return NULL;
+}
+
+static void test_heuristic(void) {
+  Renderer ren = test_renderer();
+  int same = 0, deviating = 0;
+  for (size_t i = 0; i < TG_ARRAY_LEN(heuristic_cases); i++) {
+    UOpScope sc = uop_scope_begin();
+    const char *name = heuristic_cases[i].name;
+    char *text = joined(heuristic_cases[i].ast);
+    UOp *ast = uop_parse(text);
+    tg_free(text);
+    CHECK_MSG(ast != NULL, "%s: parse: %s", name, tg_last_error());
+    OptScheduler s;
+    if (!ast || !sched_of(&s, ast, &ren)) {
+      uop_scope_end(sc);
+      continue;
+    }
+    opt_hand_coded(&s);
+    Opt want[8];
+    int nwant = heuristic_cases[i].nopts;
+    for (int k = 0; k < nwant; k++)
+      want[k] = (Opt){heuristic_cases[i].opts[k].op, heuristic_cases[i].opts[k].axis, heuristic_cases[i].opts[k].arg};
+    char got_text[1024], want_text[1024];
+    format_opts(s.applied, s.napplied, got_text, sizeof got_text);
+    format_opts(want, nwant, want_text, sizeof want_text);
+    bool ok = s.napplied == nwant && memcmp(s.applied, want, (size_t)nwant * sizeof(Opt)) == 0;
+    const char *why = heuristic_deviation(name);
+    CHECK_MSG(ok || why, "%s: the heuristic picks [%s], tinygrad [%s]", name, got_text, want_text);
+    UOp *opt_ast = opt_get_optimized_ast(&s, NULL);
+    const char *kname = opt_ast ? opt_ast->arg.kernel->name : tg_last_error();
+    CHECK_MSG(opt_ast && (why || strcmp(kname, heuristic_cases[i].kname) == 0), "%s: kernel %s, tinygrad %s", name,
+              kname, heuristic_cases[i].kname);
+    if (why && verbose_opts())
+      fprintf(stderr, "  %s: [%s], tinygrad [%s] (%s)\n", name, got_text, want_text, ok ? "the same after all" : why);
+    same += ok;
+    deviating += why && !ok;
+    /* and the codegen without opts_to_apply applies the same (unless NOOPT is set) */
+    if (!tg_getenv_int("NOOPT", 0)) {
+      UOp *low = cg_optimize(ast, &ren);
+      CHECK_MSG(low && low->arg.kernel->applied_opts == s.napplied &&
+                    memcmp(low->arg.kernel->applied, s.applied, (size_t)s.napplied * sizeof(Opt)) == 0,
+                "%s: cg_optimize applies other opts than opt_hand_coded", name);
+    }
+    opt_sched_free(&s);
+    uop_scope_end(sc);
+  }
+  fprintf(stderr, "opts: the heuristic picks tinygrad's opts for %d of %zu kernels (%d deliberate CPU deviations)\n",
+          same, TG_ARRAY_LEN(heuristic_cases), deviating);
+}
+
+void suite_opts(void) {
+  test_heuristic();
+  test_opt_errors();
+  test_random_opts();
+}
