@@ -141,6 +141,18 @@ static void build_cases(void) {
   int64_t k2[2] = {2, 2}, k3[2] = {3, 3};
   add1("maxpool_1x2x8x8", tg_max_pool2d(mk(TG_FLOAT32, 1, 2, 8, 8), k2, NULL, NULL, NULL));
   add1("avgpool_2x2x9x9_k3_s2_p1", tg_avg_pool2d(mk(TG_FLOAT32, 2, 2, 9, 9), k3, two, one, true));
+  /* backward of pooling with a window that is not the stride (nested reduces, gated lanes) */
+  {
+    int64_t k32[2] = {3, 2}, s21[2] = {2, 1};
+    tg_tensor *px = mk(TG_FLOAT32, 1, 2, 6, 6), *g = NULL;
+    const tg_tensor *wrt[1] = {px};
+    if (tg_gradient(tg_sum(tg_max_pool2d(px, k32, s21, NULL, NULL), NULL, 0, false), wrt, 1, &g) == TG_OK)
+      add1("maxpool_bwd_1x2x6x6_k3x2_s2x1", g);
+    tg_tensor *ax = mk(TG_FLOAT32, 2, 1, 6, 5), *ga = NULL;
+    const tg_tensor *awrt[1] = {ax};
+    if (tg_gradient(tg_sum(tg_avg_pool2d(ax, k32, s21, NULL, true), NULL, 0, false), awrt, 1, &ga) == TG_OK)
+      add1("avgpool_bwd_2x1x6x5_k3x2_s2x1", ga);
+  }
   tg_scope_end(sc);
   /* tinygrad's own kernel ASTs (tests/opt_heuristic_cases.h) small enough for the interpreter */
   Renderer ren = test_renderer();

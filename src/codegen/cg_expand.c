@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #define EXPAND_TAG_MERGEABLE 0x6d65 /* END made by reduce lowering, may merge with its siblings */
+#define EXPAND_TAG_LANE 0x6c61      /* a REDUCE that is one upcast lane of a REDUCE */
 
 typedef struct ExpandCtx {
   UOpVec order; /* expanded ranges in the order of their first appearance (tinygrad build_range_map) */
@@ -75,7 +76,7 @@ static UOp *identity_of(TgOp op, const DType *d) {
  * counts its valid lanes; left Invalid, the combined value would gate the whole group away. */
 static UOp *reduce_lane(UOp *x, TgOp op, const UOpVec *rs, int64_t lane) {
   UOp *v = at_lane(x, rs, lane);
-  UOp *sv = graph_rewrite(v, sym_sym(), NULL, 0, NULL, "expander lane");
+  UOp *sv = graph_rewrite(v, sym_symbolic(), NULL, 0, NULL, "expander lane");
   if (sv && uop_is_invalid(sv)) return identity_of(op, x->dtype); /* a lane that is all padding */
   if (sv && sv->op == TG_OP_WHERE && uop_is_invalid(sv->src[2]) && !dt_is_weak(sv->dtype))
     return uop_where(sv->src[0], sv->src[1], identity_of(op, sv->dtype));
@@ -119,7 +120,31 @@ static UOp *expand_end(RwCtx *rw, UOp *e, UOp **m) {
   if (up.len == 0 || up.len > 16 || lane_count(&up) > MAX_LANES) goto out;
   sort_ranges(c, &up);
   int64_t n = lane_count(&up);
-  for (int64_t l = 0; l < n; l++) tg_vec_push(&lanes, at_lane(e->src[0], &up, l));
+  /* the REDUCEs that read an upcast range become one REDUCE per lane, each marked as a lane (see cg_reduce_is_lane) */
+  UOpVec topo = {0}, reds = {0};
+  uop_toposort(e->src[0], NULL, NULL, &topo);
+  for (size_t i = 0; i < topo.len; i++) {
+    UOp *u = topo.data[i];
+    if (u->op != TG_OP_REDUCE) continue;
+    bool reads = false;
+    for (size_t k = 0; k < up.len && !reads; k++) reads = uop_in_backward_slice(u, up.data[k]);
+    if (reads) tg_vec_push(&reds, u);
+  }
+  for (int64_t l = 0; l < n; l++) {
+    UOp *body = at_lane(e->src[0], &up, l);
+    if (reds.len) {
+      UOpVec from = {0}, to = {0};
+      for (size_t k = 0; k < reds.len; k++) {
+        UOp *rl = at_lane(reds.data[k], &up, l);
+        tg_vec_push(&from, rl);
+        tg_vec_push(&to, uop_with_tag(rl, EXPAND_TAG_LANE));
+      }
+      body = uop_substitute(body, from.data, to.data, from.len);
+      tg_vec_free(&from); tg_vec_free(&to);
+    }
+    tg_vec_push(&lanes, body);
+  }
+  tg_vec_free(&topo); tg_vec_free(&reds);
   UOp *body = lanes.len == 1 ? lanes.data[0] : uop_new(TG_OP_GROUP, DT_VOID, lanes.data, lanes.len, arg_none());
   if (keep.len == 1) ret = body;
   else {
@@ -130,6 +155,33 @@ out:
   tg_vec_free(&up); tg_vec_free(&keep); tg_vec_free(&lanes);
   return ret;
 }
+
+/* A lane whose value no longer depends on any of its REDUCE's ranges (a gate that is false for this lane, a padding
+ * lane): the REDUCE folds away whole (x * n for ADD, x for MAX, x ** n for MUL). Only whole REDUCEs go: dropping some
+ * ranges of one lane would split the lanes' loop (see merge_reduce_ends). */
+static UOp *fold_constant_lane(RwCtx *rw, UOp *r, UOp **m) {
+  TG_UNUSED(rw), TG_UNUSED(m);
+  if (r->arg.kind != ARG_REDUCE || r->nsrc < 2) return NULL;
+  TgOp op = (TgOp)r->arg.red.op;
+  if (op != TG_OP_ADD && op != TG_OP_MAX && op != TG_OP_MUL) return NULL;
+  CgRanges rr;
+  cg_ranges_init(&rr);
+  const UOpVec *inner = cg_ranges_of(&rr, r->src[0]);
+  bool any = false;
+  for (uint32_t i = 1; i < r->nsrc && !any; i++) any = cg_vec_has(inner, r->src[i]);
+  cg_ranges_free(&rr);
+  if (any) return NULL;
+  UOp *ret = r->src[0];
+  for (uint32_t i = 1; i < r->nsrc; i++) {
+    if (op == TG_OP_ADD) ret = uop_mul(ret, uop_cast(r->src[i]->src[0], ret->dtype));
+    if (op == TG_OP_MUL) ret = uop_alu2(TG_OP_POW, ret, uop_cast(r->src[i]->src[0], ret->dtype));
+  }
+  return uop_cast(ret, r->dtype);
+}
+
+static const Rule lane_fold_rules[] = {
+    RULE("r:REDUCE", fold_constant_lane, NULL),
+};
 
 static const Rule expand_rules[] = {
     /* a REDUCE over UNROLL ranges adds its lanes up first (horizontal reduce) */
@@ -149,8 +201,12 @@ UOp *cg_expand(UOp *sink) {
   tg_vec_free(&topo);
   UOp *ret = sink;
   if (c.order.len) {
+    /* no symbolic pass here: it could drop a range from one lane's REDUCE and not another's, and the lanes of one
+     * REDUCE must end their loops together (merge_reduce_ends); the passes after reduce lowering fold the lanes */
     ret = graph_rewrite(sink, pm, &c, 0, NULL, "expander");
-    if (ret) ret = graph_rewrite(ret, sym_sym(), NULL, 0, NULL, "expander symbolic");
+    static const RuleSet *lane_fold;
+    if (!lane_fold) lane_fold = pm_concat(sym_symbolic(), PM_NEW("fold constant lanes", lane_fold_rules));
+    if (ret) ret = graph_rewrite(ret, lane_fold, NULL, 0, NULL, "expander symbolic");
     if (ret) {
       /* every UPCAST/UNROLL range must be gone: one left means a shape this expander does not handle */
       UOpVec t2 = {0};
@@ -169,11 +225,16 @@ UOp *cg_expand(UOp *sink) {
 }
 
 /* ================================================================================================================
- * merge_reduce_ends: the ENDs of reduce lowering that close the same ranges in the same place become one
+ * merge_reduce_ends (tinygrad): the ENDs of reduce lowering that close the same ranges in the same enclosing ranges
+ * become one END, so one loop updates every lane's accumulator. ENDs of the same ranges in different enclosing ranges
+ * (a lane whose value folded away a range it reads) get their own copy of the ranges (new axis ids): a RANGE has one
+ * END.
  * ================================================================================================================ */
 
 typedef struct EndGroup {
   UOp *first;
+  const UOpVec *context; /* the ranges the ENDs live in */
+  int copy;              /* 0: the original ranges; k > 0: the k-th group of these ranges, which gets new ids */
   UOpVec ends;
 } EndGroup;
 
@@ -191,50 +252,113 @@ static bool same_set(const UOpVec *a, const UOpVec *b) {
   return true;
 }
 
+typedef struct MergeCtx {
+  TG_VEC(EndGroup) groups;
+  UOpMap group_of; /* tagged END -> its group index + 1 */
+  UOpMap done;     /* node -> rebuilt node */
+  int64_t next_axis;
+} MergeCtx;
+
+static UOp *merge_rebuild(MergeCtx *mc, UOp *u);
+
+/* the merged END of group g: END(GROUP(bodies), ranges), with new ranges for a copy */
+static UOp *merged_end(MergeCtx *mc, EndGroup *g) {
+  UOp *first = g->first;
+  size_t nr = first->nsrc - 1;
+  UOp **src = tg_malloc((nr + 1) * sizeof(UOp *));
+  UOp **rfrom = first->src + 1;
+  for (size_t j = 0; j < nr; j++) {
+    src[j + 1] = merge_rebuild(mc, rfrom[j]);
+    if (g->copy > 0 && rfrom[j]->op == TG_OP_RANGE) {
+      RangeArg a = *rfrom[j]->arg.range;
+      a.axis_id = mc->next_axis++;
+      src[j + 1] = uop_new(TG_OP_RANGE, rfrom[j]->dtype, src[j + 1]->src, src[j + 1]->nsrc, arg_range(&a));
+    }
+  }
+  UOpVec body = {0};
+  for (size_t i = 0; i < g->ends.len; i++) {
+    UOp *bd = merge_rebuild(mc, g->ends.data[i]->src[0]);
+    if (g->copy > 0) {
+      UOp **rnew = tg_malloc(nr * sizeof(UOp *)), **rold = tg_malloc(nr * sizeof(UOp *));
+      for (size_t j = 0; j < nr; j++) rold[j] = merge_rebuild(mc, rfrom[j]), rnew[j] = src[j + 1];
+      bd = uop_substitute(bd, rold, rnew, nr);
+      tg_free(rnew);
+      tg_free(rold);
+    }
+    tg_vec_push(&body, bd);
+  }
+  src[0] = body.len == 1 ? body.data[0] : uop_new(TG_OP_GROUP, DT_VOID, body.data, body.len, arg_none());
+  UOp *merged = uop_new(TG_OP_END, DT_VOID, src, first->nsrc, first->arg);
+  tg_free(src);
+  tg_vec_free(&body);
+  return merged;
+}
+
+/* every node rebuilt bottom-up, each tagged END replaced by its group's END (nested groups included) */
+static UOp *merge_rebuild(MergeCtx *mc, UOp *u) {
+  void **hit = uopmap_get(&mc->done, u);
+  if (hit) return *hit;
+  UOp *r;
+  void **gi = uopmap_get(&mc->group_of, u);
+  if (gi) {
+    EndGroup *g = &mc->groups.data[(size_t)(uintptr_t)*gi - 1];
+    void **m = uopmap_get(&mc->done, g->first);
+    r = m ? *m : merged_end(mc, g);
+    for (size_t i = 0; i < g->ends.len; i++) uopmap_put(&mc->done, g->ends.data[i], r);
+    return r;
+  }
+  UOp **src = tg_malloc((u->nsrc + 1) * sizeof(UOp *));
+  bool changed = false;
+  for (uint32_t i = 0; i < u->nsrc; i++) {
+    src[i] = merge_rebuild(mc, u->src[i]);
+    changed |= src[i] != u->src[i];
+  }
+  r = changed ? uop_new_tagged(uop_op(u), u->dtype, src, u->nsrc, u->arg, u->tag) : u;
+  tg_free(src);
+  uopmap_put(&mc->done, u, r);
+  return r;
+}
+
 UOp *cg_merge_reduce_ends(UOp *sink) {
   UOpVec topo = {0};
   uop_toposort(sink, NULL, NULL, &topo);
   CgRanges rr;
   cg_ranges_init(&rr);
-  TG_VEC(EndGroup) groups = {0};
+  MergeCtx mc;
+  memset(&mc, 0, sizeof mc);
+  uopmap_init(&mc.group_of);
+  uopmap_init(&mc.done);
+  for (size_t i = 0; i < topo.len; i++)
+    if (topo.data[i]->op == TG_OP_RANGE) mc.next_axis = TG_MAX(mc.next_axis, topo.data[i]->arg.range->axis_id + 1);
   for (size_t i = 0; i < topo.len; i++) {
     UOp *u = topo.data[i];
     if (u->op != TG_OP_END || u->tag != EXPAND_TAG_MERGEABLE) continue;
-    EndGroup *g = NULL;
-    for (size_t k = 0; k < groups.len && !g; k++)
-      if (same_ranges(groups.data[k].first, u) &&
-          same_set(cg_ranges_of(&rr, groups.data[k].first), cg_ranges_of(&rr, u)))
-        g = &groups.data[k];
-    if (!g) {
-      EndGroup ng = {u, {0}};
-      tg_vec_push(&groups, ng);
-      g = &groups.data[groups.len - 1];
+    const UOpVec *ctx = cg_ranges_of(&rr, u);
+    size_t gi = mc.groups.len;
+    int copies = 0;
+    for (size_t k = 0; k < mc.groups.len && gi == mc.groups.len; k++) {
+      if (!same_ranges(mc.groups.data[k].first, u)) continue;
+      if (same_set(mc.groups.data[k].context, ctx)) gi = k;
+      else copies++;
     }
-    tg_vec_push(&g->ends, u);
-  }
-  UOpVec from = {0}, to = {0};
-  for (size_t k = 0; k < groups.len; k++) {
-    EndGroup *g = &groups.data[k];
-    UOp *first = g->first;
-    UOpVec body = {0};
-    for (size_t i = 0; i < g->ends.len; i++) tg_vec_push(&body, g->ends.data[i]->src[0]);
-    UOp **src = tg_malloc(first->nsrc * sizeof(UOp *));
-    memcpy(src, first->src, first->nsrc * sizeof(UOp *));
-    src[0] = body.len == 1 ? body.data[0] : uop_new(TG_OP_GROUP, DT_VOID, body.data, body.len, arg_none());
-    UOp *merged = uop_new(TG_OP_END, DT_VOID, src, first->nsrc, first->arg);
-    tg_free(src);
-    for (size_t i = 0; i < g->ends.len; i++) {
-      tg_vec_push(&from, g->ends.data[i]);
-      tg_vec_push(&to, merged);
+    if (gi == mc.groups.len) {
+      EndGroup ng = {u, ctx, copies, {0}};
+      tg_vec_push(&mc.groups, ng);
     }
-    tg_vec_free(&body);
-    tg_vec_free(&g->ends);
+    tg_vec_push(&mc.groups.data[gi].ends, u);
+    uopmap_put(&mc.group_of, u, (void *)(uintptr_t)(gi + 1));
   }
-  UOp *ret = from.len ? uop_substitute(sink, from.data, to.data, from.len) : sink;
-  tg_vec_free(&from); tg_vec_free(&to); tg_vec_free(&groups); tg_vec_free(&topo);
+  UOp *ret = mc.groups.len ? merge_rebuild(&mc, sink) : sink;
+  for (size_t k = 0; k < mc.groups.len; k++) tg_vec_free(&mc.groups.data[k].ends);
+  tg_vec_free(&mc.groups);
+  uopmap_free(&mc.group_of);
+  uopmap_free(&mc.done);
+  tg_vec_free(&topo);
   cg_ranges_free(&rr);
   return ret;
 }
+
+bool cg_reduce_is_lane(const UOp *r) { return r->tag == EXPAND_TAG_LANE; }
 
 UOp *cg_end_mergeable(UOp *const *src, size_t n) {
   return uop_new_tagged(TG_OP_END, DT_VOID, src, n, arg_none(), EXPAND_TAG_MERGEABLE);

@@ -37,6 +37,7 @@ UOp *cg_apply_opts(UOp *sink, const Renderer *ren);   /* opts_to_apply | heurist
 UOp *cg_expand(UOp *sink);                            /* UPCAST/UNROLL ranges -> lanes (cg_expand.c) */
 UOp *cg_merge_reduce_ends(UOp *sink);                 /* one END for the accumulators of one reduce loop */
 UOp *cg_end_mergeable(UOp *const *src, size_t n);     /* an END reduce lowering makes (merge candidate) */
+bool cg_reduce_is_lane(const UOp *r);                 /* a REDUCE the expander made for one upcast lane */
 UOp *cg_reduce_unparented(UOp *sink);                 /* pm_reduce_unparented (inside postopt symbolic) */
 const RuleSet *cg_pm_reduce_unparented(void);
 UOp *cg_remove_reduces(UOp *sink);                    /* REDUCE -> REG accumulator */

@@ -5,6 +5,7 @@
 #include "cg_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 UOp *cg_weak_const(const DType *like, Const v) {
@@ -83,7 +84,10 @@ static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
   UOp *update = uop_new(TG_OP_STORE, DT_VOID, upd, 2, arg_none());
   deps.data[0] = update;
   UOp *end = cg_end_mergeable(deps.data, deps.len);
-  UOp *ret = index0(after(acc, &end, 1), r->dtype);
+  /* a lane's accumulator is read after its own init too: when a later pass finds the lane's update never runs (a
+   * gate that is false for this lane) and drops it, the init store must stay (the lanes share one END) */
+  UOp *fin[2] = {acc_init, end};
+  UOp *ret = cg_reduce_is_lane(r) ? index0(after(acc, fin, 2), r->dtype) : index0(after(acc, &end, 1), r->dtype);
   tg_vec_free(&topo); tg_vec_free(&ended); tg_vec_free(&input_ranges); tg_vec_free(&deps);
   return ret;
 }
@@ -625,11 +629,19 @@ UOp *cg_casted_consts(UOp *sink) {
  * ================================================================================================================ */
 
 /* f(u): u with f applied to its sources; a RANGE with an edge also gets f(edge target) as its last source */
-typedef struct CfgMap { const UOpVec *from, *to; UOpMap done; } CfgMap;
+typedef struct CfgMap { const UOpVec *from, *to; UOpMap done; bool cycle; } CfgMap;
 
 static UOp *cfg_apply(CfgMap *cm, UOp *u) {
+  static int in_progress; /* address used as the "being rebuilt" marker */
   void **hit = uopmap_get(&cm->done, u);
-  if (hit) return *hit;
+  if (hit) {
+    if (*hit == &in_progress) { /* an edge closed a cycle: the loop order cannot be expressed */
+      cm->cycle = true;
+      return u;
+    }
+    return *hit;
+  }
+  uopmap_put(&cm->done, u, &in_progress);
   UOp *edge = NULL;
   if (u->op == TG_OP_RANGE)
     for (size_t i = 0; i < cm->from->len; i++)
@@ -710,10 +722,14 @@ UOp *cg_add_control_flow(UOp *sink) {
 #undef IDX
   UOp *ret = sink;
   if (edge_from.len) {
-    CfgMap cm = {&edge_from, &edge_to, {0}};
+    CfgMap cm = {&edge_from, &edge_to, {0}, false};
     uopmap_init(&cm.done);
     ret = cfg_apply(&cm, sink);
     uopmap_free(&cm.done);
+    if (cm.cycle) {
+      tg_set_error(TG_ERR_RUNTIME, "codegen: add control flow: the loop order has a cycle (two ENDs of one RANGE?)");
+      ret = NULL;
+    }
   }
   for (size_t i = 0; i < topo.len; i++) tg_vec_free(&deps[i]);
   tg_free(deps);

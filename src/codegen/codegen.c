@@ -83,6 +83,11 @@ UOp *cg_lower(UOp *kernel_sink, const Renderer *ren) {
   }
   const RuleSet *final_with_extra = ren->extra_matcher ? pm_concat(final_pm, ren->extra_matcher()) : final_pm;
   void *rctx = (void *)(uintptr_t)ren; /* rules read the capability table through the rewrite's ctx */
+  if (tg_debug_level() >= 5) { /* tinygrad prints the kernel AST at DEBUG>=5 */
+    char *text = uop_str(kernel_sink);
+    printf("%s\n", text);
+    tg_free(text);
+  }
   UOpScope sc = uop_scope_begin();
   UOp *s = optimize(kernel_sink, ren);
   if (!s) goto fail;
