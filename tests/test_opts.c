@@ -152,6 +152,19 @@ static void build_cases(void) {
     const tg_tensor *awrt[1] = {ax};
     if (tg_gradient(tg_sum(tg_avg_pool2d(ax, k32, s21, NULL, true), NULL, 0, false), awrt, 1, &ga) == TG_OK)
       add1("avgpool_bwd_2x1x6x5_k3x2_s2x1", ga);
+    /* a small CNN's backward: conv -> relu -> conv -> relu -> maxpool (the input gradient has nested reduces whose
+     * lanes once ended one loop twice) */
+    tg_tensor *cx = mk(TG_FLOAT32, 1, 3, 7, 7), *cw = mk(TG_FLOAT32, 4, 3, 3, 3), *cw2 = mk(TG_FLOAT32, 4, 4, 3, 3);
+    int64_t z2[2] = {0, 0}, o2[2] = {1, 1}, kk[2] = {2, 2};
+    tg_tensor *h = tg_relu(tg_conv2d(cx, cw, NULL, 1, o2, z2, o2));
+    h = tg_max_pool2d(tg_relu(tg_conv2d(h, cw2, NULL, 1, o2, z2, o2)), kk, NULL, NULL, NULL);
+    const tg_tensor *cwrt[3] = {cx, cw, cw2};
+    tg_tensor *cg[3] = {NULL, NULL, NULL};
+    if (tg_gradient(tg_sum(h, NULL, 0, false), cwrt, 3, cg) == TG_OK) {
+      add1("cnn_bwd_dx", cg[0]);
+      add1("cnn_bwd_dw", cg[1]);
+      add1("cnn_bwd_dw2", cg[2]);
+    }
   }
   tg_scope_end(sc);
   /* tinygrad's own kernel ASTs (tests/opt_heuristic_cases.h) small enough for the interpreter */
