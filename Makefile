@@ -12,6 +12,7 @@ LIB_SRC := $(sort $(wildcard src/*/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
 TOOLS := fuzz_symbolic demo_symbolic demo_tensor
 BENCHES := bench_rewrite bench_tensor bench_train
+BENCHES += bench_matmul
 EXAMPLES := beautiful_mnist
 
 B := build

@@ -97,4 +97,177 @@ if [ -n "$peer" ]; then
     [ "$a" != "$b" ] && echo "bench: note: $k differs: ours=$a tinygrad=$b"
   done
 fi
+
+# issue 5's kernel figures (bench/bench_matmul.c): float32 matmul N = 256..2048 and 16 x 256x256 batched, GFLOPS,
+# against OpenBLAS through numpy and PyTorch; conv2d forward (64x32x28x28, 64 3x3 filters, padding 1) against PyTorch.
+# Peers run on 2 threads (OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / torch.set_num_threads) with OPENBLAS_CORETYPE and
+# OPENBLAS_L2_SIZE removed from their environment only (they pin a ~1.8x slower OpenBLAS kernel); numpy on a reference
+# BLAS is not compared. Ours runs as the library chooses (the heuristic), then with BEAM=2 (`_beam2` lines).
+# BENCH_SECONDS: timed seconds per figure (default 2; at least one run after the compiling one); BENCH_BEAM_TIMEOUT:
+# cap in seconds on each BEAM=2 process, one per figure (default 300); BENCH_BEAM=0 skips the BEAM=2 runs;
+# BENCH_BEAM_FIGURES: the figures run with BEAM=2 (default: the matmuls).
+mm_secs=${BENCH_SECONDS:-2}
+beam_cap=${BENCH_BEAM_TIMEOUT:-300}
+beam_figs=${BENCH_BEAM_FIGURES:-matmul_256 matmul_512 matmul_1024 matmul_2048 matmul_b16_256}
+mm_figs="matmul_256 matmul_512 matmul_1024 matmul_2048 matmul_b16_256"
+conv_fig=conv2d_64x32x28x28_k3
+mm_need=()
+"$torch_py" -c 'import numpy' 2>/dev/null || mm_need+=(python3-numpy)
+"$torch_py" -c 'import torch' 2>/dev/null || mm_need+=(python3-torch)
+ldconfig -p 2>/dev/null | grep -q 'libopenblas\.so\.0' || mm_need+=(libopenblas0)
+if [ ${#mm_need[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "bench: matmul peers: installing ${mm_need[*]} with apt-get"
+  { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends \
+      "${mm_need[@]}"; } >/dev/null 2>&1 || echo "bench: could not install ${mm_need[*]}; those peers may not run"
+fi
+# the peers run before and after ours and keep their better figure: this 2-core machine is shared, and a peer slowed
+# by someone else's load would be a handicapped peer
+run_mm_peers() {
+  local out
+  out=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \
+    "$torch_py" "$ROOT/bench/peer_matmul.py" 1.0 2>&1) || {
+    echo "bench: matmul peers failed:" >&2; echo "$out" | tail -5 | sed 's/^/  /' >&2; }
+  echo "$out"
+}
+mm_peer=$(run_mm_peers)
+echo "$mm_peer" | awk '$1 == "info" { $1 = ""; print "bench: peer" $0 " (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE unset)" }'
+echo "$mm_peer" | awk '$1 == "skip" { $1 = ""; print "bench: peer not run:" $0 }'
+mm_ours=$("$B/bench_matmul" -t "$mm_secs" $mm_figs $conv_fig)
+mm_peer="$mm_peer
+$(run_mm_peers)"
+# figure values: "<name> <GFLOPS> GFLOPS ..." (ours), "<name> <peer> <GFLOPS> GFLOPS" (peers); an error line has none
+mm_value() { echo "$2" | awk -v n="$1" '$1 == n && $3 == "GFLOPS" { print $2; exit }'; }
+mm_peer_value() {  # the best of the peer's runs
+  echo "$mm_peer" | awk -v n="$1" -v p="$2" '$1 == n && $2 == p && $4 == "GFLOPS" && (b == "" || $3 + 0 > b + 0) { b = $3 }
+    END { if (b != "") print b }'
+}
+mm_error() { echo "$2" | awk -v n="$1" '$1 == n && $2 == "error" { $1 = $2 = ""; sub(/^ +/, ""); print; exit }'; }
+# one bench line per (figure, peer); $1 figure, $2 the line's name, $3 our output, $4 why ours is missing (or "")
+mm_lines() {
+  local fig=$1 name=$2 out=$3 missing=$4 peers=openblas o p why
+  [ "$fig" = "$conv_fig" ] && peers=torch || peers="openblas torch"
+  o=$(mm_value "$fig" "$out")
+  why=$missing
+  [ -z "$o" ] && [ -z "$why" ] && why="ours failed: $(mm_error "$fig" "$out")"
+  [ "$why" = "ours failed: " ] && why="ours did not finish"
+  for peer in $peers; do
+    p=$(mm_peer_value "$fig" "$peer")
+    if [ -n "$o" ] && [ -n "$p" ]; then
+      echo "bench $name ours=$o GFLOPS $peer=$p ratio=$(awk -v a="$o" -v b="$p" 'BEGIN { printf "%.4f", a / b }')"
+    else
+      local note=$why
+      [ -z "$p" ] && note="${note:+$note; }peer $peer did not run"
+      echo "bench $name ours=${o:-n/a} GFLOPS $peer=${p:-n/a} ratio=n/a ($note)"
+    fi
+  done
+}
+for fig in $mm_figs $conv_fig; do mm_lines "$fig" "$fig" "$mm_ours" ""; done
+
+# peak float32 FLOP/s of this machine: physical cores x clock x floats per vector x FMA units per core x 2 flops
+cores=$(lscpu -p=CORE,SOCKET 2>/dev/null | grep -v '^#' | sort -u | wc -l); [ "$cores" -gt 0 ] || cores=$(nproc)
+# clock: measured with every core busy (bench_matmul --clock: dependent multiply chains, x86-64 latencies), since a
+# VM's /proc/cpuinfo shows the nominal clock, not the turbo clock the cores run at; /proc/cpuinfo or lscpu otherwise
+nominal=$(awk -F: '/^cpu MHz/ { s += $2; n++ } END { if (n) printf "%.0f", s / n }' /proc/cpuinfo)
+[ -z "$nominal" ] && nominal=$(lscpu | awk -F: '/CPU max MHz/ { printf "%.0f", $2 }')
+mhz=""; [ "$(uname -m)" = x86_64 ] && mhz=$("$B/bench_matmul" --clock 2>/dev/null | awk '$1 == "clock_mhz" { print $2 }')
+if [ -n "$mhz" ]; then mhz_from="measured on all cores at once; /proc/cpuinfo says ${nominal:-?} MHz"
+else mhz=${nominal:-0}; mhz_from="/proc/cpuinfo or lscpu: nominal, could not be measured"; fi
+flags=$(grep -m1 '^flags' /proc/cpuinfo); model=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+vendor=$(grep -m1 '^vendor_id' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
+has() { echo " $flags " | grep -q " $1 "; }
+# FMA units: Intel's Xeon server cores with AVX-512 (Skylake-SP Gold/Platinum and later; Sapphire Rapids shows amx_tile)
+# have two 512-bit FMA units; client AVX-512 cores and AMD Zen 4 do one 512-bit FMA per cycle; AVX2+FMA cores two
+# 256-bit ones. Heavy AVX-512 code may run below the measured clock; the OpenBLAS fraction printed with the line
+# shows how close a tuned kernel comes (above 1 would mean the assumptions are wrong).
+if has avx512f; then
+  width=16; isa=avx512f
+  if [ "$vendor" = GenuineIntel ] && { echo "$model" | grep -q Xeon || has amx_tile; }; then
+    fma=2; fma_why="Intel Xeon server core with AVX-512: two 512-bit FMA units, ports 0 and 5"
+  else
+    fma=1; fma_why="AVX-512 on a client core or AMD Zen 4: one 512-bit FMA per cycle"
+  fi
+elif has avx2 && has fma; then width=8; isa=avx2; fma=2; fma_why="AVX2 with FMA: two 256-bit FMA units"
+elif has avx; then width=8; isa=avx; fma=1; fma_why="AVX without FMA: one multiply and one add per cycle"
+else width=4; isa=sse; fma=1; fma_why="SSE only: one multiply and one add per cycle"
+fi
+peak=$(awk -v c="$cores" -v m="$mhz" -v w="$width" -v f="$fma" 'BEGIN { printf "%.1f", c * m / 1000 * w * f * 2 }')
+how="$cores cores x $mhz MHz ($mhz_from) x $width floats ($isa) x $fma FMA units ($fma_why) x 2"
+square_figs="matmul_256 matmul_512 matmul_1024 matmul_2048"
+mm_best() {  # "<GFLOPS> <figure>": the best square matmul in the output $1
+  for f in $square_figs; do v=$(mm_value "$f" "$1"); [ -n "$v" ] && echo "$v $f"; done | sort -g | tail -1
+}
+peer_best=$(for f in $square_figs; do mm_peer_value "$f" openblas; done | sort -g | tail -1)
+peer_frac=""
+[ -n "$peer_best" ] && peer_frac=$(awk -v a="$peer_best" -v p="$peak" 'BEGIN { printf "; OpenBLAS reaches %.2f", a / p }')
+mm_peak_line() {  # $1 the line's name, $2 our output
+  local best frac; best=$(mm_best "$2")
+  if [ -z "$best" ]; then echo "bench $1 ours=n/a of peak=$peak GFLOPS (no matmul figure ran; how: $how)"; return; fi
+  set -- "$1" $best
+  frac=$(awk -v a="$2" -v p="$peak" 'BEGIN { printf "%.4f", a / p }')
+  echo "bench $1 ours=$frac of peak=$peak GFLOPS (best: $3 at $2 GFLOPS; how: $how$peer_frac)"
+}
+mm_peak_line matmul_peak_fraction "$mm_ours"
+
+# BEAM=2: first the search of matmul_1024 in a fresh cache (IGNORE_BEAM_CACHE=1 too), then the same in a new process
+# (a cache hit: no search, no compile), then the figures. A search shows as tinygrad's BEAM_DEBUG "BEAM_SEARCH" line
+# or as more than the one matmul kernel compiled into the fresh cache; without either, BEAM did not run.
+mm_field() {  # the value of key $2 ("first_s") in figure $1's line of the output $3
+  echo "$3" | awk -v n="$1" -v k="$2=" '$1 == n { for (i = 4; i <= NF; i++) if (index($i, k) == 1) print substr($i, length(k) + 1) }'
+}
+kernels_in() {  # kernels compiled into the sqlite cache $1 (rows of its rt_kernel tables)
+  "$torch_py" -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+tables = [t for (t,) in c.execute("select name from sqlite_master where type = ?", ("table",))]
+names = [t for t in tables if t.startswith("rt_kernel")]
+print(sum(c.execute("select count(*) from \"%s\"" % t).fetchone()[0] for t in names))' "$1" 2>/dev/null || echo 0
+}
+beam_dir=$(mktemp -d)
+beam_why=""; kernels_compiled=0
+if [ "${BENCH_BEAM:-1}" = 0 ]; then
+  beam_why="BEAM=2 runs skipped (BENCH_BEAM=0)"
+else
+  beam_out=$(CACHEDB="$beam_dir/cache.db" BEAM=2 IGNORE_BEAM_CACHE=1 BEAM_DEBUG=1 timeout "$beam_cap" \
+    "$B/bench_matmul" -t 0 matmul_1024 2>&1); beam_rc=$?
+  kernels_compiled=$(kernels_in "$beam_dir/cache.db")
+  if [ $beam_rc -eq 124 ]; then
+    beam_why="BEAM could not run: the search of matmul_1024 passed the ${beam_cap} s cap (BENCH_BEAM_TIMEOUT)"
+  elif [ -n "$(mm_error matmul_1024 "$beam_out")" ]; then
+    beam_why="BEAM could not run: $(mm_error matmul_1024 "$beam_out")"
+  elif [ -z "$(mm_value matmul_1024 "$beam_out")" ]; then
+    beam_why="BEAM could not run: bench_matmul exited $beam_rc: $(echo "$beam_out" | tail -1)"
+  elif ! echo "$beam_out" | grep -q BEAM_SEARCH && [ "$kernels_compiled" -le 1 ]; then
+    beam_why="BEAM could not run: the library ignored BEAM=2 (no BEAM_SEARCH line under BEAM_DEBUG=1,"
+    beam_why="$beam_why $kernels_compiled kernel compiled: no search was made)"
+  fi
+fi
+if [ -n "$beam_why" ]; then
+  echo "bench beam_search_matmul_1024 ours=n/a s peer=none ($beam_why)"
+  echo "bench beam_cached_matmul_1024 ours=n/a s peer=none ($beam_why)"
+  for fig in $beam_figs; do mm_lines "$fig" "${fig}_beam2" "" "$beam_why"; done
+  echo "bench matmul_peak_fraction_beam2 ours=n/a of peak=$peak GFLOPS ($beam_why)"
+else
+  first=$(mm_field matmul_1024 first_s "$beam_out"); run_ms=$(mm_field matmul_1024 best_ms "$beam_out")
+  echo "bench beam_search_matmul_1024 ours=$first s peer=none (first realize with BEAM=2, fresh CACHEDB," \
+    "IGNORE_BEAM_CACHE=1: search + compile + one run of ${run_ms} ms; $kernels_compiled kernels compiled)"
+  cached_out=$(CACHEDB="$beam_dir/cache.db" BEAM=2 BEAM_DEBUG=1 timeout "$beam_cap" \
+    "$B/bench_matmul" -t 0 matmul_1024 2>&1)
+  cached=$(mm_field matmul_1024 first_s "$cached_out"); after=$(kernels_in "$beam_dir/cache.db")
+  note="first realize in a new process on that cache, one run of the kernel included"
+  echo "$cached_out" | grep -q BEAM_SEARCH && note="$note; NOTE: it searched again"
+  [ "$after" != "$kernels_compiled" ] && note="$note; NOTE: it compiled $((after - kernels_compiled)) new kernels"
+  if [ -n "$cached" ]; then echo "bench beam_cached_matmul_1024 ours=$cached s peer=none ($note)"
+  else echo "bench beam_cached_matmul_1024 ours=n/a s peer=none (failed: $(mm_error matmul_1024 "$cached_out"))"; fi
+  # each figure in its own capped process, on the user's cache (a later make bench finds the searches done)
+  beam_figs_out=""
+  for fig in $beam_figs; do
+    fig_out=$(BEAM=2 timeout "$beam_cap" "$B/bench_matmul" -t "$mm_secs" "$fig" 2>&1); beam_rc=$?
+    capped=""; [ $beam_rc -eq 124 ] && capped="BEAM=2 stopped by the ${beam_cap} s cap (BENCH_BEAM_TIMEOUT)"
+    mm_lines "$fig" "${fig}_beam2" "$fig_out" "$capped"
+    beam_figs_out="$beam_figs_out
+$fig_out"
+  done
+  mm_peak_line matmul_peak_fraction_beam2 "$beam_figs_out"
+fi
+rm -rf "$beam_dir"
 exit 0
