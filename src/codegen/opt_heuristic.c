@@ -161,16 +161,19 @@ static bool greedy_upcast_step(OptScheduler *s, Shape *sh, bool *upcasted) {
 
 /* ---- CPU adaptation: register tiles for matmul-like kernels ----
  * tinygrad's greedy upcast (3 or 4 per axis, at most 32 lanes) suits GPUs; on a CPU the accumulator tile should fill
- * SIMD registers. Measured here (2 cores, AVX-512, 512x512 float32 matmul): tinygrad's choice (UPCAST 4 x 4, UNROLL 4)
- * 53 GFLOPS, a 4 x 16 tile with UNROLL 4-8 87-97 GFLOPS. A kernel qualifies when its first REDUCE adds a product of
- * two loads (through a CAST or not), and an output axis is contiguous (stride 1) in one load while the other load
- * does not use it (a row of B reused for every row of A). That axis is upcast to a full vector, an axis the first
- * load broadcasts over by 4 (or 3, 2), and the last reduce unrolled by 4. */
+ * SIMD registers. Measured here (2 cores, AVX-512, 512x512 float32 matmul, best of 15 on a busy machine): tinygrad's
+ * choice (UPCAST 4 x 4, UNROLL 4) 53 GFLOPS; with register-wide loads (cg_coalesce) a 4 x 16 tile 107-175, 8 x 16
+ * with UNROLL 4 238 (8 x 16 without unroll 122-229, UNROLL 2 178). A kernel qualifies when its first REDUCE adds a
+ * product of two loads (through a CAST or not), and an output axis is contiguous (stride 1) in one load while the other
+ * load does not use it (a row of B reused for every row of A). That axis is upcast to a full vector register, an axis
+ * the first load broadcasts over by 8 (or 4, 3, 2), and the last reduce unrolled by 4. */
 
 static UOp *strip_cast(UOp *u) { return u->op == TG_OP_CAST ? u->src[0] : u; }
 
 static UOp *index_of_load(UOp *u) {
   u = strip_cast(u);
+  /* a padded load: WHERE(valid, load, 0) */
+  if (u->op == TG_OP_WHERE && uop_is_const(u->src[2])) u = strip_cast(u->src[1]);
   if (u->op != TG_OP_INDEX || u->nsrc < 2) return NULL;
   UOp *idx = u->src[1];
   return idx->op == TG_OP_WHERE && uop_is_invalid(idx->src[2]) ? idx->src[1] : idx;
@@ -206,7 +209,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
   if (!ia || !ib) return false;
   int itemsize = TG_MAX(1, red->dtype->bitsize / 8);
   int w = s->ren->vector_bytes / itemsize;
-  int vec_cands[3] = {w, w / 2, w / 4}, row_cands[3] = {4, 3, 2};
+  int vec_cands[3] = {w, w / 2, w / 4}, row_cands[4] = {8, 4, 3, 2};
   for (int pass = 0; pass < 2; pass++) {
     UOp *cont = pass ? ia : ib, *bcast = pass ? ib : ia; /* cont: the load contiguous along the vector axis */
     for (int v = sh->n - 1; v >= 0; v--) {
@@ -218,10 +221,10 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
       int r = -1;
       for (int k = 0; k < sh->n && r < 0; k++)
         if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k] &&
-            largest_divisor(sh->size[k], row_cands, 3))
+            largest_divisor(sh->size[k], row_cands, 4))
           r = k;
       if (!try_opt(s, OPT_UPCAST, v, vamt)) return false;
-      if (r >= 0) try_opt(s, OPT_UPCAST, r, largest_divisor(sh->size[r], row_cands, 3));
+      if (r >= 0) try_opt(s, OPT_UPCAST, r, largest_divisor(sh->size[r], row_cands, 4));
       shape_load(s, sh);
       int last = last_unrollable(sh);
       if (last >= 0) {

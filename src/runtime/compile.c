@@ -89,6 +89,12 @@ static bool compiler_init(void) {
 #endif
                                       "-shared"};
   for (size_t i = 0; i < TG_ARRAY_LEN(flags); i++) tg_vec_push(&cc_words, tg_strdup(flags[i]));
+#if defined(__x86_64__)
+  /* -march=native on an AVX-512 core still prefers 256-bit vectors; the codegen tiles kernels to the full register
+   * (render: vector_bytes), and measured here the SLP vectorizer then keeps 512-bit FMAs only with this flag */
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) tg_vec_push(&cc_words, tg_strdup("-mprefer-vector-width=512"));
+#endif
   /* gcc contracts a*b+c into fma across statements by default; clang (tinygrad's compiler) only within one
    * expression. Without contraction gcc's results are the IEEE ones. */
   if (!is_clang) tg_vec_push(&cc_words, tg_strdup("-ffp-contract=off"));
