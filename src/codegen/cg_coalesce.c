@@ -106,9 +106,12 @@ static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
         ndistinct++;
       }
       UOp *offset = g->base ? uop_add(g->base, uop_const_like_int(g->base, first)) : uop_const_int(DT_WEAKINT, first);
+      /* GPUs need a vector access aligned to its size; a CPU takes any address (the renderer gives such an access an
+       * element-aligned vector type), so the offsets of a convolution window (x + kx) still coalesce */
+      bool any_alignment = !ren->has_local;
       int len = 1;
       for (size_t k = 0; k < nl; k++)
-        if ((size_t)lengths[k] <= ndistinct && (lengths[k] == 1 || uop_divides(offset, lengths[k]))) {
+        if ((size_t)lengths[k] <= ndistinct && (lengths[k] == 1 || any_alignment || uop_divides(offset, lengths[k]))) {
           len = lengths[k];
           break;
         }
@@ -120,7 +123,9 @@ static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
       UOp *access;
       if (len > 1) {
         UOp *s[3] = {g->buf, offset, uop_const_int(DT_WEAKINT, len)};
-        access = uop_new(TG_OP_SHRINK, dt, s, 3, arg_none());
+        /* arg 1 marks an access whose offset is not a multiple of its length (CPU only; see render_c) */
+        bool aligned = uop_divides(uop_is(offset, TG_OP_WHERE) ? offset->src[1] : offset, len) != NULL;
+        access = uop_new(TG_OP_SHRINK, dt, s, 3, aligned ? arg_none() : arg_int(1));
       } else {
         UOp *s[2] = {g->buf, offset};
         access = uop_new(TG_OP_INDEX, dt, s, 2, arg_none());

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "codegen/beam.h"
 #include "codegen/codegen.h"
 #include "codegen/linearize.h"
 #include "render/render.h"
@@ -205,7 +206,8 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
   const Renderer *ren = renderer_clang();
   UOpScope sc = uop_scope_begin();
   tg_status st = TG_OK;
-  UOp *lowered = cg_lower(ast, ren);
+  UOp *to_lower = beam_kernel_ast(ast, ren); /* BEAM>=1: the AST carrying the searched opts */
+  UOp *lowered = to_lower ? cg_lower(to_lower, ren) : NULL;
   UOp *linear = lowered ? cg_linearize(lowered) : NULL;
   char *src = linear ? render_c(ren, linear) : NULL;
   if (!src) {
@@ -216,6 +218,7 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
   Kernel *k = tg_calloc(1, sizeof *k);
   k->ast = uop_keep(ast);
   snprintf(k->name, sizeof k->name, "%s", render_kernel_name(linear));
+  beam_print_applied_opts(k->name, lowered);
   RenderParamVec params = {0};
   render_params(linear, &params);
   int64_t core_slot;

@@ -227,11 +227,22 @@ static void put_const_cast(CRender *cr, StrBuf *b, const UOp *x, const UOp *c) {
 }
 
 /* tinygrad render_access: "*name", or "*((float4*)(name))" for a vector or a reinterpreting access */
+/* A vector access SHRINK(buf, offset, n) whose offset is not a multiple of n (the CPU coalescer marks it with arg 1;
+ * x86 loads and stores need no alignment), rendered through a vector type aligned like one element ("float4_u"). */
+static bool access_unaligned(const UOp *bidx, int64_t n) {
+  return n > 1 && uop_is(bidx, TG_OP_SHRINK) && bidx->arg.kind == ARG_INT && bidx->arg.i == 1;
+}
+
 static void put_access(CRender *cr, StrBuf *b, const UOp *bidx) {
   int64_t n = numel_of(cr, bidx);
   if (n > 1 || (bidx->nsrc && bidx->dtype != bidx->src[0]->dtype)) {
     sb_puts(b, "*((");
-    put_dtype(b, bidx->dtype, n, aspace(cr, bidx), true);
+    if (access_unaligned(bidx, n)) {
+      put_dtype(b, bidx->dtype, n, ADDR_REG, false);
+      sb_puts(b, "_u*");
+    } else {
+      put_dtype(b, bidx->dtype, n, aspace(cr, bidx), true);
+    }
     sb_puts(b, ")(");
     put_ref(cr, b, bidx);
     sb_puts(b, "))");
@@ -602,6 +613,25 @@ static void put_vector_typedefs(CRender *cr, StrBuf *out, UOp *linear) {
     sb_printf(out, "typedef %s ", c_type_name(u->dtype));
     put_dtype(out, u->dtype, n, ADDR_REG, false);
     sb_printf(out, " __attribute__((aligned(%lld),ext_vector_type(%lld)));", (long long)align, (long long)n);
+  }
+  /* the element-aligned twins of the vector types unaligned accesses use */
+  for (uint32_t i = 0; i < linear->nsrc; i++) {
+    const UOp *u = linear->src[i];
+    const UOp *bidx = uop_is(u, TG_OP_LOAD) || uop_is(u, TG_OP_STORE) ? u->src[0] : NULL;
+    if (!bidx) continue;
+    int64_t n = numel_of(cr, bidx);
+    if (!access_unaligned(bidx, n)) continue;
+    bool dup = false;
+    for (size_t k = 0; k < nseen && !dup; k++) dup = seen_dt[k] == bidx->dtype && seen_n[k] == -n;
+    if (dup || nseen == TG_ARRAY_LEN(seen_dt)) continue;
+    seen_dt[nseen] = bidx->dtype;
+    seen_n[nseen++] = -n;
+    if (!first) sb_putc(out, '\n');
+    first = false;
+    sb_printf(out, "typedef %s ", c_type_name(bidx->dtype));
+    put_dtype(out, bidx->dtype, n, ADDR_REG, false);
+    sb_printf(out, "_u __attribute__((aligned(%d),ext_vector_type(%lld)));", dt_itemsize(bidx->dtype) > 0 ? (int)dt_itemsize(bidx->dtype) : 1,
+              (long long)n);
   }
 }
 

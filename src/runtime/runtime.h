@@ -104,6 +104,15 @@ tg_status rt_launch(const RtProgram *p, void *const *bufs, const long long *vals
 /* Threads of the pool including the caller (NUM_CPU_THREADS, default the online CPUs). */
 int rt_num_threads(void);
 
+/* ============================================================================================== key/value cache
+ * Small text values kept in the compile cache's database (tinygrad diskcache_get / diskcache_put), e.g. BEAM results:
+ * table "<table>" + key -> value, in a table of their own (the compiled-code tables are not touched). Off when the
+ * cache is off (CACHELEVEL=0, a database that cannot be opened). */
+/* The stored value (heap copy, caller frees), or NULL when absent or the cache is off. */
+char *rt_cache_get(const char *table, const char *key);
+/* Store (replacing any old value); false when the cache is off or the write failed. */
+bool rt_cache_put(const char *table, const char *key, const char *value);
+
 /* ============================================================================================== stats, teardown */
 typedef struct RtStats {
   long compiler_processes;  /* compiler invocations (each is one process started) */

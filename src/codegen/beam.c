@@ -1,0 +1,729 @@
+/* beam.c — BEAM search (tinygrad codegen/opt/search.py): expand every beam entry by every action, lower, render and
+ * dedupe the candidates, compile a round in one compiler process, time them on scratch buffers, keep the fastest.
+ *
+ * The candidates are lowered the way the engine lowers the winner (the original kernel AST carrying the opts as
+ * opts_to_apply, through cg_lower), so the timed code is the code that runs later, and the engine's final compile of
+ * the winner is an in-process hit. The opt axes of an entry are read from a scheduler over cg_optimize's output with
+ * no opts: the same ranges, in the same order, as the scheduler cg_lower builds. */
+#include "beam.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "codegen/linearize.h"
+#include "runtime/runtime.h"
+
+#define BEAM_CACHE_FORMAT "beam1" /* bump when the opt axis numbering changes: old entries stop matching */
+
+static BeamStats stats;
+BeamStats beam_stats(void) { return stats; }
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double getenv_double(const char *name, double dflt) {
+  const char *v = getenv(name);
+  if (!v || !*v) return dflt;
+  char *end;
+  double x = strtod(v, &end);
+  return *end ? dflt : x;
+}
+
+/* tinygrad time_to_str: seconds above 10 s, milliseconds above 10 ms, else microseconds */
+static void time_to_str(double t, int w, char *out, size_t cap) {
+  if (t > 10) snprintf(out, cap, "%*.2fs ", w, t);
+  else if (t > 10e-3) snprintf(out, cap, "%*.2fms", w, t * 1e3);
+  else snprintf(out, cap, "%*.2fus", w, t * 1e6);
+}
+
+/* ================================================================================================================
+ * the actions
+ * ================================================================================================================ */
+
+typedef TG_VEC(Opt) OptVec;
+
+static void push_action(OptVec *v, OptOp op, int axis, int arg) {
+  Opt o = {(int32_t)op, axis, arg};
+  tg_vec_push(v, o);
+}
+
+/* tinygrad's action list, in its order. TC (a tuple arg) has no representation here and is left out. */
+static void build_actions(OptVec *a) {
+  static const int upcast_amts[] = {0, 2, 3, 4, 5, 7}, unroll_amts[] = {0, 4, 7};
+  static const int local_amts[] = {2, 3, 4, 8, 13, 16, 29};
+  static const int grouptop_amts[] = {13, 16, 28, 29, 32, 49, 64, 256}, group_amts[] = {0, 4, 8, 16};
+  static const int thread_amts[] = {2, 3, 4, 5, 8, 12, 16, 24, 32, 64};
+  for (size_t i = 0; i < TG_ARRAY_LEN(upcast_amts); i++)
+    for (int ax = 0; ax < 8; ax++) push_action(a, OPT_UPCAST, ax, upcast_amts[i]);
+  for (size_t i = 0; i < TG_ARRAY_LEN(unroll_amts); i++)
+    for (int ax = 0; ax < 5; ax++) push_action(a, OPT_UNROLL, ax, unroll_amts[i]);
+  for (size_t i = 0; i < TG_ARRAY_LEN(local_amts); i++)
+    for (int ax = 0; ax < 6; ax++) push_action(a, OPT_LOCAL, ax, local_amts[i]);
+  for (size_t i = 0; i < TG_ARRAY_LEN(grouptop_amts); i++)
+    for (int ax = 0; ax < 3; ax++) push_action(a, OPT_GROUPTOP, ax, grouptop_amts[i]);
+  for (size_t i = 0; i < TG_ARRAY_LEN(group_amts); i++)
+    for (int ax = 0; ax < 3; ax++) push_action(a, OPT_GROUP, ax, group_amts[i]);
+  if (tg_getenv_int("BEAM_PADTO", 0))
+    for (int ax = 0; ax < 7; ax++) push_action(a, OPT_PADTO, ax, 32);
+  push_action(a, OPT_LOCAL, 0, 32);
+  push_action(a, OPT_LOCAL, 6, 2);
+  for (int a0 = 0; a0 < 5; a0++)
+    for (int a1 = a0 + 1; a1 < 5; a1++) push_action(a, OPT_SWAP, a0, a1);
+  for (size_t i = 0; i < TG_ARRAY_LEN(thread_amts); i++)
+    for (int ax = 0; ax < 3; ax++) push_action(a, OPT_THREAD, ax, thread_amts[i]);
+  if (tg_getenv_int("NOLOCALS", 0)) push_action(a, OPT_NOLOCALS, -1, 0);
+}
+
+static bool action_listed(const OptVec *a, int32_t op, int32_t axis, int32_t arg) {
+  for (size_t i = 0; i < a->len; i++)
+    if (a->data[i].op == op && a->data[i].axis == axis && a->data[i].arg == arg) return true;
+  return false;
+}
+
+/* tinygrad real_axis: UNROLL counts the (GROUP_)REDUCE axes, GROUP/GROUPTOP the REDUCE ones, the rest every axis.
+ * -1 when out of range. */
+static int action_real_axis(const AxisType *types, int n, Opt o) {
+  if (o.axis < 0) return -1;
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    AxisType t = types[i];
+    bool pick = o.op == OPT_UNROLL                              ? t == AXIS_GROUP_REDUCE || t == AXIS_REDUCE
+                : (o.op == OPT_GROUP || o.op == OPT_GROUPTOP) ? t == AXIS_REDUCE
+                                                              : true;
+    if (pick && k++ == o.axis) return i;
+  }
+  return -1;
+}
+
+typedef struct SchedShape {
+  int n;
+  int64_t *sizes;
+  AxisType *types;
+} SchedShape;
+
+static void sched_shape(const OptScheduler *s, SchedShape *out) {
+  out->n = opt_sched_len(s);
+  out->sizes = tg_malloc((size_t)(out->n + 1) * sizeof *out->sizes);
+  out->types = tg_malloc((size_t)(out->n + 1) * sizeof *out->types);
+  opt_sched_shape(s, out->sizes, out->types);
+}
+
+static void sched_shape_free(SchedShape *s) {
+  tg_free(s->sizes);
+  tg_free(s->types);
+}
+
+typedef TG_VEC(OptScheduler) SchedVec;
+
+/* tinygrad get_kernel_actions(include_0=False): every action that applies to s and keeps the upcast product (UPCAST
+ * and UNROLL sizes) within max_up and the local product (WARP, LOCAL, GROUP_REDUCE) within max_lcl. */
+static void kernel_actions(const OptScheduler *s, const OptVec *actions, int64_t max_up, int64_t max_lcl,
+                           SchedVec *out) {
+  SchedShape sh;
+  sched_shape(s, &sh);
+  for (size_t i = 0; i < actions->len; i++) {
+    Opt a = actions->data[i];
+    /* without locals these raise KernelOptError in opt_apply: skip the work of trying */
+    if (!s->ren->has_local && (a.op == OPT_LOCAL || a.op == OPT_GROUP || a.op == OPT_GROUPTOP)) continue;
+    if (a.axis >= 0) {
+      int ax = action_real_axis(sh.types, sh.n, a);
+      if (ax < 0) continue;
+      if (sh.sizes[ax] == a.arg && action_listed(actions, a.op, a.axis, 0)) continue;
+    }
+    OptScheduler s2;
+    opt_sched_copy(&s2, s);
+    if (opt_apply(&s2, a) != TG_OK) {
+      opt_sched_free(&s2);
+      continue;
+    }
+    SchedShape sh2;
+    sched_shape(&s2, &sh2);
+    int64_t up = 1, lcl = 1;
+    for (int k = 0; k < sh2.n; k++) {
+      AxisType t = sh2.types[k];
+      if (t == AXIS_UPCAST || t == AXIS_UNROLL) up *= sh2.sizes[k];
+      else if (t == AXIS_WARP || t == AXIS_LOCAL || t == AXIS_GROUP_REDUCE) lcl *= sh2.sizes[k];
+    }
+    sched_shape_free(&sh2);
+    if (up > max_up || lcl > max_lcl) {
+      if (tg_getenv_int("BEAM_LOG_SURPASS_MAX", 0))
+        printf("too many upcast/local. up=%lld, max_up=%lld, lcl=%lld, max_lcl=%lld\n", (long long)up,
+               (long long)max_up, (long long)lcl, (long long)max_lcl);
+      opt_sched_free(&s2);
+      continue;
+    }
+    tg_vec_push(out, s2);
+  }
+  tg_clear_error();
+  sched_shape_free(&sh);
+}
+
+/* tinygrad colored_shape without colors: each axis size followed by its axis letter (heap string) */
+static char *shape_str(const OptScheduler *s) {
+  SchedShape sh;
+  sched_shape(s, &sh);
+  StrBuf out;
+  sb_init(&out);
+  for (int i = 0; i < sh.n; i++) {
+    char sz[24];
+    snprintf(sz, sizeof sz, "%lld", (long long)sh.sizes[i]);
+    sb_printf(&out, "%s%4s%c", i ? " " : "", sz, axis_type_letter(sh.types[i]));
+  }
+  sched_shape_free(&sh);
+  return sb_take(&out);
+}
+
+static void opts_str(const Opt *opts, int n, StrBuf *out) {
+  sb_putc(out, '(');
+  for (int i = 0; i < n; i++) {
+    char buf[96];
+    opt_format(opts[i], buf, sizeof buf);
+    sb_printf(out, "%s%s", i ? ", " : "", buf);
+  }
+  sb_puts(out, n == 1 ? ",)" : ")");
+}
+
+/* ================================================================================================================
+ * candidates: lowering, compiling, timing
+ * ================================================================================================================ */
+
+typedef struct Candidate {
+  OptScheduler s;
+  char *src;                     /* the kernel + its fixed-ABI entry: what is compiled (NULL: dropped) */
+  char name[TG_NAME_MAX];
+  char entry[TG_NAME_MAX + 8];
+  RenderParamVec params;
+  int core_param, ncores;
+  int nuops;
+  double flops;
+  double lower_s;
+  bool compiled_ok;
+  RtProgram *prog;
+  double tm;
+} Candidate;
+
+static void candidate_free(Candidate *c) {
+  opt_sched_free(&c->s);
+  tg_free(c->src);
+  tg_vec_free(&c->params);
+}
+
+/* ALU ops weighted by the trip counts of their loops (tinygrad Estimates.ops, as the engine's DEBUG line counts) */
+static double estimate_flops(UOp *linear) {
+  double trips = 1, flops = 0;
+  TG_VEC(double) stack = {0};
+  for (uint32_t i = 0; i < linear->nsrc; i++) {
+    UOp *u = linear->src[i];
+    if (u->op == TG_OP_RANGE) {
+      tg_vec_push(&stack, trips);
+      i128 n = uop_vmax(u) + 1;
+      trips *= n > 0 ? (double)n : 1;
+    } else if (u->op == TG_OP_END && stack.len) {
+      for (uint32_t k = 1; k < u->nsrc && stack.len; k++) trips = stack.data[--stack.len];
+    } else if (op_is_alu(uop_op(u)) && !op_has(uop_op(u), OPP_COMPARISON)) {
+      flops += trips;
+    }
+  }
+  tg_vec_free(&stack);
+  return flops;
+}
+
+/* Lower one candidate as the engine will: the original AST carrying the candidate's opts, through cg_lower. False
+ * when it does not lower, render, or has uops_max linear uops or more (tinygrad BEAM_UOPS_MAX). */
+static bool lower_candidate(UOp *ast, const Renderer *ren, Candidate *c, int64_t uops_max) {
+  double t0 = now_seconds();
+  UOpScope sc = uop_scope_begin();
+  bool ok = false;
+  UOp *lowered = cg_lower(opt_ast_with_opts(ast, c->s.applied, c->s.napplied), ren);
+  UOp *linear = lowered ? cg_linearize(lowered) : NULL;
+  if (linear) {
+    c->nuops = (int)linear->nsrc;
+    if (uops_max > 0 && c->nuops >= uops_max) {
+      if (tg_getenv_int("BEAM_LOG_SURPASS_MAX", 0))
+        printf("too many uops. len(uops)=%d, uops_max=%lld\n", c->nuops, (long long)uops_max);
+    } else {
+      char *src = render_c(ren, linear);
+      if (src) {
+        snprintf(c->name, sizeof c->name, "%s", render_kernel_name(linear));
+        snprintf(c->entry, sizeof c->entry, "%s_entry", c->name);
+        char *entry = render_c_entry(linear, c->entry);
+        StrBuf b;
+        sb_init(&b);
+        sb_printf(&b, "%s\n%s", src, entry);
+        c->src = sb_take(&b);
+        tg_free(src);
+        tg_free(entry);
+        render_params(linear, &c->params);
+        c->core_param = -1;
+        c->ncores = 1;
+        for (size_t i = 0; i < c->params.len; i++)
+          if (c->params.data[i].is_value && strcmp(c->params.data[i].var_name, "core_id") == 0) {
+            c->core_param = (int)i;
+            c->ncores = (int)(c->params.data[i].vmax + 1);
+          }
+        c->flops = estimate_flops(linear);
+        ok = c->params.len <= RT_MAX_PARAMS;
+      }
+    }
+  }
+  if (!ok && tg_getenv_int("BEAM_DEBUG", 0) && tg_last_error()[0]) {
+    StrBuf o;
+    sb_init(&o);
+    opts_str(c->s.applied, c->s.napplied, &o);
+    printf("BEAM failed for opts: %s\n%s\n", o.s, tg_last_error());
+    sb_free(&o);
+  }
+  uop_scope_end(sc);
+  tg_clear_error();
+  c->lower_s = now_seconds() - t0;
+  return ok;
+}
+
+/* Compile the candidates in one compiler process. A kernel the compiler rejects (its source shows in the compile
+ * log, which quotes the sources of the kernels the compiler's messages name) is dropped and the rest compiled again
+ * in one more process; a failure that names no kernel, or every kernel, is the compiler's own and is returned. */
+static tg_status compile_candidates(Candidate **cands, size_t n) {
+  TG_VEC(Candidate *) todo = {0};
+  for (size_t i = 0; i < n; i++) tg_vec_push(&todo, cands[i]);
+  tg_status st = TG_OK;
+  while (todo.len) {
+    RtKernelSource *srcs = tg_calloc(todo.len, sizeof *srcs);
+    RtProgram **progs = tg_calloc(todo.len, sizeof *progs);
+    for (size_t i = 0; i < todo.len; i++) {
+      srcs[i].name = todo.data[i]->name;
+      srcs[i].src = todo.data[i]->src;
+      srcs[i].entry = todo.data[i]->entry;
+    }
+    st = rt_compile_many(srcs, todo.len, progs);
+    stats.candidates_compiled += (long)todo.len;
+    if (st == TG_OK)
+      for (size_t i = 0; i < todo.len; i++) todo.data[i]->prog = progs[i], todo.data[i]->compiled_ok = true;
+    tg_free(srcs);
+    tg_free(progs);
+    if (st == TG_OK || st != TG_ERR_RUNTIME) break;
+    const char *log = rt_compile_log();
+    size_t kept = 0, rejected = 0;
+    for (size_t i = 0; i < todo.len; i++) {
+      if (log && strstr(log, todo.data[i]->src)) rejected++;
+      else todo.data[kept++] = todo.data[i];
+    }
+    if (rejected == 0 || kept == 0) break; /* not one kernel's fault: the compiler's error stands */
+    if (tg_debug_level() >= 2 || tg_getenv_int("BEAM_DEBUG", 0))
+      printf("BEAM: the compiler rejected %zu candidate(s); compiling the other %zu again\n", rejected, kept);
+    todo.len = kept;
+    st = TG_OK;
+  }
+  tg_vec_free(&todo);
+  return st;
+}
+
+/* scratch buffers, one per buffer slot, filled with small finite values and shared by every candidate */
+typedef struct Scratch {
+  TG_VEC(int64_t) slots;
+  TG_VEC(RtBuffer *) bufs;
+} Scratch;
+
+static void write_small_value(unsigned char *p, const DType *d, int64_t i) {
+  double f = 0.5 + 0.125 * (double)(i % 5);
+  int64_t k = 1 + i % 3;
+  switch (d->id) {
+  case TG_FLOAT32: { float x = (float)f; memcpy(p, &x, sizeof x); return; }
+  case TG_FLOAT64: memcpy(p, &f, sizeof f); return;
+  case TG_FLOAT16: { uint16_t h = tg_float_to_half_bits((float)f); memcpy(p, &h, sizeof h); return; }
+  case TG_BFLOAT16: { uint16_t h = tg_float_to_bf16_bits((float)f); memcpy(p, &h, sizeof h); return; }
+  case TG_FP8E4M3: case TG_FP8E5M2: case TG_FP8E4M3FNUZ: case TG_FP8E5M2FNUZ:
+    *p = tg_float_to_fp8_bits(f, d->id);
+    return;
+  case TG_BOOL: *p = (unsigned char)(i & 1); return;
+  default: break;
+  }
+  switch (dt_itemsize(d)) { /* integers: small, positive, never zero (a divisor must not be) */
+  case 1: { int8_t x = (int8_t)k; memcpy(p, &x, 1); return; }
+  case 2: { int16_t x = (int16_t)k; memcpy(p, &x, 2); return; }
+  case 4: { int32_t x = (int32_t)k; memcpy(p, &x, 4); return; }
+  case 8: memcpy(p, &k, 8); return;
+  default: memset(p, 0, (size_t)dt_itemsize(d)); return;
+  }
+}
+
+static tg_status scratch_get(Scratch *sc, const char *device, const char *kernel, const RenderParam *p, void **out) {
+  if (p->numel < 0)
+    return tg_set_error(TG_ERR_UNSUPPORTED,
+                        "tinygrad.c: BEAM: kernel %s: buffer %s has no known size: not supported yet", kernel, p->name);
+  const DType *d = p->dtype->scalar;
+  size_t nbytes = (size_t)p->numel * (size_t)dt_itemsize(d);
+  size_t idx = sc->slots.len;
+  for (size_t i = 0; i < sc->slots.len; i++)
+    if (sc->slots.data[i] == p->slot) idx = i;
+  if (idx < sc->slots.len && rt_buffer_nbytes(sc->bufs.data[idx]) >= nbytes) {
+    *out = rt_buffer_ptr(sc->bufs.data[idx]);
+    return TG_OK;
+  }
+  RtBuffer *b;
+  tg_status st = rt_buffer_new(device, nbytes, &b);
+  if (st != TG_OK) return st;
+  unsigned char *mem = rt_buffer_ptr(b);
+  size_t item = (size_t)dt_itemsize(d);
+  for (int64_t i = 0; i < p->numel; i++) write_small_value(mem + (size_t)i * item, d, i);
+  if (idx < sc->slots.len) {
+    rt_buffer_free(sc->bufs.data[idx]);
+    sc->bufs.data[idx] = b;
+  } else {
+    tg_vec_push(&sc->slots, p->slot);
+    tg_vec_push(&sc->bufs, b);
+  }
+  *out = mem;
+  return TG_OK;
+}
+
+static void scratch_free(Scratch *sc) {
+  for (size_t i = 0; i < sc->bufs.len; i++) rt_buffer_free(sc->bufs.data[i]);
+  tg_vec_free(&sc->slots);
+  tg_vec_free(&sc->bufs);
+}
+
+/* tinygrad _time_program: up to 3 launches, stopping early once the best is slower than early_stop. A launch that
+ * fails leaves c->tm INFINITY (the candidate is dropped). Errors only for buffers that cannot be made. */
+static tg_status time_candidate(Candidate *c, Scratch *sc, const char *device, double early_stop) {
+  void *bufs[RT_MAX_PARAMS];
+  long long vals[RT_MAX_PARAMS];
+  for (size_t i = 0; i < c->params.len; i++) {
+    const RenderParam *p = &c->params.data[i];
+    bufs[i] = NULL;
+    vals[i] = 0;
+    if (p->is_value) vals[i] = (long long)p->vmax;
+    else {
+      tg_status st = scratch_get(sc, device, c->name, p, &bufs[i]);
+      if (st != TG_OK) return st;
+    }
+  }
+  stats.candidates_timed++;
+  c->tm = INFINITY;
+  for (int run = 0; run < 3; run++) {
+    double sec = 0;
+    if (rt_launch(c->prog, bufs, vals, (int)c->params.len, c->core_param, c->core_param >= 0 ? c->ncores : 1, &sec) !=
+        TG_OK) {
+      tg_clear_error();
+      c->tm = INFINITY;
+      return TG_OK;
+    }
+    if (sec < c->tm) c->tm = sec;
+    if (early_stop < c->tm) break;
+  }
+  return TG_OK;
+}
+
+/* sources already timed in this search (tinygrad seen_libs) */
+typedef struct SeenSet {
+  TG_VEC(uint64_t) hashes;
+  TG_VEC(char *) srcs;
+} SeenSet;
+
+static bool seen_has(const SeenSet *s, const char *src, uint64_t h) {
+  for (size_t i = 0; i < s->hashes.len; i++)
+    if (s->hashes.data[i] == h && strcmp(s->srcs.data[i], src) == 0) return true;
+  return false;
+}
+
+static void seen_add(SeenSet *s, const char *src, uint64_t h) {
+  tg_vec_push(&s->hashes, h);
+  tg_vec_push(&s->srcs, tg_strdup(src));
+}
+
+static void seen_free(SeenSet *s) {
+  for (size_t i = 0; i < s->srcs.len; i++) tg_free(s->srcs.data[i]);
+  tg_vec_free(&s->srcs);
+  tg_vec_free(&s->hashes);
+}
+
+static int by_time(const void *pa, const void *pb) {
+  const Candidate *a = *(Candidate *const *)pa, *b = *(Candidate *const *)pb;
+  if (a->tm != b->tm) return a->tm < b->tm ? -1 : 1;
+  return a < b ? -1 : a > b; /* stable: the candidates' order */
+}
+
+/* ================================================================================================================
+ * the cache entry: "UPCAST,0,4;UNROLL,0,4" (empty: no opts)
+ * ================================================================================================================ */
+
+char *beam_cache_key(UOp *ast, const Renderer *ren, int amt) {
+  char hex[33];
+  uop_key_hex(uop_key(ast), hex);
+  StrBuf b;
+  sb_init(&b);
+  sb_printf(&b, "%s|ast=%s|amt=%d|allow_test_size=1|device=%s|suffix=%s", BEAM_CACHE_FORMAT, hex, amt,
+            ren->device ? ren->device : "", ren->suffix ? ren->suffix : "");
+  return sb_take(&b);
+}
+
+static char *opts_serialize(const Opt *opts, int n) {
+  StrBuf b;
+  sb_init(&b);
+  for (int i = 0; i < n; i++)
+    sb_printf(&b, "%s%s,%d,%d", i ? ";" : "", opt_op_name((OptOp)opts[i].op), (int)opts[i].axis, (int)opts[i].arg);
+  return sb_take(&b);
+}
+
+static bool parse_int32(const char *s, const char *end, int32_t *out) {
+  if (s == end || end - s > 11) return false;
+  char buf[16];
+  memcpy(buf, s, (size_t)(end - s));
+  buf[end - s] = 0;
+  char *e;
+  long v = strtol(buf, &e, 10);
+  if (*e || v < -2147483647L || v > 2147483647L) return false;
+  *out = (int32_t)v;
+  return true;
+}
+
+/* Strict: anything but a well-formed list of at most OPT_LIST_MAX known opts is rejected. */
+static bool opts_parse(const char *s, Opt *opts, int *n) {
+  *n = 0;
+  if (!*s) return true;
+  for (const char *p = s;;) {
+    const char *end = strchr(p, ';');
+    if (!end) end = p + strlen(p);
+    const char *c1 = memchr(p, ',', (size_t)(end - p));
+    const char *c2 = c1 ? memchr(c1 + 1, ',', (size_t)(end - c1 - 1)) : NULL;
+    if (!c1 || !c2 || *n >= OPT_LIST_MAX) return false;
+    Opt o = {-1, 0, 0};
+    for (int op = 0; op < OPT_OP_COUNT; op++) {
+      const char *name = opt_op_name((OptOp)op);
+      if (strlen(name) == (size_t)(c1 - p) && memcmp(name, p, (size_t)(c1 - p)) == 0) o.op = op;
+    }
+    if (o.op < 0 || !parse_int32(c1 + 1, c2, &o.axis) || !parse_int32(c2 + 1, end, &o.arg)) return false;
+    opts[(*n)++] = o;
+    if (!*end) return true;
+    p = end + 1;
+  }
+}
+
+/* ================================================================================================================
+ * the search
+ * ================================================================================================================ */
+
+static void print_round(double t, double best, size_t ncands, size_t ntimed, const OptScheduler *s) {
+  char tm[48];
+  time_to_str(best, 12, tm, sizeof tm);
+  char *shape = shape_str(s);
+  printf("\r%7.2fs: %s from %3zu -> %3zu actions\033[K %s\n", t, tm, ncands, ntimed, shape);
+  tg_free(shape);
+  fflush(stdout);
+}
+
+static tg_status search(UOp *ast, const OptScheduler *base, int amt, OptScheduler *best_out) {
+  const Renderer *ren = base->ren;
+  OptVec actions = {0};
+  build_actions(&actions);
+  int64_t max_up = tg_getenv_int("BEAM_UPCAST_MAX", 256), max_lcl = tg_getenv_int("BEAM_LOCAL_MAX", 1024);
+  int64_t uops_max = tg_getenv_int("BEAM_UOPS_MAX", 3000), beam_debug = tg_getenv_int("BEAM_DEBUG", 0);
+  double min_progress = getenv_double("BEAM_MIN_PROGRESS", 0.01) / 1e6;
+  const char *device = ren->device ? ren->device : "CPU";
+  bool live_lines = tg_debug_level() >= 2 && isatty(STDOUT_FILENO);
+
+  /* the beam: schedulers and their times, best first */
+  TG_VEC(OptScheduler) beam = {0};
+  TG_VEC(double) beam_tm = {0};
+  OptScheduler first;
+  opt_sched_copy(&first, base);
+  tg_vec_push(&beam, first);
+  tg_vec_push(&beam_tm, INFINITY);
+  SeenSet seen = {0};
+  Scratch scratch = {0};
+  tg_status st = TG_OK;
+  double t_start = now_seconds();
+  if (tg_debug_level() >= 2) {
+    char *shape = shape_str(base);
+    printf("   0.00s:                from   1 ->   1 actions %s\n", shape);
+    tg_free(shape);
+  }
+
+  for (bool exiting = false; !exiting && st == TG_OK;) {
+    SchedVec scheds = {0};
+    for (size_t i = 0; i < beam.len; i++) kernel_actions(&beam.data[i], &actions, max_up, max_lcl, &scheds);
+    size_t ncands = scheds.len;
+    Candidate *cands = tg_calloc(ncands ? ncands : 1, sizeof *cands);
+    TG_VEC(Candidate *) live = {0};
+    double least_flops = INFINITY;
+    SeenSet round_seen = {0};
+    for (size_t i = 0; i < ncands; i++) {
+      Candidate *c = &cands[i];
+      c->s = scheds.data[i];
+      c->tm = INFINITY;
+      if (!lower_candidate(ast, ren, c, uops_max)) continue;
+      uint64_t h = tg_hash_bytes(c->src, strlen(c->src), 0xbea5);
+      if (seen_has(&seen, c->src, h) || seen_has(&round_seen, c->src, h)) continue;
+      seen_add(&round_seen, c->src, h);
+      if (c->flops < least_flops) least_flops = c->flops;
+      tg_vec_push(&live, c);
+    }
+    seen_free(&round_seen);
+    tg_vec_free(&scheds);
+    /* tinygrad: drop kernels that compute 1000x more than the least (PADTO gone wrong) */
+    size_t kept = 0;
+    for (size_t i = 0; i < live.len; i++) {
+      if (least_flops * 1000 < live.data[i]->flops) {
+        if (tg_getenv_int("BEAM_LOG_SURPASS_MAX", 0))
+          printf("too much compute. %.0f when least is %.0f\n", live.data[i]->flops, least_flops);
+        continue;
+      }
+      live.data[kept++] = live.data[i];
+    }
+    live.len = kept;
+    if (live.len) st = compile_candidates(live.data, live.len);
+    TG_VEC(Candidate *) timed = {0};
+    for (size_t i = 0; i < live.len && st == TG_OK; i++) {
+      Candidate *c = live.data[i];
+      if (!c->compiled_ok) continue;
+      seen_add(&seen, c->src, tg_hash_bytes(c->src, strlen(c->src), 0xbea5));
+      st = time_candidate(c, &scratch, device, beam_tm.data[0] * 3);
+      if (st != TG_OK) break;
+      if (isinf(c->tm)) continue; /* the launch failed (tinygrad: a RuntimeError skips the candidate) */
+      tg_vec_push(&timed, c);
+      double t = now_seconds() - t_start;
+      char tm[48];
+      time_to_str(c->tm, 12, tm, sizeof tm);
+      if (beam_debug > 1 || live_lines) {
+        char *shape = shape_str(&c->s);
+        if (beam_debug > 1) {
+          char lt[48];
+          time_to_str(c->lower_s, 12, lt, sizeof lt);
+          printf("%7.2fs: %5zu %5d uops %s compile/%s run      %4zu/%4zu         %s\n", t, (size_t)(c - cands),
+                 c->nuops, lt, tm, timed.len, ncands, shape);
+        } else {
+          printf("\r%7.2fs: %s      %4zu/%4zu         %s\033[K", t, tm, timed.len, ncands, shape);
+        }
+        fflush(stdout);
+        tg_free(shape);
+      }
+    }
+    if (st == TG_OK) {
+      if (timed.len) qsort(timed.data, timed.len, sizeof *timed.data, by_time);
+      double best = timed.len ? timed.data[0]->tm : INFINITY;
+      exiting = timed.len == 0 || best < min_progress || beam_tm.data[0] - best < min_progress;
+      size_t take = !exiting ? TG_MIN((size_t)amt, timed.len) : (timed.len && best < beam_tm.data[0]) ? 1 : 0;
+      if (take) {
+        for (size_t i = 0; i < beam.len; i++) opt_sched_free(&beam.data[i]);
+        beam.len = beam_tm.len = 0;
+        for (size_t i = 0; i < take; i++) {
+          OptScheduler keep;
+          opt_sched_copy(&keep, &timed.data[i]->s);
+          tg_vec_push(&beam, keep);
+          tg_vec_push(&beam_tm, timed.data[i]->tm);
+        }
+      }
+      if (tg_debug_level() >= 2)
+        print_round(now_seconds() - t_start, beam_tm.data[0], ncands, timed.len, &beam.data[0]);
+    }
+    tg_vec_free(&timed);
+    tg_vec_free(&live);
+    for (size_t i = 0; i < ncands; i++) candidate_free(&cands[i]);
+    tg_free(cands);
+  }
+  if (st == TG_OK) {
+    opt_sched_copy(best_out, &beam.data[0]);
+    if (beam_debug) {
+      char tm[48];
+      time_to_str(beam_tm.data[0], 0, tm, sizeof tm);
+      StrBuf o;
+      sb_init(&o);
+      opts_str(beam.data[0].applied, beam.data[0].napplied, &o);
+      printf("BEAM_SEARCH: final tm=%s, applied_opts=%s\n", tm, o.s);
+      sb_free(&o);
+    }
+  }
+  for (size_t i = 0; i < beam.len; i++) opt_sched_free(&beam.data[i]);
+  tg_vec_free(&beam);
+  tg_vec_free(&beam_tm);
+  seen_free(&seen);
+  scratch_free(&scratch);
+  tg_vec_free(&actions);
+  return st;
+}
+
+/* The cached opts, when they parse and apply to the kernel (false: absent, corrupt or stale). */
+static bool cached_opts(const char *key, const OptScheduler *base, Opt *out, int *n) {
+  char *val = rt_cache_get(BEAM_CACHE_TABLE, key);
+  if (!val) return false;
+  bool ok = opts_parse(val, out, n);
+  if (ok) {
+    OptScheduler s;
+    opt_sched_copy(&s, base);
+    for (int i = 0; i < *n && ok; i++) ok = opt_apply(&s, out[i]) == TG_OK;
+    opt_sched_free(&s);
+  }
+  if (!ok && tg_debug_level() >= 1)
+    fprintf(stderr, "tinygrad.c: BEAM cache entry ignored (%s): \"%.200s\"\n", *n ? "stale" : "corrupt", val);
+  tg_clear_error();
+  tg_free(val);
+  return ok;
+}
+
+tg_status beam_search(UOp *ast, const Renderer *ren, int amt, Opt *out_opts, int *n_out) {
+  *n_out = 0;
+  if (!ast || !ren || ast->op != TG_OP_SINK)
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "beam_search: a kernel SINK and a renderer are needed");
+  if (amt < 1) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "beam_search: beam width %d (at least 1)", amt);
+  UOpScope sc = uop_scope_begin();
+  UOp *base_ast = cg_optimize(opt_ast_with_opts(ast, NULL, 0), ren);
+  if (!base_ast) {
+    tg_status st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_RUNTIME;
+    uop_scope_end(sc);
+    return st;
+  }
+  OptScheduler base;
+  opt_sched_init(&base, base_ast, ren);
+  char *key = beam_cache_key(ast, ren, amt);
+  bool use_cache = tg_getenv_int("CACHELEVEL", 2) >= 1;
+  tg_status st = TG_OK;
+  if (use_cache && !tg_getenv_int("IGNORE_BEAM_CACHE", 0) && cached_opts(key, &base, out_opts, n_out)) {
+    stats.cache_hits++;
+  } else {
+    stats.searches++;
+    OptScheduler best;
+    st = search(ast, &base, amt, &best);
+    if (st == TG_OK) {
+      *n_out = best.napplied;
+      memcpy(out_opts, best.applied, (size_t)best.napplied * sizeof(Opt));
+      opt_sched_free(&best);
+      if (use_cache) {
+        char *val = opts_serialize(out_opts, *n_out);
+        rt_cache_put(BEAM_CACHE_TABLE, key, val);
+        tg_free(val);
+      }
+    } else {
+      *n_out = 0;
+    }
+  }
+  tg_free(key);
+  opt_sched_free(&base);
+  uop_scope_end(sc);
+  return st;
+}
+
+UOp *beam_kernel_ast(UOp *ast, const Renderer *ren) {
+  int64_t amt = tg_getenv_int("BEAM", 0);
+  if (amt < 1 || (ast->arg.kind == ARG_KERNEL && ast->arg.kernel->has_opts_to_apply)) return ast;
+  Opt opts[OPT_LIST_MAX];
+  int n = 0;
+  if (beam_search(ast, ren, (int)TG_MIN(amt, 1 << 20), opts, &n) != TG_OK) return NULL;
+  return opt_ast_with_opts(ast, opts, n);
+}
+
+void beam_print_applied_opts(const char *name, UOp *lowered) {
+  if (tg_debug_level() < 3 || !lowered || lowered->arg.kind != ARG_KERNEL || lowered->arg.kernel->applied_opts == 0)
+    return;
+  const KernelInfo *ki = lowered->arg.kernel;
+  StrBuf o;
+  sb_init(&o);
+  opts_str(ki->applied, TG_MIN(ki->applied_opts, KERNEL_OPTS_MAX), &o);
+  printf("%-25s opts: %s\n", name, o.s);
+  sb_free(&o);
+}

@@ -1,0 +1,47 @@
+/* beam.h — BEAM search over kernel opts (tinygrad codegen/opt/search.py; reference section 7.2 "BEAM").
+ *
+ * From the kernel's opt axes, every action of tinygrad's action list (UPCAST/UNROLL/THREAD/SWAP/PADTO..., TC left
+ * out: its tuple arg is not representable) is tried on every entry of the beam; each surviving candidate is lowered
+ * exactly as the engine will lower it (opt_ast_with_opts + cg_lower), linearized and rendered; all candidates of a
+ * round are compiled by ONE compiler process, timed on scratch buffers, and the `amt` fastest form the next beam.
+ * The search stops when the best time improves by less than BEAM_MIN_PROGRESS microseconds (default 0.01).
+ *
+ * The result (the opt list) is kept in the compile cache's database, keyed by the kernel AST's stable key, amt, the
+ * device and the renderer suffix; CACHELEVEL=0 turns that off, IGNORE_BEAM_CACHE=1 forces a search, and a cached list
+ * that no longer applies (or does not parse) is searched again.
+ *
+ * Knobs (tinygrad's names): BEAM (engine: the beam width, 0 = off), BEAM_UPCAST_MAX (256), BEAM_LOCAL_MAX (1024),
+ * BEAM_UOPS_MAX (3000), BEAM_MIN_PROGRESS (0.01 us), BEAM_PADTO (0), NOLOCALS, IGNORE_BEAM_CACHE, CACHELEVEL,
+ * BEAM_DEBUG; DEBUG>=2 prints the progress lines, DEBUG>=3 the opts of every lowered kernel. */
+#ifndef TG_CODEGEN_BEAM_H
+#define TG_CODEGEN_BEAM_H
+
+#include "opt.h"
+
+/* Search opts for the kernel AST `ast` (a kernel SINK as the scheduler makes it) with beam width amt >= 1.
+ * out_opts (OPT_LIST_MAX entries) receives the best opt list, *n_out its length (0: no action helped). Errors: a
+ * compiler that cannot run at all, a kernel whose buffers have no known size (TG_ERR_UNSUPPORTED). */
+tg_status beam_search(UOp *ast, const Renderer *ren, int amt, Opt *out_opts, int *n_out);
+
+/* What the engine lowers for `ast`: ast itself when BEAM < 1 or the AST already carries opts_to_apply, else
+ * opt_ast_with_opts(ast, beam result). A node of the current scope, or NULL with tg_last_error() set. */
+UOp *beam_kernel_ast(UOp *ast, const Renderer *ren);
+
+/* DEBUG>=3: "<name padded to 25> opts: (Opt(...), ...)" for a lowered kernel SINK that had opts applied (tinygrad's
+ * print in do_linearize). */
+void beam_print_applied_opts(const char *name, UOp *lowered);
+
+/* Counters since the process started (tests and tools). */
+typedef struct BeamStats {
+  long searches;            /* searches run (not answered by the cache) */
+  long cache_hits;          /* searches answered by the cache */
+  long candidates_compiled; /* candidates sent to the compiler (after dedupe and filters) */
+  long candidates_timed;    /* candidates launched for timing */
+} BeamStats;
+BeamStats beam_stats(void);
+
+/* The cache key of a search (what beam_search stores under, in table BEAM_CACHE_TABLE); caller frees. */
+#define BEAM_CACHE_TABLE "beam_search"
+char *beam_cache_key(UOp *ast, const Renderer *ren, int amt);
+
+#endif
