@@ -183,6 +183,12 @@ static const Rule lane_fold_rules[] = {
     RULE("r:REDUCE", fold_constant_lane, NULL),
 };
 
+static const RuleSet *pm_lane_fold(void) {
+  static RuleSet *pm;
+  if (!pm) pm = PM_NEW("fold constant lanes", lane_fold_rules);
+  return pm;
+}
+
 static const Rule expand_rules[] = {
     /* a REDUCE over UNROLL ranges adds its lanes up first (horizontal reduce) */
     RULE("r:REDUCE", expand_reduce, NULL),
@@ -204,12 +210,8 @@ UOp *cg_expand(UOp *sink) {
     /* no symbolic pass here: it could drop a range from one lane's REDUCE and not another's, and the lanes of one
      * REDUCE must end their loops together (merge_reduce_ends); the passes after reduce lowering fold the lanes */
     ret = graph_rewrite(sink, pm, &c, 0, NULL, "expander");
-    static RuleSet *lane_rules;
     static const RuleSet *lane_fold;
-    if (!lane_fold) {
-      lane_rules = PM_NEW("fold constant lanes", lane_fold_rules);
-      lane_fold = pm_concat(sym_symbolic(), lane_rules);
-    }
+    if (!lane_fold) lane_fold = pm_concat(sym_symbolic(), pm_lane_fold());
     if (ret) ret = graph_rewrite(ret, lane_fold, NULL, 0, NULL, "expander symbolic");
     if (ret) {
       /* every UPCAST/UNROLL range must be gone: one left means a shape this expander does not handle */
