@@ -933,6 +933,7 @@ static const struct { const char *name, *why; } heuristic_deviations[] = {
     {"matmul_256_0", "CPU register tiles (opt_heuristic.c cpu_matmul_tiles): a vector-wide UPCAST, not 4x4"},
     {"matvec_1x512x256_0", "CPU register tiles (opt_heuristic.c cpu_matmul_tiles): a vector-wide UPCAST of the output"},
     {"conv_1x3x32x32_k3_0", "CPU register tiles (opt_heuristic.c cpu_matmul_tiles): a padded conv is matmul-like too"},
+    {"conv_2x3x9x9_k3_0", "CPU register tiles (opt_heuristic.c cpu_matmul_tiles): a short conv row is upcast whole"},
 };
 
 static const char *heuristic_deviation(const char *name) {

@@ -170,20 +170,39 @@ static bool greedy_upcast_step(OptScheduler *s, Shape *sh, bool *upcasted) {
 
 static UOp *strip_cast(UOp *u) { return u->op == TG_OP_CAST ? u->src[0] : u; }
 
+/* The index of the one load a value is computed from: through casts and elementwise ops whose other operands are
+ * constants or do not read memory per element (a padded load WHERE(valid, load, 0), a fused relu max(load, 0), a
+ * scale...). NULL when the value mixes two loads. */
+static bool reads_memory(UOp *u) { return uop_op_in_backward_slice_with_self(u, TG_OP_INDEX); }
+
+/* the INDEX node itself */
+static UOp *load_of(UOp *u) {
+  for (int depth = 0; depth < 16; depth++) {
+    if (u->op == TG_OP_INDEX) return u->nsrc >= 2 ? u : NULL;
+    if (!op_is_alu(uop_op(u)) && u->op != TG_OP_CAST) return NULL;
+    UOp *next = NULL;
+    for (uint32_t i = 0; i < u->nsrc; i++) {
+      if (!reads_memory(u->src[i])) continue;
+      if (next) return NULL; /* two loads */
+      next = u->src[i];
+    }
+    if (!next) return NULL;
+    u = next;
+  }
+  return NULL;
+}
+
 static UOp *index_of_load(UOp *u) {
-  u = strip_cast(u);
-  /* a padded load: WHERE(valid, load, 0) */
-  if (u->op == TG_OP_WHERE && uop_is_const(u->src[2])) u = strip_cast(u->src[1]);
-  if (u->op != TG_OP_INDEX || u->nsrc < 2) return NULL;
-  UOp *idx = u->src[1];
+  UOp *ld = load_of(u);
+  if (!ld) return NULL;
+  UOp *idx = ld->src[1];
   return idx->op == TG_OP_WHERE && uop_is_invalid(idx->src[2]) ? idx->src[1] : idx;
 }
 
 /* bytes of the buffer an INDEX expression belongs to: found from the load (cont is its index) */
-static int64_t buffer_bytes_of_load(UOp *load) {
-  load = strip_cast(load);
-  if (load->op == TG_OP_WHERE && uop_is_const(load->src[2])) load = strip_cast(load->src[1]);
-  if (load->op != TG_OP_INDEX || load->nsrc < 1) return 0;
+static int64_t buffer_bytes_of_load(UOp *value) {
+  UOp *load = load_of(value);
+  if (!load) return 0;
   UOp *buf = load->src[0];
   int64_t n;
   if (buf->nsrc < 1 || !uop_ssimplify_int(buf->src[0], &n)) return 0;
@@ -229,16 +248,29 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
       if (!is_upcastable(sh, v)) continue;
       UOp *rv = sh->rngs.data[v];
       if (!has_unit_term(cont, rv) || in_slice(bcast, rv) || bcast == rv) continue;
-      int vamt = largest_divisor(sh->size[v], vec_cands, 3);
-      if (!vamt) continue;
+      int64_t vs = sh->size[v];
+      /* an axis that is not a multiple of the register but at most two registers long (a conv row of 28, 24, 20,
+       * 12...) is upcast whole, in two splits of at most 16 when needed, with 4 rows: a 64x32x28x28 3x3 conv went
+       * from 29 GFLOPS (4 lanes x 8 rows, kx unrolled) to 66-70 (28 lanes x 4 rows, no unroll) */
+      bool whole = vs % w != 0 && vs <= 2 * w;
+      int vamt = whole ? 0 : largest_divisor(vs, vec_cands, 3), split = 0;
+      if (whole && vs > 16) {
+        for (int d = 2; d <= 16 && !split; d++)
+          if (vs % d == 0 && vs / d <= 16) split = d;
+        if (!split) continue;
+      }
+      if (!whole && !vamt) continue;
+      const int *rows = whole ? row_cands + 1 : row_cands;
+      int nrows = whole ? 3 : 4;
       int r = -1;
       for (int k = 0; k < sh->n && r < 0; k++)
         if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k] &&
-            largest_divisor(sh->size[k], row_cands, 4))
+            largest_divisor(sh->size[k], rows, nrows))
           r = k;
+      if (split && !try_opt(s, OPT_UPCAST, v, split)) return false;
       if (!try_opt(s, OPT_UPCAST, v, vamt)) return false;
       if (r >= 0) {
-        int ramt = largest_divisor(sh->size[r], row_cands, 4);
+        int ramt = largest_divisor(sh->size[r], rows, nrows);
         try_opt(s, OPT_UPCAST, r, ramt);
         /* a big B (the contiguous load) no longer stays in L2 between row tiles (its rows are a power-of-two stride
          * apart, so the tile's lines alias in the cache): twice the rows halves how often it is streamed. Measured
@@ -248,10 +280,8 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
       }
       shape_load(s, sh);
       int last = last_unrollable(sh);
-      if (last >= 0) {
-        if (sh->size[last] <= 4) try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, 0);
-        else if (sh->size[last] % 4 == 0) try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, 4);
-      }
+      /* unroll a long reduce by 4; a small one (a conv window) is left as a loop: unrolling kx = 3 measured slower */
+      if (last >= 0 && sh->size[last] > 4 && sh->size[last] % 4 == 0) try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, 4);
       return true;
     }
   }
