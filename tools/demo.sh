@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # demo.sh — `make demo`. The main part: tinygrad's beautiful_mnist CNN trained on Fashion-MNIST in C
-# (examples/beautiful_mnist.c: autograd, nn layers, Adam, all through generated, fused kernels on the CPU), on Debian's
-# dataset-fashion-mnist when installed, else on the subset shipped in data/. The CPU kernels are not optimized yet,
-# so the demo trains a short run by default (DEMO_STEPS steps of DEMO_BS images, accuracy on DEMO_EVAL test images);
-# tinygrad's full settings are `STEPS=70 BS=512 build/beautiful_mnist` (about a minute per step on 2 cores today).
+# (examples/beautiful_mnist.c: autograd, nn layers, Adam, all through generated, fused kernels on the CPU) with
+# tinygrad's settings (batch 512, Adam lr 1e-3), on Debian's dataset-fashion-mnist when installed, else on the subset
+# shipped in data/. With the full dataset it trains 900 steps and evaluates on all 10,000 test images every 100 steps:
+# measured on this 2-core machine, 90.45% test accuracy at 2.46 s/step (38 min). With the subset it trains 200 steps.
+# DEMO_STEPS / DEMO_BS / DEMO_EVAL (test images) override; e.g. DEMO_STEPS=30 for a quick look.
 # Then the earlier stages: an MLP forward pass checked against plain C, the symbolic simplifier, a symbolic fuzz run.
 set -e
 B=${1:-build}
 echo "== training: beautiful_mnist on Fashion-MNIST"
-STEPS=${DEMO_STEPS:-${STEPS:-30}} BS=${DEMO_BS:-${BS:-64}} EVAL_LIMIT=${DEMO_EVAL:-${EVAL_LIMIT:-1000}} \
-  "$B/beautiful_mnist"
+missing=0
+for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
+  [ -f "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/$f" ] || missing=1
+done
+if [ $missing -eq 0 ]; then steps=900; every=100; else steps=200; every=0; fi
+STEPS=${DEMO_STEPS:-${STEPS:-$steps}} BS=${DEMO_BS:-${BS:-512}} EVAL_LIMIT=${DEMO_EVAL:-${EVAL_LIMIT:-0}} \
+  EVAL_EVERY=${EVAL_EVERY:-$every} "$B/beautiful_mnist"
 echo
 echo "== the tensor pipeline"
 "$B/demo_tensor"
