@@ -488,13 +488,14 @@ static void test_threefry(void) {
   uop_scope_end(sc);
 }
 
-/* the heuristic on a 1M-element add: UPCAST 4, then the THREAD split follows the renderer: off without threads, else
- * the largest count <= global_max[0] dividing an output axis (32,16,12,8,6,5,4,3,2 with >= 128K ops per thread: 1M
- * ops allow 8 at most). The names are tinygrad's hand_coded_optimizations with NUM_CPU_THREADS = cores. */
+/* the heuristic on a 1M-element add: no upcast (a CPU elementwise kernel, see opt_heuristic.c; tinygrad upcasts 4),
+ * then the THREAD split follows the renderer: off without threads, else the largest count <= global_max[0] dividing
+ * an output axis (32,16,12,8,6,5,4,3,2 with >= 128K ops per thread: 1M ops allow 8 at most), as tinygrad's
+ * hand_coded_optimizations with NUM_CPU_THREADS = cores. */
 static void test_thread_split(void) {
   static const struct { bool threads; int64_t cores; const char *name; int64_t core_vmax; } want[] = {
-      {false, 8, "E_262144_4", -1},  {true, 1, "E_262144_4", -1},    {true, 12, "E_32768_8_4", 7},
-      {true, 5, "E_65536_4_4", 3},   {true, 32, "E_32768_8_4", 7},   {true, 3, "E_131072_2_4", 1},
+      {false, 8, "E_1048576", -1},  {true, 1, "E_1048576", -1},    {true, 12, "E_131072_8", 7},
+      {true, 5, "E_262144_4", 3},   {true, 32, "E_131072_8", 7},   {true, 3, "E_524288_2", 1},
   };
   for (size_t i = 0; i < TG_ARRAY_LEN(want); i++) {
     UOpScope sc = uop_scope_begin();

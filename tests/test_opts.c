@@ -934,6 +934,12 @@ static const struct { const char *name, *why; } heuristic_deviations[] = {
     {"matvec_1x512x256_0", "CPU register tiles (opt_heuristic.c cpu_matmul_tiles): a vector-wide UPCAST of the output"},
     {"conv_1x3x32x32_k3_0", "CPU register tiles (opt_heuristic.c cpu_matmul_tiles): a padded conv is matmul-like too"},
     {"conv_2x3x9x9_k3_0", "CPU register tiles (opt_heuristic.c cpu_matmul_tiles): a short conv row is upcast whole"},
+    {"add_1M_0", "CPU elementwise kernels get no upcast (opt_heuristic.c): the loop vectorizer does better"},
+    {"add_bcast_1024x1_1x1024_0", "CPU elementwise kernels get no upcast (opt_heuristic.c): the loop vectorizer does better"},
+    {"relu_64x64_0", "CPU elementwise kernels get no upcast (opt_heuristic.c): the loop vectorizer does better"},
+    {"softmax_64x128_2", "CPU elementwise kernels get no upcast (opt_heuristic.c): the loop vectorizer does better"},
+    {"cat_4x5_4x3_0", "CPU elementwise kernels get no upcast (opt_heuristic.c): the loop vectorizer does better"},
+    {"layernorm_32x256_2", "CPU elementwise kernels get no upcast (opt_heuristic.c): the loop vectorizer does better"},
 };
 
 static const char *heuristic_deviation(const char *name) {
