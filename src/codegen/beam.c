@@ -17,7 +17,8 @@
 #include "codegen/linearize.h"
 #include "runtime/runtime.h"
 
-#define BEAM_CACHE_FORMAT "beam1" /* bump when the opt axis numbering changes: old entries stop matching */
+#define BEAM_CACHE_FORMAT "beam2" /* bump when the opt axis numbering or the search changes: old entries stop matching
+                                    * (beam2: the first round also times the heuristic, UPCAST 8/16 actions) */
 
 static BeamStats stats;
 BeamStats beam_stats(void) { return stats; }
