@@ -1,16 +1,17 @@
 /* codegen.h — the codegen stage: a kernel AST (a SINK as the scheduler makes it, tinygrad's form: STORE/END over
  * RANGEs, INDEX into PARAMs, REDUCE over ranges) lowered to the SINK the linearizer takes, as tinygrad's
- * full_rewrite_to_sink does for the CPU (Clang) renderer without opt search (reference section 7.1):
+ * full_rewrite_to_sink does for the CPU (Clang) renderer (reference section 7.1):
  *
- *   load collapse -> split ranges -> initial symbolic -> simplify ranges -> opts (NOOPT: ranges stay WEAK on a
- *   device without locals, plus the heuristic's THREAD split over cores) -> postopt symbolic (where-on-load, POW)
- *   -> reduce lowering (REG accumulator) -> gpudims (THREAD -> core_id) -> add loads -> indexing simplify -> memory
- *   coalescing (vector loads via SHRINK) -> index dtype lowering -> early / late decompositions (transcendentals
- *   included) driven by the renderer's code_for_op -> gates to LOAD/STORE -> final rewrite -> casted consts ->
- *   control flow -> number params.
+ *   load collapse -> split ranges -> initial symbolic -> simplify ranges -> opts (opt.c: the AST's opts_to_apply,
+ *   else the hand-coded heuristic, nothing under NOOPT; BEAM hands its result in as opts_to_apply) -> postopt
+ *   symbolic (where-on-load, POW) -> expander (UPCAST/UNROLL ranges -> lanes) -> reduce lowering (REG accumulators,
+ *   lanes of one reduce in one loop) -> gpudims (THREAD -> core_id) -> add loads -> indexing simplify -> memory
+ *   coalescing (vector loads/stores via SHRINK, up to the CPU's register width) -> index dtype lowering -> early /
+ *   late decompositions (transcendentals included) driven by the renderer's code_for_op -> gates to LOAD/STORE ->
+ *   final rewrite -> casted consts -> control flow -> number params.
  *
- * Not there (a clear error): movement ops left in the AST (tinygrad's pm_mops), LOCAL/GROUP/DEVICE axes, STAGE
- * (local buffers), vector ranges (no UPCAST/UNROLL without opt search), emulated dtypes.
+ * Not there (a clear error): movement ops left in the AST (tinygrad's pm_mops), LOCAL/GROUP/DEVICE axes and tensor
+ * cores (no GPU renderer yet), STAGE (local buffers), vector-typed RANGEs, emulated dtypes.
  * The kernel name (tinygrad's E_../r_.. without colors) is written into the lowered SINK's KernelInfo. */
 #ifndef TG_CODEGEN_H
 #define TG_CODEGEN_H

@@ -1,7 +1,9 @@
 /* opt_heuristic.c — tinygrad's hand_coded_optimizations (codegen/opt/heuristic.py): the opts a kernel gets without
  * search. In order: GROUPTOP for small outputs (needs locals), upcast small masked axes (from stack/cat), greedy
  * upcasts of axes some buffer broadcasts over, unroll of the last reduce, a default upcast of 4, locals (devices with
- * locals), and the THREAD split over cores. Tensor cores, images and the matvec template need a GPU renderer. */
+ * locals), and the THREAD split over cores. Tensor cores, images and the matvec template need a GPU renderer.
+ * CPU adaptations (each measured; see the comments where they act): register tiles for matmul-like kernels and
+ * convs (cpu_matmul_tiles), and no upcast for elementwise kernels (the compiler's loop vectorizer does better). */
 #include "cg_internal.h"
 #include "opt.h"
 
