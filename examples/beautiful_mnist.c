@@ -10,7 +10,8 @@
  * else the subset shipped in data/fashion-mnist (found from the working directory or next to the executable).
  * Knobs (environment, tinygrad's names where it has them): STEPS (default 70), BS (512), EVAL_EVERY (evaluate on
  * the test set every N steps; default 0: at the end only), EVAL_LIMIT (evaluate on the first N test images; default
- * all), TARGET_EVAL_ACC_PCT (exit 1 when the final accuracy is below it), SEED (0). */
+ * all), TARGET_EVAL_ACC_PCT (exit 1 when the final accuracy is below it), SEED (0), LR_DECAY_STEP (after this
+ * step Adam's lr drops to a tenth; default 0: never, as in tinygrad). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -207,6 +208,7 @@ int main(int argc, char **argv) {
     }
   }
   int steps = (int)env_long("STEPS", 70), every = (int)env_long("EVAL_EVERY", 0);
+  int decay_step = (int)env_long("LR_DECAY_STEP", 0);
   int64_t bs = env_long("BS", 512), eval_limit = env_long("EVAL_LIMIT", 0), eval_chunk = 500;
   double target = getenv("TARGET_EVAL_ACC_PCT") ? atof(getenv("TARGET_EVAL_ACC_PCT")) : 0;
   uint64_t seed = (uint64_t)env_long("SEED", 0);
@@ -248,7 +250,9 @@ int main(int argc, char **argv) {
     return r;
   }
   printf("model: conv5x32, conv5x32, BatchNorm, maxpool, conv3x64, conv3x64, BatchNorm, maxpool, Linear 576->10 "
-         "(%lld parameters); Adam lr 0.001; batch %lld; %d steps\n", (long long)n_params, (long long)bs, steps);
+         "(%lld parameters); Adam lr 0.001", (long long)n_params);
+  if (decay_step > 0) printf(" (0.0001 after step %d)", decay_step);
+  printf("; batch %lld; %d steps\n", (long long)bs, steps);
 
   int64_t img_px = data.train_images.shape[1] * data.train_images.shape[2];
   int64_t scratch_rows = bs > eval_chunk ? bs : eval_chunk;
@@ -266,6 +270,7 @@ int main(int argc, char **argv) {
   uint64_t rng = seed ^ 0x5eedULL;
   tg_set_training(true);
   for (int step = 1; step <= steps && rc == 0; step++) {
+    if (decay_step > 0 && step == decay_step + 1 && tg_optim_set_lr(opt, 0.0001) != TG_OK) rc = fail("lr decay");
     tg_scope s = tg_scope_begin();
     for (int64_t i = 0; i < bs; i++) rows[i] = (int64_t)(next_random(&rng) % (uint64_t)n_train);
     tg_tensor *x = images_tensor(&data.train_images, rows, 0, bs, img_scratch);

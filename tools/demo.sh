@@ -2,7 +2,9 @@
 # demo.sh — `make demo`. The main part: tinygrad's beautiful_mnist CNN trained on Fashion-MNIST in C
 # (examples/beautiful_mnist.c: autograd, nn layers, Adam, all through generated, fused kernels on the CPU) with
 # tinygrad's settings (batch 512, Adam lr 1e-3), on Debian's dataset-fashion-mnist when installed, else on the subset
-# shipped in data/. With the full dataset it trains 900 steps and evaluates on all 10,000 test images every 100 steps:
+# shipped in data/. With the full dataset it trains 900 steps (Adam's lr drops to a tenth after step 600: without it
+# the accuracy hovers around 90%, 90.45% and 89.96% at step 900 in two runs) and evaluates on all 10,000 test images
+# every 100 steps:
 # measured on this 2-core machine: 90.45% test accuracy (then 2.46 s/step; 1.3-1.5 s/step since the CPU tiles of the
 # fast-kernels issue). With the subset it trains 200 steps.
 # DEMO_STEPS / DEMO_BS / DEMO_EVAL (test images) override; e.g. DEMO_STEPS=30 for a quick look.
@@ -14,9 +16,9 @@ missing=0
 for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
   [ -f "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/$f" ] || missing=1
 done
-if [ $missing -eq 0 ]; then steps=900; every=100; else steps=200; every=0; fi
+if [ $missing -eq 0 ]; then steps=900; every=100; decay=600; else steps=200; every=0; decay=0; fi
 STEPS=${DEMO_STEPS:-${STEPS:-$steps}} BS=${DEMO_BS:-${BS:-512}} EVAL_LIMIT=${DEMO_EVAL:-${EVAL_LIMIT:-0}} \
-  EVAL_EVERY=${EVAL_EVERY:-$every} "$B/beautiful_mnist"
+  EVAL_EVERY=${EVAL_EVERY:-$every} LR_DECAY_STEP=${LR_DECAY_STEP:-$decay} "$B/beautiful_mnist"
 echo
 echo "== the tensor pipeline"
 "$B/demo_tensor"
