@@ -221,26 +221,6 @@ static void candidate_free(Candidate *c) {
   tg_vec_free(&c->params);
 }
 
-/* ALU ops weighted by the trip counts of their loops (tinygrad Estimates.ops, as the engine's DEBUG line counts) */
-static double estimate_flops(UOp *linear) {
-  double trips = 1, flops = 0;
-  TG_VEC(double) stack = {0};
-  for (uint32_t i = 0; i < linear->nsrc; i++) {
-    UOp *u = linear->src[i];
-    if (u->op == TG_OP_RANGE) {
-      tg_vec_push(&stack, trips);
-      i128 n = uop_vmax(u) + 1;
-      trips *= n > 0 ? (double)n : 1;
-    } else if (u->op == TG_OP_END && stack.len) {
-      for (uint32_t k = 1; k < u->nsrc && stack.len; k++) trips = stack.data[--stack.len];
-    } else if (op_is_alu(uop_op(u)) && !op_has(uop_op(u), OPP_COMPARISON)) {
-      flops += trips;
-    }
-  }
-  tg_vec_free(&stack);
-  return flops;
-}
-
 /* Lower one candidate as the engine will: the original AST carrying the candidate's opts, through cg_lower. False
  * when it does not lower, render, or has uops_max linear uops or more (tinygrad BEAM_UOPS_MAX). */
 static bool lower_candidate(UOp *ast, const Renderer *ren, Candidate *c, int64_t uops_max) {
@@ -274,7 +254,7 @@ static bool lower_candidate(UOp *ast, const Renderer *ren, Candidate *c, int64_t
             c->core_param = (int)i;
             c->ncores = (int)(c->params.data[i].vmax + 1);
           }
-        c->flops = estimate_flops(linear);
+        c->flops = cg_estimate_flops(linear);
         ok = c->params.len <= RT_MAX_PARAMS;
       }
     }

@@ -167,26 +167,6 @@ typedef struct Kernel {
 static TG_VEC(Kernel *) kernels;
 static UOpMap kernel_by_ast;
 
-/* ALU ops weighted by the trip count of their loops: walk the linear program keeping the product of open RANGEs. */
-static double estimate_flops(UOp *linear) {
-  double trips = 1, flops = 0;
-  TG_VEC(double) stack = {0};
-  for (uint32_t i = 0; i < linear->nsrc; i++) {
-    UOp *u = linear->src[i];
-    if (u->op == TG_OP_RANGE) {
-      tg_vec_push(&stack, trips);
-      i128 n = uop_vmax(u) + 1;
-      trips *= n > 0 ? (double)n : 1;
-    } else if (u->op == TG_OP_END && stack.len) {
-      for (uint32_t k = 1; k < u->nsrc && stack.len; k++) trips = stack.data[--stack.len];
-    } else if (op_is_alu(uop_op(u)) && !op_has(uop_op(u), OPP_COMPARISON)) {
-      flops += trips;
-    }
-  }
-  tg_vec_free(&stack);
-  return flops;
-}
-
 /* The core_id Variable of a THREAD-split kernel: its number of values (1 when there is none) and its slot. */
 static int core_count(UOp *linear, int64_t *slot) {
   for (uint32_t i = 0; i < linear->nsrc; i++) {
@@ -231,7 +211,7 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
     if (params.data[i].is_value && params.data[i].slot == core_slot) k->core_param = (int)i;
   }
   tg_vec_free(&params);
-  k->flops = estimate_flops(linear);
+  k->flops = cg_estimate_flops(linear);
   char entry_name[TG_NAME_MAX + 8];
   snprintf(entry_name, sizeof entry_name, "%s_entry", k->name);
   char *entry = render_c_entry(linear, entry_name);
