@@ -30,6 +30,8 @@ static char *linear_lines(UOp *lin) {
   return sb_take(&b);
 }
 
+static int hinted_loops;
+
 static void check_tinygrad_cases(void) {
   for (size_t i = 0; i < TG_ARRAY_LEN(c_render_cases); i++) {
     UOpScope sc = uop_scope_begin();
@@ -44,9 +46,29 @@ static void check_tinygrad_cases(void) {
     CHECK_MSG(strcmp(lines, c_render_cases[i].linear) == 0, "%s: linear order\n  got\n%s\n  expected\n%s", name, lines,
               c_render_cases[i].linear);
     tg_free(lines);
-    char *src = render_c(renderer_clang(), lin);
+    /* tinygrad's text is without our loop-vectorizer hint (render/c.c wants_vectorize_hint) */
+    Renderer plain = *renderer_clang();
+    plain.reduce_vectorize_hint = false;
+    char *src = render_c(&plain, lin);
     CHECK_MSG(src && strcmp(src, c_render_cases[i].source) == 0, "%s: C source\n  got\n%s\n  expected\n%s", name,
               src ? src : tg_last_error(), c_render_cases[i].source);
+    /* with it, the same text plus the hint lines */
+    char *hinted = render_c(renderer_clang(), lin);
+    if (src && hinted) {
+      StrBuf stripped;
+      sb_init(&stripped);
+      for (const char *p = hinted; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p + 1) : strlen(p);
+        if (!strstr(p, "_Pragma(\"clang loop vectorize(enable)\")") || (nl && strstr(p, "_Pragma") > nl))
+          sb_printf(&stripped, "%.*s", (int)n, p);
+        else hinted_loops++;
+        p += n;
+      }
+      CHECK_MSG(strcmp(stripped.s ? stripped.s : "", src) == 0, "%s: C source with the vectorize hint\n%s", name, hinted);
+      sb_free(&stripped);
+    }
+    tg_free(hinted);
     tg_free(src);
     uop_scope_end(sc);
   }
@@ -307,6 +329,8 @@ static void check_extra_matcher(void) {
 
 void suite_render(void) {
   check_tinygrad_cases();
+  /* sum_all and the other contiguous scalar reduces carry the hint */
+  CHECK_MSG(hinted_loops >= 1, "no tinygrad case got the loop-vectorizer hint (%d)", hinted_loops);
   check_extra_matcher();
   check_compiled_vs_interp();
 }

@@ -290,6 +290,40 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
   return false;
 }
 
+/* ---- CPU adaptation: reductions along a contiguous axis ----
+ * tinygrad upcasts 4 outputs and unrolls the reduce by 4; the lanes are then added up in every iteration, a chain the
+ * C compiler cannot vectorize (no reassociation), and the elementwise work before the reduce (softmax's exp) stays
+ * scalar. When every load of the reduced value reads the last reduce axis with unit stride, the loop is left alone
+ * instead: the renderer marks it for the compiler's loop vectorizer (render/c.c wants_vectorize_hint), which then
+ * runs it on full SIMD registers with vector accumulators. Measured (2 cores, AVX-512, 4096x1024 float32): softmax's
+ * exp-sum kernel 10.4 ms -> 0.86 ms (its max kernel keeps tinygrad's opts: 0.5 ms, 2.2 ms when
+ * left to the vectorizer). */
+static bool cpu_row_reduce(OptScheduler *s, Shape *sh) {
+  if (s->ren->has_local || !s->ren->reduce_vectorize_hint) return false;
+  UOpVec topo = {0};
+  uop_backward_slice(s->ast, &topo);
+  UOp *red = NULL;
+  for (size_t i = 0; i < topo.len && !red; i++)
+    if (topo.data[i]->op == TG_OP_REDUCE) red = topo.data[i];
+  tg_vec_free(&topo);
+  int last = last_unrollable(sh);
+  /* ADD only: a MAX reduce (tinygrad's select, NaN-propagating) is not a reduction the vectorizer recognizes */
+  if (!red || red->arg.red.op != TG_OP_ADD || last < 0 || sh->size[last] < 64 || unrollable_count(sh) != 1) return false;
+  UOp *rng = sh->rngs.data[last];
+  UOpVec slice = {0};
+  uop_toposort(red->src[0], NULL, NULL, &slice);
+  bool ok = true, any = false;
+  for (size_t i = 0; i < slice.len && ok; i++) {
+    UOp *u = slice.data[i];
+    if (u->op != TG_OP_INDEX || u->nsrc < 2 || !in_slice(u->src[1], rng)) continue;
+    UOp *idx = u->src[1]->op == TG_OP_WHERE && uop_is_invalid(u->src[1]->src[2]) ? u->src[1]->src[1] : u->src[1];
+    ok = has_unit_term(idx, rng);
+    any = true;
+  }
+  tg_vec_free(&slice);
+  return ok && any;
+}
+
 void opt_hand_coded(OptScheduler *s) {
   Shape sh;
   memset(&sh, 0, sizeof sh);
@@ -322,7 +356,7 @@ void opt_hand_coded(OptScheduler *s) {
     for (int i = nup; i-- > 0;) try_opt(s, OPT_UPCAST, to_upcast[i], 0);
   }
 
-  if (cpu_matmul_tiles(s, &sh)) goto threads;
+  if (cpu_matmul_tiles(s, &sh) || cpu_row_reduce(s, &sh)) goto threads;
 
   /* more upcasts of output axes that some buffer broadcasts over, while the output is big and the tile small. On a
    * CPU an elementwise kernel (no reduce) gets no upcast at all: the compiler's loop vectorizer turns the plain loop

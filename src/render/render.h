@@ -25,6 +25,7 @@ typedef struct Renderer {
   int64_t shared_max;          /* bytes of LOCAL memory */
   int vector_bytes;            /* the SIMD register width the compiler targets (CPU: 64 with AVX-512, 32 with AVX2,
                                   else 16); the CPU heuristic tiles matmul-like kernels to it */
+  bool reduce_vectorize_hint;  /* mark contiguous scalar reduce loops for the compiler's loop vectorizer (c.c) */
   OpSet code_for_op;           /* ALU ops rendered natively (the keys of tinygrad's code_for_op) */
   uint32_t supported_dtypes;   /* bit (1u << TgDTypeId) per scalar dtype the device computes in */
   /* Renderer-specific rewrites applied in the codegen's final rewrite (tinygrad Renderer.extra_matcher), or NULL
