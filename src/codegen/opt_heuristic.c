@@ -324,6 +324,50 @@ static bool cpu_row_reduce(OptScheduler *s, Shape *sh) {
   return ok && any;
 }
 
+/* ---- CPU adaptation: register tiles for A @ B^T ----
+ * When both loads of a matmul-like reduce read the last reduce axis with unit stride (x @ W^T of a Linear layer, a
+ * matmul against a transposed matrix), no output axis is contiguous and cpu_matmul_tiles does not apply. A tile of
+ * output lanes (8 along the axis of the bigger operand, 2 along the other) is upcast, and the reduce loop stays a
+ * loop for the compiler's loop vectorizer (the renderer's hint, see cpu_row_reduce): 16 vector accumulators fed by
+ * unit-stride vector loads, added up after the loop. Measured (2 cores, AVX-512, float32, 512x784 @ (128x784)^T, the
+ * MLP's first layer): tinygrad's opts 55 GFLOPS, the plain loop vectorized 101, tiles 4x4 193-206, 8x2 194-198, 2x8
+ * 166-181; 1024^3: plain 34, 4x4 109-128, 8x2 170-198, 2x8 75. */
+static bool cpu_dot_tiles(OptScheduler *s, Shape *sh) {
+  if (s->ren->has_local || !s->ren->reduce_vectorize_hint) return false;
+  UOpVec topo = {0};
+  uop_backward_slice(s->ast, &topo);
+  UOp *red = NULL;
+  for (size_t i = 0; i < topo.len && !red; i++)
+    if (topo.data[i]->op == TG_OP_REDUCE) red = topo.data[i];
+  tg_vec_free(&topo);
+  if (!red || red->arg.red.op != TG_OP_ADD) return false;
+  UOp *mul = strip_cast(red->src[0]);
+  if (mul->op != TG_OP_MUL) return false;
+  UOp *ia = index_of_load(mul->src[0]), *ib = index_of_load(mul->src[1]);
+  int last = last_unrollable(sh);
+  if (!ia || !ib || last < 0 || unrollable_count(sh) != 1 || sh->size[last] < 64) return false;
+  UOp *k = sh->rngs.data[last];
+  if (!has_unit_term(ia, k) || !has_unit_term(ib, k)) return false;
+  /* the 8-lane side reads the bigger operand: the other one is streamed once per tile row */
+  if (buffer_bytes_of_load(mul->src[1]) > buffer_bytes_of_load(mul->src[0])) {
+    UOp *t = ia;
+    ia = ib, ib = t;
+  }
+  int m = -1, n = -1;
+  for (int i = 0; i < sh->n; i++) {
+    if (!is_upcastable(sh, i) || is_reduce_type(sh->type[i])) continue;
+    UOp *r = sh->rngs.data[i];
+    bool in_a = in_slice(ia, r), in_b = in_slice(ib, r);
+    if (in_a && !in_b && m < 0) m = i;
+    if (in_b && !in_a && n < 0) n = i;
+  }
+  static const int mcands[] = {8, 4, 2}, ncands[] = {2};
+  int um = m >= 0 ? largest_divisor(sh->size[m], mcands, 3) : 0, un = n >= 0 ? largest_divisor(sh->size[n], ncands, 1) : 0;
+  if (!um || !un) return false;
+  /* n is upcast first: its axis index stays valid (upcasting m would not move it either way: both keep their slot) */
+  return try_opt(s, OPT_UPCAST, n, un) && try_opt(s, OPT_UPCAST, m, um);
+}
+
 void opt_hand_coded(OptScheduler *s) {
   Shape sh;
   memset(&sh, 0, sizeof sh);
@@ -356,7 +400,7 @@ void opt_hand_coded(OptScheduler *s) {
     for (int i = nup; i-- > 0;) try_opt(s, OPT_UPCAST, to_upcast[i], 0);
   }
 
-  if (cpu_matmul_tiles(s, &sh) || cpu_row_reduce(s, &sh)) goto threads;
+  if (cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh)) goto threads;
 
   /* more upcasts of output axes that some buffer broadcasts over, while the output is big and the tile small. On a
    * CPU an elementwise kernel (no reduce) gets no upcast at all: the compiler's loop vectorizer turns the plain loop
