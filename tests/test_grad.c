@@ -1,6 +1,7 @@
 /* test_grad.c — autograd (src/grad): gradients of every differentiable Tensor op checked against central finite
  * differences in float64, the error rules (weak, constant and non-float targets, NULL, non-scalar roots), backward
  * filling and accumulating grads, detach, zero_grad, and the kernel counts of backward graphs against tinygrad's. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "test.h"
@@ -634,7 +635,7 @@ static void check_rule_values(void) {
 
 /* rules the Tensor API does not reach, on hand-built graphs */
 static void check_rules_direct(void) {
-  CHECK_EQ_INT(pm_rule_count(grad_rules()), 31);
+  CHECK_EQ_INT(pm_rule_count(grad_rules()), 32); /* tinygrad's 31 and CUSTOM_GRAD */
   tg_scope s = tg_scope_begin();
   double av[3] = {1, 2, 3}, gv[6] = {1, 2, 3, 4, 5, 6};
   tg_tensor *ta = f64(av, TG_SHAPE(3)), *tb = f64(av, TG_SHAPE(3)), *tg = f64(gv, TG_SHAPE(2, 3));
@@ -847,6 +848,13 @@ static tg_tensor *graph_case(const char *name, tg_tensor **in, int *nin) {
   return NULL;
 }
 
+/* the graph tinygrad builds for t: our CUSTOM_GRAD markers (a stride-1 conv2d's transposed-conv input gradient)
+ * taken out, so the gradient follows tinygrad's rules through _pool */
+static tg_tensor *tinygrad_graph(const tg_tensor *t) {
+  tctx_begin("tinygrad_graph");
+  return tctx_end(t_strip_custom_grad(t->uop));
+}
+
 static void check_graph_parity(void) {
   size_t n = sizeof grad_graph_cases / sizeof grad_graph_cases[0], same = 0;
   for (size_t i = 0; i < n; i++) {
@@ -861,6 +869,7 @@ static void check_graph_parity(void) {
     tg_tensor *in[4] = {NULL}, *out[4] = {NULL};
     tg_tensor *loss = graph_case(name, in, &nin);
     CHECK_MSG(loss != NULL, "%s: not built: %s", grad_graph_cases[i].name, tg_last_error());
+    if (loss) loss = tinygrad_graph(loss);
     if (loss && tg_gradient(loss, (const tg_tensor *const *)in, (size_t)nin, out) == TG_OK && which < nin) {
       char *got = graph_text(out[which]->uop);
       bool eq = strcmp(got, grad_graph_cases[i].graph) == 0;
@@ -876,6 +885,46 @@ static void check_graph_parity(void) {
   printf("  grad: %zu of %zu gradient graphs equal tinygrad's node for node\n", same, n);
 }
 
+/* A stride-1 conv2d's input gradient comes from the transposed-convolution rule (CUSTOM_GRAD "conv2d_input"); it must
+ * equal the gradient tinygrad's rules give through _pool, on odd shapes, non-square kernels and every legal padding.
+ * The weight gradient must be unchanged too. Strided convs keep tinygrad's path (no marker). */
+static void check_conv_input_grad(void) {
+  static const struct { int64_t b, cin, h, w, cout, kh, kw, py, px, stride; } cfg[] = {
+      {2, 3, 7, 6, 4, 3, 3, 0, 0, 1}, {2, 3, 7, 6, 4, 3, 3, 1, 1, 1}, {1, 2, 5, 5, 3, 5, 5, 2, 4, 1},
+      {2, 4, 6, 6, 2, 1, 1, 0, 0, 1}, {1, 1, 9, 8, 2, 3, 5, 2, 1, 1}, {2, 2, 8, 8, 3, 3, 3, 1, 1, 2},
+  };
+  for (size_t i = 0; i < TG_ARRAY_LEN(cfg); i++) {
+    tg_scope s = tg_scope_begin();
+    tg_manual_seed(40 + (uint64_t)i);
+    tg_tensor *x = tg_randn(TG_SHAPE(cfg[i].b, cfg[i].cin, cfg[i].h, cfg[i].w), TG_FLOAT32);
+    tg_tensor *w = tg_randn(TG_SHAPE(cfg[i].cout, cfg[i].cin, cfg[i].kh, cfg[i].kw), TG_FLOAT32);
+    const int64_t st[2] = {cfg[i].stride, cfg[i].stride}, pd[2] = {cfg[i].py, cfg[i].px};
+    tg_tensor *y = tg_conv2d(x, w, NULL, 1, st, pd, NULL);
+    tg_tensor *r = y ? tg_randn_like(y) : NULL;
+    tg_tensor *loss = r ? tg_sum(tg_mul(tg_relu(y), r), NULL, 0, false) : NULL;
+    CHECK_MSG(loss != NULL, "conv input grad %zu: %s", i, tg_last_error());
+    if (!loss) { tg_scope_end(s); continue; }
+    CHECK_MSG(uop_op_in_backward_slice_with_self(loss->uop, TG_OP_CUSTOM_GRAD) == (cfg[i].stride == 1),
+              "conv input grad %zu: the marker is %s", i, cfg[i].stride == 1 ? "missing" : "there on a strided conv");
+    const tg_tensor *wrt[2] = {x, w};
+    tg_tensor *ours[2] = {NULL}, *theirs[2] = {NULL};
+    bool ok = tg_gradient(loss, wrt, 2, ours) == TG_OK && tg_gradient(tinygrad_graph(loss), wrt, 2, theirs) == TG_OK;
+    CHECK_MSG(ok, "conv input grad %zu: %s", i, tg_last_error());
+    for (int k = 0; ok && k < 2; k++) {
+      size_t n = (size_t)tg_numel(wrt[k]);
+      float *a = tg_malloc(n * sizeof(float)), *b = tg_malloc(n * sizeof(float));
+      bool got = tg_to_host(ours[k], a, n * sizeof(float)) == TG_OK && tg_to_host(theirs[k], b, n * sizeof(float)) == TG_OK;
+      CHECK_MSG(got, "conv input grad %zu: realize: %s", i, tg_last_error());
+      double worst = 0;
+      for (size_t j = 0; got && j < n; j++) worst = fmax(worst, fabs((double)a[j] - b[j]) / (1.0 + fabs((double)b[j])));
+      CHECK_MSG(got && worst < 1e-5, "conv input grad %zu: %s gradient differs from tinygrad's by %g", i, k ? "weight" : "input", worst);
+      tg_free(a);
+      tg_free(b);
+    }
+    tg_scope_end(s);
+  }
+}
+
 void suite_grad(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
   check_errors();
@@ -883,6 +932,7 @@ void suite_grad(void) {
   check_rules_direct();
   check_implicit_broadcast();
   check_graph_parity();
+  check_conv_input_grad();
   check_backward();
   check_steady_loop();
   check_kernel_counts();

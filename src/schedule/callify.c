@@ -96,7 +96,7 @@ static UOp *contiguous_view(CallifyCtx *c, UOp *x) {
   UOp *cur = x;
   bool ok = true;
   while (ok && cur != buf) {
-    if (cur->op == TG_OP_DETACH) { cur = cur->src[0]; continue; }
+    if (cur->op == TG_OP_DETACH || cur->op == TG_OP_CUSTOM_GRAD) { cur = cur->src[0]; continue; }
     Shape ps;
     size_t nn = 0;
     ok = sched_shape_of(cur->src[0], &c->shapes, &ps) == SHAPE_OK && sched_apply_movement(cur, &ps, idx, n, tmp, &nn);
@@ -141,7 +141,7 @@ static UOp *rebuild(CallifyCtx *c, UOp *x) {
 static UOp *callify_node(CallifyCtx *c, UOp *x, tg_status *st) {
   UOp *y = rebuild(c, x);
   switch (uop_op(x)) {
-  case TG_OP_DETACH: case TG_OP_CONTIGUOUS_BACKWARD: return y->src[0];
+  case TG_OP_DETACH: case TG_OP_CONTIGUOUS_BACKWARD: case TG_OP_CUSTOM_GRAD: return y->src[0];
   case TG_OP_CONTIGUOUS:
     if (y->src[0]->op == TG_OP_AFTER && sched_has_buffer_identity(y->src[0]->src[0], false)) {
       /* CONTIGUOUS of an assign into a buffer: the assign's storage already is contiguous; both map to it */

@@ -176,10 +176,10 @@ static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
   for (int i = 0; i < xs.ndim; i++)
     idx[i] = xs.d[i] > 1 ? uop_range(sched_weak_int(xs.d[i]), i, AXIS_LOOP) : sched_weak_int(0);
   UOp *cur = x;
-  while (op_has(uop_op(cur), OPP_MOVEMENT) || cur->op == TG_OP_DETACH) {
+  while (op_has(uop_op(cur), OPP_MOVEMENT) || cur->op == TG_OP_DETACH || cur->op == TG_OP_CUSTOM_GRAD) {
     Shape ps;
     size_t nn = 0;
-    if (cur->op == TG_OP_DETACH) { cur = cur->src[0]; continue; }
+    if (cur->op == TG_OP_DETACH || cur->op == TG_OP_CUSTOM_GRAD) { cur = cur->src[0]; continue; }
     if (!shape_of(cur->src[0], &ps) || !sched_apply_movement(cur, &ps, idx, n, tmp, &nn)) return NULL;
     for (size_t k = 0; k < nn; k++) idx[k] = tmp[k];
     n = nn;
@@ -344,7 +344,7 @@ static const Rule earliest_rules[] = {
   RULE("PERMUTE", noop_permute, NULL),
   RULE("(AFTER r:Movement|INDEX ...)", mop_out_of_after, NULL),
   RULE("(END r:Movement ...)", mop_out_of_end, NULL),
-  RULE("DETACH|CONTIGUOUS_BACKWARD", drop_src0, NULL),
+  RULE("DETACH|CONTIGUOUS_BACKWARD|CUSTOM_GRAD", drop_src0, NULL),
   RULE("SINK", sink_of_bases, NULL),
   RULE("(REDUCE x)", split_reduceop, NULL),
   RULE("(STORE (RESHAPE dst _) (RESHAPE src _))", store_reshapes, NULL),

@@ -7,7 +7,7 @@
 #include <math.h>
 
 static UOp *ubase(UOp *u) {
-  while (u && (op_has(uop_op(u), OPP_MOVEMENT) || u->op == TG_OP_DETACH)) u = u->src[0];
+  while (u && (op_has(uop_op(u), OPP_MOVEMENT) || u->op == TG_OP_DETACH || u->op == TG_OP_CUSTOM_GRAD)) u = u->src[0];
   return u;
 }
 

@@ -247,7 +247,7 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, Shape *out) {
     out->d[out->ndim++] = last;
     return SHAPE_OK;
   }
-  case TG_OP_MSTACK: case TG_OP_MSELECT: case TG_OP_DETACH: case TG_OP_CONTIGUOUS: case TG_OP_CONTIGUOUS_BACKWARD:
+  case TG_OP_MSTACK: case TG_OP_MSELECT: case TG_OP_DETACH: case TG_OP_CUSTOM_GRAD: case TG_OP_CONTIGUOUS: case TG_OP_CONTIGUOUS_BACKWARD:
   case TG_OP_AFTER: case TG_OP_LOAD: case TG_OP_COPY: case TG_OP_ALLREDUCE: case TG_OP_STORE: case TG_OP_END:
     return src_shape(m, u->src[0], out);
   case TG_OP_BITCAST: {

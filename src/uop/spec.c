@@ -400,6 +400,13 @@ static UOp *check_passthrough(RwCtx *rw, UOp *root, UOp **m) {
   return judge(rw, matches_dtype(x, root->dtype), "it must keep its source's dtype");
 }
 
+/* CUSTOM_GRAD(value, inputs...): the value of src[0]; the gradient of the inputs comes from the named rule */
+static UOp *check_custom_grad(RwCtx *rw, UOp *root, UOp **m) {
+  UOp *x = m[0];
+  if (root->arg.kind != ARG_STR) return reject(rw, "CUSTOM_GRAD needs the name of its gradient rule");
+  return judge(rw, matches_dtype(x, root->dtype), "it must keep its source's dtype");
+}
+
 static const Rule tensor_rules[] = {
     RULE("(SIN|LOG2|EXP2|SQRT|RECIPROCAL _)", check_transcendental, NULL),
     RULE("(BUFFER _)", check_global_buffer, NULL),
@@ -424,6 +431,7 @@ static const Rule tensor_rules[] = {
     RULE("(ALLREDUCE x)", check_allreduce, NULL),
     RULE("UNSHARD|MSELECT|MSTACK", reject_multi_device, NULL),
     RULE("(DETACH|CONTIGUOUS|CONTIGUOUS_BACKWARD x)", check_passthrough, NULL),
+    RULE("(CUSTOM_GRAD x ...)", check_custom_grad, NULL),
     RULE("(STAGE _ ...)", rule_allow, NULL),
     /* codegen: PROGRAM gains sources through the pipeline (SINK, LINEAR, SOURCE, BINARY) */
     RULE("LINEAR.void", rule_allow, NULL),
@@ -613,6 +621,7 @@ static OpShape op_shape(TgOp op) {
   case TG_OP_PERMUTE: return (OpShape){1, 1, ARG_PERM};
   case TG_OP_FLIP: return (OpShape){1, 1, ARG_FLIP};
   case TG_OP_DETACH: case TG_OP_CONTIGUOUS: case TG_OP_CONTIGUOUS_BACKWARD: return (OpShape){1, 1, ARG_NONE};
+  case TG_OP_CUSTOM_GRAD: return (OpShape){2, -1, ARG_STR};
   case TG_OP_COPY: return (OpShape){1, 1, ARG_STR};
   case TG_OP_ALLREDUCE: return (OpShape){1, 1, ARG_OP};
   case TG_OP_GETTUPLE: return (OpShape){1, 1, ARG_INT};

@@ -411,7 +411,7 @@ const DType *uop_derive_dtype(TgOp op, UOp *const *src, size_t nsrc, const Arg *
   case TG_OP_CUSTOM: case TG_OP_CUSTOMI: case TG_OP_INS: case TG_OP_NOOP: case TG_OP_WAIT: return NULL;
   case TG_OP_INDEX: return nsrc ? src[0]->dtype : NULL;
   case TG_OP_LOAD: case TG_OP_UNSHARD: case TG_OP_REDUCE: case TG_OP_AFTER: case TG_OP_RANGE: case TG_OP_CONTIGUOUS:
-  case TG_OP_CONTIGUOUS_BACKWARD: case TG_OP_COPY: case TG_OP_STAGE: case TG_OP_DETACH: case TG_OP_MSTACK:
+  case TG_OP_CONTIGUOUS_BACKWARD: case TG_OP_COPY: case TG_OP_STAGE: case TG_OP_DETACH: case TG_OP_CUSTOM_GRAD: case TG_OP_MSTACK:
   case TG_OP_MSELECT: case TG_OP_ALLREDUCE: case TG_OP_SPECIAL:
     return nsrc ? src[0]->dtype : NULL;
   case TG_OP_CMPLT: case TG_OP_CMPNE: case TG_OP_CMPEQ: return DT_BOOL;
