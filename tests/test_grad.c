@@ -886,20 +886,22 @@ static void check_graph_parity(void) {
 }
 
 /* A stride-1 conv2d's input gradient comes from the transposed-convolution rule (CUSTOM_GRAD "conv2d_input"); it must
- * equal the gradient tinygrad's rules give through _pool, on odd shapes, non-square kernels and every legal padding.
+ * equal the gradient tinygrad's rules give through _pool, on odd shapes, non-square kernels, paddings up to K-1,
+ * grouped and depthwise convs.
  * The weight gradient must be unchanged too. Strided convs keep tinygrad's path (no marker). */
 static void check_conv_input_grad(void) {
-  static const struct { int64_t b, cin, h, w, cout, kh, kw, py, px, stride; } cfg[] = {
-      {2, 3, 7, 6, 4, 3, 3, 0, 0, 1}, {2, 3, 7, 6, 4, 3, 3, 1, 1, 1}, {1, 2, 5, 5, 3, 5, 5, 2, 4, 1},
-      {2, 4, 6, 6, 2, 1, 1, 0, 0, 1}, {1, 1, 9, 8, 2, 3, 5, 2, 1, 1}, {2, 2, 8, 8, 3, 3, 3, 1, 1, 2},
+  static const struct { int64_t b, cin, h, w, cout, kh, kw, py, px, stride, groups; } cfg[] = {
+      {2, 3, 7, 6, 4, 3, 3, 0, 0, 1, 1}, {2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1}, {1, 2, 5, 5, 3, 5, 5, 2, 4, 1, 1},
+      {2, 4, 6, 6, 2, 1, 1, 0, 0, 1, 1}, {1, 1, 9, 8, 2, 3, 5, 2, 1, 1, 1}, {2, 2, 8, 8, 3, 3, 3, 1, 1, 2, 1},
+      {2, 4, 6, 7, 6, 3, 3, 1, 0, 1, 2}, {1, 6, 7, 7, 6, 3, 3, 1, 1, 1, 6}, {2, 6, 5, 6, 12, 3, 2, 2, 1, 1, 3},
   };
   for (size_t i = 0; i < TG_ARRAY_LEN(cfg); i++) {
     tg_scope s = tg_scope_begin();
     tg_manual_seed(40 + (uint64_t)i);
     tg_tensor *x = tg_randn(TG_SHAPE(cfg[i].b, cfg[i].cin, cfg[i].h, cfg[i].w), TG_FLOAT32);
-    tg_tensor *w = tg_randn(TG_SHAPE(cfg[i].cout, cfg[i].cin, cfg[i].kh, cfg[i].kw), TG_FLOAT32);
+    tg_tensor *w = tg_randn(TG_SHAPE(cfg[i].cout, cfg[i].cin / cfg[i].groups, cfg[i].kh, cfg[i].kw), TG_FLOAT32);
     const int64_t st[2] = {cfg[i].stride, cfg[i].stride}, pd[2] = {cfg[i].py, cfg[i].px};
-    tg_tensor *y = tg_conv2d(x, w, NULL, 1, st, pd, NULL);
+    tg_tensor *y = tg_conv2d(x, w, NULL, (int)cfg[i].groups, st, pd, NULL);
     tg_tensor *r = y ? tg_randn_like(y) : NULL;
     tg_tensor *loss = r ? tg_sum(tg_mul(tg_relu(y), r), NULL, 0, false) : NULL;
     CHECK_MSG(loss != NULL, "conv input grad %zu: %s", i, tg_last_error());

@@ -294,18 +294,19 @@ static UOp *grad_bitcast(RwCtx *rw, UOp *root, UOp **m) {
 }
 
 /* CUSTOM_GRAD(value, inputs...): the value's own graph takes the incoming gradient (inputs it still reaches, like a
- * conv's weight, get theirs from it); the named rule gives the inputs' gradients. "conv2d_input:py:px": value is a
- * stride-1 conv2d of DETACH(x) with w (src[1], src[2]) and padding (py, px); x's gradient is the transposed
- * convolution of the incoming gradient (tensor/reduce.c t_conv2d_input_grad). */
+ * conv's weight, get theirs from it); the named rule gives the inputs' gradients. "conv2d_input:groups:py:px": value
+ * is a stride-1 conv2d of DETACH(x) with w (src[1], src[2]), its groups and padding (py, px); x's gradient is the
+ * transposed convolution of the incoming gradient (tensor/reduce.c t_conv2d_input_grad). */
 static UOp *grad_custom(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
   long long py, px;
-  if (root->nsrc != 3 || sscanf(root->arg.str, "conv2d_input:%lld:%lld", &py, &px) != 2) {
+  int groups;
+  if (root->nsrc != 3 || sscanf(root->arg.str, "conv2d_input:%d:%lld:%lld", &groups, &py, &px) != 3) {
     ((GradCtx *)rw->ctx)->failed = true;
     tg_set_error(TG_ERR_UNSUPPORTED, "%s: no gradient rule named \"%s\"", tctx_op(), root->arg.str);
     return root;
   }
-  UOp *g[3] = {incoming(rw), t_conv2d_input_grad(incoming(rw), root->src[2], py, px), no_grad()};
+  UOp *g[3] = {incoming(rw), t_conv2d_input_grad(incoming(rw), root->src[2], groups, py, px), no_grad()};
   return grads_of(rw, root, g, 3);
 }
 

@@ -369,18 +369,18 @@ UOp *t_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64_t
   return t_reshape(t_sum(t_mul(p, t_reshape(w, wr, 8)), axes, 3, true, NULL), out, 4);
 }
 
-/* The input gradient of a stride-1, undilated, ungrouped conv2d is itself a convolution: the output gradient padded
- * by K-1-p, against the weight flipped in both spatial axes with its channel axes swapped (a transposed
- * convolution). tinygrad differentiates through _pool's repeat/shrink/reshape chain instead, which gives the input
+/* The input gradient of a stride-1, undilated conv2d is itself a convolution: the output gradient padded by K-1-p,
+ * against the weight flipped in both spatial axes with its channel axes swapped within each group (a transposed
+ * convolution, grouped like the forward one). tinygrad differentiates through _pool's repeat/shrink/reshape chain instead, which gives the input
  * gradient as one kernel over a (K+1)x(K+1) window with modulo index math and masks the C compiler cannot vectorize.
  * Measured (2 cores, AVX-512): beautiful_mnist's conv2 input gradient at batch 512 (32->32 channels, 5x5, 24x24)
  * 690 ms through _pool, 200 ms as a convolution (its padding masks cost: the same conv unpadded takes 77 ms); the
  * training step (bench_train) 0.71 -> 1.18 steps/s. So tg_conv2d computes its value from DETACH(x) and marks it
- * CUSTOM_GRAD(value, x, w) "conv2d_input:py:px": the weight gradient still comes from the value's graph, the input's
+ * CUSTOM_GRAD(value, x, w) "conv2d_input:groups:py:px": the weight gradient still comes from the value's graph, the input's
  * from this rule (grad/rules.c). Same kernel count: one kernel for the input gradient either way. */
-static UOp *conv2d_input_grad_mark(UOp *value, UOp *x, UOp *w, const int64_t padding[2]) {
-  char arg[64];
-  snprintf(arg, sizeof arg, "conv2d_input:%lld:%lld", (long long)padding[0], (long long)padding[1]);
+static UOp *conv2d_input_grad_mark(UOp *value, UOp *x, UOp *w, int groups, const int64_t padding[2]) {
+  char arg[80];
+  snprintf(arg, sizeof arg, "conv2d_input:%d:%lld:%lld", groups, (long long)padding[0], (long long)padding[1]);
   UOp *src[3] = {value, x, w};
   return uop_new(TG_OP_CUSTOM_GRAD, value->dtype, src, 3, arg_str(arg));
 }
@@ -400,14 +400,17 @@ UOp *t_strip_custom_grad(UOp *root) {
   return ret;
 }
 
-UOp *t_conv2d_input_grad(UOp *g, UOp *w, int64_t py, int64_t px) {
+UOp *t_conv2d_input_grad(UOp *g, UOp *w, int groups, int64_t py, int64_t px) {
   Shape ws;
-  if (!tshape(w, &ws)) return NULL;
+  if (!tshape(w, &ws) || groups < 1 || ws.d[0] % groups) return NULL;
   static const int64_t ones[2] = {1, 1};
-  int swap[4] = {1, 0, 2, 3}, flip_axes[2] = {2, 3};
-  UOp *wt = t_flip(t_permute(w, swap, 4), flip_axes, 2);
-  int64_t pad4[4] = {ws.d[2] - 1 - py, ws.d[2] - 1 - py, ws.d[3] - 1 - px, ws.d[3] - 1 - px};
-  return t_conv2d(g, wt, 1, ones, ones, pad4);
+  /* (groups*rcout, cin, KH, KW) -> (groups*cin, rcout, KH, KW): the channel axes swapped within each group */
+  int64_t rcout = ws.d[0] / groups, cin = ws.d[1], KH = ws.d[2], KW = ws.d[3];
+  int64_t split[5] = {groups, rcout, cin, KH, KW}, joined[4] = {groups * cin, rcout, KH, KW};
+  int swap[5] = {0, 2, 1, 3, 4}, flip_axes[2] = {2, 3};
+  UOp *wt = t_flip(t_reshape(t_permute(t_reshape(w, split, 5), swap, 5), joined, 4), flip_axes, 2);
+  int64_t pad4[4] = {KH - 1 - py, KH - 1 - py, KW - 1 - px, KW - 1 - px};
+  return t_conv2d(g, wt, groups, ones, ones, pad4);
 }
 
 tg_tensor *tg_conv2d(const tg_tensor *xt, const tg_tensor *wt, const tg_tensor *bt, int groups, const int64_t stride[2],
@@ -427,10 +430,10 @@ tg_tensor *tg_conv2d(const tg_tensor *xt, const tg_tensor *wt, const tg_tensor *
                          fmt_shape(&ws), (long long)(groups * cin), (long long)cin_));
   if (pd[0] < 0 || pd[1] < 0) return tctx_end(terr("negative padding"));
   int64_t pad4[4] = {pd[0], pd[0], pd[1], pd[1]};
-  bool transposed_grad = groups == 1 && st[0] == 1 && st[1] == 1 && dl[0] == 1 && dl[1] == 1 && pd[0] < ws.d[2] &&
+  bool transposed_grad = st[0] == 1 && st[1] == 1 && dl[0] == 1 && dl[1] == 1 && pd[0] < ws.d[2] &&
                          pd[1] < ws.d[3] && dt_is_float(x->dtype);
   UOp *ret = t_conv2d(transposed_grad ? t_detach(x) : x, w, groups, st, dl, pad4);
-  if (ret && transposed_grad) ret = conv2d_input_grad_mark(ret, x, w, pd);
+  if (ret && transposed_grad) ret = conv2d_input_grad_mark(ret, x, w, groups, pd);
   if (ret && b) {
     int64_t br[4] = {1, -1, 1, 1};
     ret = t_add(ret, t_reshape(b, br, 4));

@@ -73,7 +73,7 @@ UOp *t_pool(UOp *x, const int64_t *k, int nk, const int64_t *stride, const int64
 /* conv2d without bias: x (B, groups*cin, H, W) padded by pad4 (y before, y after, x before, x after), w (cout, cin, KH, KW) */
 UOp *t_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64_t dilation[2], const int64_t pad4[4]);
 /* the input gradient of a stride-1 conv2d with padding (py, px): g convolved with w transposed and flipped */
-UOp *t_conv2d_input_grad(UOp *g, UOp *w, int64_t py, int64_t px);
+UOp *t_conv2d_input_grad(UOp *g, UOp *w, int groups, int64_t py, int64_t px);
 /* the graph tinygrad builds: every CUSTOM_GRAD replaced by its value, without the DETACH the marker put in it */
 UOp *t_strip_custom_grad(UOp *root);
 UOp *t_pad_constant(UOp *x, const int64_t *pads, int n, Const value); /* pads may be negative */
