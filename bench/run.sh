@@ -65,8 +65,10 @@ fi
 
 # the training issue's figures: steps/s of the demo CNN and of a 784-128-10 MLP (batch 512, Adam) against PyTorch
 # (Debian's python3-torch on 2 threads, same models, batch, loss, optimizer; bench/peer_torch_train.py). The peer is
-# installed with apt-get when missing. BENCH_TRAIN_CNN_STEPS / BENCH_TRAIN_MLP_STEPS set the timed steps (2 / 20).
-cnn_steps=${BENCH_TRAIN_CNN_STEPS:-2}; mlp_steps=${BENCH_TRAIN_MLP_STEPS:-20}
+# installed with apt-get when missing. BENCH_TRAIN_CNN_STEPS / BENCH_TRAIN_MLP_STEPS set the timed steps (2 / 200;
+# 20 MLP steps took 0.1 s, too short on a shared machine: torch's rate over 25-step windows swung from 68 to 310).
+# The peer runs with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE removed from its environment, like the matmul peers.
+cnn_steps=${BENCH_TRAIN_CNN_STEPS:-2}; mlp_steps=${BENCH_TRAIN_MLP_STEPS:-200}
 train=$("$B/bench_train" "$cnn_steps" "$mlp_steps") || { echo "bench: $B/bench_train failed"; train=""; }
 torch_py=/usr/bin/python3
 if ! "$torch_py" -c 'import torch' 2>/dev/null; then
@@ -77,7 +79,7 @@ if ! "$torch_py" -c 'import torch' 2>/dev/null; then
 fi
 torch_out=""
 if "$torch_py" -c 'import torch' 2>/dev/null; then
-  torch_out=$("$torch_py" "$ROOT/bench/peer_torch_train.py" 5 "$mlp_steps" 2>&1) || {
+  torch_out=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$torch_py" "$ROOT/bench/peer_torch_train.py" 5 "$mlp_steps" 2>&1) || {
     echo "bench: PyTorch peer failed:"; echo "$torch_out" | tail -5 | sed 's/^/  /'; torch_out=""; }
 fi
 for name in train_cnn train_mlp; do
