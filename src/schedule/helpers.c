@@ -77,26 +77,57 @@ static const char *own_device(const UOp *u) {
   }
 }
 
+static bool has_own_device(const UOp *u) {
+  return u->op == TG_OP_PARAM || u->op == TG_OP_BUFFER || u->op == TG_OP_STAGE || u->op == TG_OP_COPY;
+}
+
+/* A node's device: a buffer's (or a COPY's target) its own, an AFTER its first source's, anything else its first
+ * source's that has one (constants have none). A depth-first walk in source order that stops at the first answer:
+ * it usually reaches one buffer, where a toposort of the whole graph per call made callify quadratic. Results (NULL
+ * ones too) are memoized per call, so a shared subgraph without a device is walked once. */
+static char no_device; /* the memo's NULL */
+
 const char *sched_device(UOp *u) {
-  if (u->op == TG_OP_PARAM || u->op == TG_OP_BUFFER || u->op == TG_OP_STAGE || u->op == TG_OP_COPY) return own_device(u);
-  UOpVec topo = {0};
-  uop_toposort(u, NULL, NULL, &topo);
-  UOpMap dev;
-  uopmap_init(&dev);
-  const char *ret = NULL;
-  for (size_t i = 0; i < topo.len; i++) {
-    UOp *x = topo.data[i];
-    const char *d = NULL;
-    if (x->op == TG_OP_PARAM || x->op == TG_OP_BUFFER || x->op == TG_OP_STAGE || x->op == TG_OP_COPY) d = own_device(x);
-    else if (x->op == TG_OP_AFTER) { void **p = uopmap_get(&dev, x->src[0]); d = p ? *p : NULL; }
-    else
-      for (uint32_t k = 0; k < x->nsrc && !d; k++) { void **p = uopmap_get(&dev, x->src[k]); d = p ? *p : NULL; }
-    uopmap_put(&dev, x, (void *)d);
-    if (x == u) ret = d;
+  if (has_own_device(u)) return own_device(u);
+  typedef struct Frame { UOp *x; uint32_t next; } Frame;
+  TG_VEC(Frame) stack = {0};
+  UOpMap memo;
+  uopmap_init(&memo);
+  Frame root = {u, 0};
+  tg_vec_push(&stack, root);
+  const char *last = NULL; /* the answer of the frame just finished */
+  bool returned = false;
+  while (stack.len) {
+    Frame *f = &stack.data[stack.len - 1];
+    UOp *x = f->x;
+    bool done = false;
+    if (returned && last) done = true; /* the first source with a device decides */
+    returned = false;
+    if (!done && has_own_device(x)) last = own_device(x), done = true;
+    if (!done) {
+      uint32_t lim = x->op == TG_OP_AFTER ? TG_MIN(x->nsrc, 1u) : x->nsrc;
+      if (f->next >= lim) {
+        last = NULL, done = true;
+      } else {
+        UOp *c = x->src[f->next++];
+        void **m = uopmap_get(&memo, c);
+        if (m) {
+          last = *m == (void *)&no_device ? NULL : (const char *)*m;
+          returned = true;
+        } else {
+          Frame child = {c, 0};
+          tg_vec_push(&stack, child);
+        }
+        continue;
+      }
+    }
+    uopmap_put(&memo, x, last ? (void *)last : (void *)&no_device);
+    stack.len--;
+    returned = true;
   }
-  uopmap_free(&dev);
-  tg_vec_free(&topo);
-  return ret;
+  uopmap_free(&memo);
+  tg_vec_free(&stack);
+  return last;
 }
 
 UOp *sched_base(UOp *u) {
