@@ -485,12 +485,15 @@ static bool has_buffer_identity(const UOp *u, bool after_ok) {
 
 /* Every live handle's graph with the nodes of `repl` (UOp -> UOp) replaced: tinygrad's _apply_map_to_tensors. One
  * post-order walk per handle with a memo shared across handles, so the cost is the size of the live graphs. */
+/* a node already rebuilt for an earlier handle: its sources were too, no need to walk them again */
+static bool not_yet_rebuilt(const UOp *u, void *memo) { return uopmap_get(memo, u) == NULL; }
+
 static void apply_map_to_handles(UOpMap *repl) {
   UOpMap memo;
   uopmap_init(&memo);
   for (tg_tensor *h = live_head; h; h = h->next) {
     UOpVec order = {0};
-    uop_toposort(h->uop, NULL, NULL, &order);
+    uop_toposort(h->uop, not_yet_rebuilt, &memo, &order);
     for (size_t i = 0; i < order.len; i++) {
       UOp *u = order.data[i];
       if (uopmap_get(&memo, u)) continue;
