@@ -194,11 +194,15 @@ static UOp *load_of(UOp *u) {
   return NULL;
 }
 
+/* an INDEX's index without its validity gate WHERE(valid, idx, Invalid) */
+static UOp *ungated_index(UOp *index) {
+  UOp *idx = index->src[1];
+  return idx->op == TG_OP_WHERE && uop_is_invalid(idx->src[2]) ? idx->src[1] : idx;
+}
+
 static UOp *index_of_load(UOp *u) {
   UOp *ld = load_of(u);
-  if (!ld) return NULL;
-  UOp *idx = ld->src[1];
-  return idx->op == TG_OP_WHERE && uop_is_invalid(idx->src[2]) ? idx->src[1] : idx;
+  return ld ? ungated_index(ld) : NULL;
 }
 
 /* bytes of the buffer an INDEX expression belongs to: found from the load (cont is its index) */
@@ -226,19 +230,32 @@ static int largest_divisor(int64_t n, const int *cands, int ncands) {
   return 0;
 }
 
-static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
-  if (s->ren->has_local || s->ren->vector_bytes <= 0) return false;
+/* the kernel's first REDUCE (its main one), NULL without */
+static UOp *first_reduce(const OptScheduler *s) {
   UOpVec topo = {0};
   uop_backward_slice(s->ast, &topo);
   UOp *red = NULL;
   for (size_t i = 0; i < topo.len && !red; i++)
     if (topo.data[i]->op == TG_OP_REDUCE) red = topo.data[i];
   tg_vec_free(&topo);
-  if (!red || red->arg.red.op != TG_OP_ADD) return false;
-  UOp *mul = strip_cast(red->src[0]);
-  if (mul->op != TG_OP_MUL) return false;
-  UOp *ia = index_of_load(mul->src[0]), *ib = index_of_load(mul->src[1]);
-  if (!ia || !ib) return false;
+  return red;
+}
+
+/* a matmul-like kernel: its first REDUCE adds a product of two loads (through a CAST or not); the indexes of the two
+ * loads (ia, ib) in mul's source order */
+static bool sum_of_product(const OptScheduler *s, UOp **red, UOp **mul, UOp **ia, UOp **ib) {
+  *red = first_reduce(s);
+  if (!*red || (*red)->arg.red.op != TG_OP_ADD) return false;
+  *mul = strip_cast((*red)->src[0]);
+  if ((*mul)->op != TG_OP_MUL) return false;
+  *ia = index_of_load((*mul)->src[0]), *ib = index_of_load((*mul)->src[1]);
+  return *ia && *ib;
+}
+
+static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
+  if (s->ren->has_local || s->ren->vector_bytes <= 0) return false;
+  UOp *red, *mul, *ia, *ib;
+  if (!sum_of_product(s, &red, &mul, &ia, &ib)) return false;
   int64_t bytes_a = buffer_bytes_of_load(mul->src[0]), bytes_b = buffer_bytes_of_load(mul->src[1]);
   int itemsize = TG_MAX(1, red->dtype->bitsize / 8);
   int w = s->ren->vector_bytes / itemsize;
@@ -306,12 +323,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
  * left to the vectorizer). */
 static bool cpu_row_reduce(OptScheduler *s, Shape *sh) {
   if (s->ren->has_local || !s->ren->reduce_vectorize_hint) return false;
-  UOpVec topo = {0};
-  uop_backward_slice(s->ast, &topo);
-  UOp *red = NULL;
-  for (size_t i = 0; i < topo.len && !red; i++)
-    if (topo.data[i]->op == TG_OP_REDUCE) red = topo.data[i];
-  tg_vec_free(&topo);
+  UOp *red = first_reduce(s);
   int last = last_unrollable(sh);
   /* ADD only: a MAX reduce (tinygrad's select, NaN-propagating) is not a reduction the vectorizer recognizes */
   if (!red || red->arg.red.op != TG_OP_ADD || last < 0 || sh->size[last] < 64 || unrollable_count(sh) != 1) return false;
@@ -322,8 +334,7 @@ static bool cpu_row_reduce(OptScheduler *s, Shape *sh) {
   for (size_t i = 0; i < slice.len && ok; i++) {
     UOp *u = slice.data[i];
     if (u->op != TG_OP_INDEX || u->nsrc < 2 || !in_slice(u->src[1], rng)) continue;
-    UOp *idx = u->src[1]->op == TG_OP_WHERE && uop_is_invalid(u->src[1]->src[2]) ? u->src[1]->src[1] : u->src[1];
-    ok = has_unit_term(idx, rng);
+    ok = has_unit_term(ungated_index(u), rng);
     any = true;
   }
   tg_vec_free(&slice);
@@ -340,18 +351,11 @@ static bool cpu_row_reduce(OptScheduler *s, Shape *sh) {
  * 166-181; 1024^3: plain 34, 4x4 109-128, 8x2 170-198, 2x8 75. */
 static bool cpu_dot_tiles(OptScheduler *s, Shape *sh) {
   if (s->ren->has_local || !s->ren->reduce_vectorize_hint) return false;
-  UOpVec topo = {0};
-  uop_backward_slice(s->ast, &topo);
-  UOp *red = NULL;
-  for (size_t i = 0; i < topo.len && !red; i++)
-    if (topo.data[i]->op == TG_OP_REDUCE) red = topo.data[i];
-  tg_vec_free(&topo);
-  if (!red || red->arg.red.op != TG_OP_ADD) return false;
-  UOp *mul = strip_cast(red->src[0]);
-  if (mul->op != TG_OP_MUL) return false;
-  UOp *ia = index_of_load(mul->src[0]), *ib = index_of_load(mul->src[1]);
+  UOp *red, *mul, *ia, *ib;
+  if (!sum_of_product(s, &red, &mul, &ia, &ib)) return false;
+  TG_UNUSED(red);
   int last = last_unrollable(sh);
-  if (!ia || !ib || last < 0 || unrollable_count(sh) != 1 || sh->size[last] < 64) return false;
+  if (last < 0 || unrollable_count(sh) != 1 || sh->size[last] < 64) return false;
   UOp *k = sh->rngs.data[last];
   if (!has_unit_term(ia, k) || !has_unit_term(ib, k)) return false;
   /* the 8-lane side reads the bigger operand: the other one is streamed once per tile row */
