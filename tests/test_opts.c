@@ -875,11 +875,23 @@ static void test_opt_errors(void) {
                  "cannot pad upcasted");
   expect_refused(ew, &ren, "PADTO of the thread axis", (Opt[]){O(THREAD, 0, 2)}, 1, O(PADTO, 2, 8), "cannot pad thread");
   expect_refused(ew, &ren, "PADTO 48 to 256", NULL, 0, O(PADTO, 1, 256), "pad adds more than quadruple the work");
-  expect_refused(ew, &ren, "SWAP without globals", NULL, 0, O(SWAP, 0, 1), "swap only for globals");
+  expect_refused(mm, &ren, "SWAP of the reduce axis", NULL, 0, O(SWAP, 0, 2), "swap only for loops");
   expect_refused(ew, &ren, "SWAP axis out of range", NULL, 0, O(SWAP, 0, 5), "swap axis out of range");
   expect_refused(ew, &ren, "unknown op", NULL, 0, ((Opt){OPT_OP_COUNT + 3, 0, 4}), "unknown opt op");
-  /* opts that do apply on the CPU; NOLOCALS only records itself */
+  /* SWAP exchanges two loops on the CPU (tinygrad: GLOBAL axes only; see opt.c apply_swap): (64, 48) -> (48, 64) */
   OptScheduler s;
+  if (sched_of(&s, ew, &ren)) {
+    CHECK_MSG(opt_apply(&s, O(SWAP, 0, 1)) == TG_OK, "SWAP 0 1 of two loops refused: %s", tg_last_error());
+    int64_t shape[4];
+    AxisType types[4];
+    CHECK_EQ_INT(opt_sched_len(&s), 2);
+    if (opt_sched_len(&s) == 2) {
+      opt_sched_shape(&s, shape, types);
+      CHECK(shape[0] == 48 && shape[1] == 64 && types[0] == AXIS_WEAK && types[1] == AXIS_WEAK);
+    }
+    opt_sched_free(&s);
+  }
+  /* opts that do apply on the CPU; NOLOCALS only records itself */
   if (sched_of(&s, mm, &ren)) {
     const Opt good[] = {O(NOLOCALS, -1, 0), O(UPCAST, 0, 4), O(UNROLL, 0, 4), O(PADTO, 1, 48), O(THREAD, 1, 8)};
     for (size_t i = 0; i < TG_ARRAY_LEN(good); i++) {

@@ -284,7 +284,10 @@ static tg_status apply_padto(OptScheduler *s, Opt o, UOp *rng) {
 static tg_status apply_swap(OptScheduler *s, Opt o, UOp *rng, const UOpVec *rngs) {
   if (o.arg < 0 || (size_t)o.arg >= rngs->len) return opt_error(s, o, "swap axis out of range");
   UOp *alt = rngs->data[o.arg];
-  if (cg_axis_type(rng) != AXIS_GLOBAL || cg_axis_type(alt) != AXIS_GLOBAL) return opt_error(s, o, "swap only for globals");
+  /* tinygrad swaps GLOBAL axes only; on a device without locals the output axes stay LOOP (WEAK) and are swapped
+   * too, to order loops (a matmul over packed panels: opt_heuristic.c cpu_matmul_tiles) */
+  AxisType ta = cg_axis_type(rng), tb = cg_axis_type(alt), want = s->ren->has_local ? AXIS_GLOBAL : AXIS_WEAK;
+  if (ta != want || tb != want) return opt_error(s, o, s->ren->has_local ? "swap only for globals" : "swap only for loops");
   RangeArg a = *alt->arg.range, b = *rng->arg.range;
   a.axis_type = rng->arg.range->axis_type;
   b.axis_type = alt->arg.range->axis_type;

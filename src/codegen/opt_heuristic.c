@@ -252,6 +252,41 @@ static bool sum_of_product(const OptScheduler *s, UOp **red, UOp **mul, UOp **ia
   return *ia && *ib;
 }
 
+static int axis_of_id(const Shape *sh, int64_t id) {
+  for (int i = 0; i < sh->n; i++)
+    if (sh->rngs.data[i]->arg.range->axis_id == id) return i;
+  return -1;
+}
+
+/* the coefficient of rng in an index that is a sum of (constant) multiples of ranges, 0 when absent or not linear */
+static int64_t term_coef(UOp *idx, UOp *rng) {
+  UOpVec terms = {0};
+  uop_split(idx, TG_OP_ADD, &terms);
+  int64_t c = 0;
+  for (size_t i = 0; i < terms.len; i++) {
+    UOp *t = terms.data[i];
+    if (t == rng) c += 1;
+    else if (t->op == TG_OP_MUL && t->src[0] == rng && t->src[1]->op == TG_OP_CONST) c += t->src[1]->arg.c.i;
+  }
+  tg_vec_free(&terms);
+  return c;
+}
+
+/* When the contiguous load reads panels (a reduce step moves it by exactly the vector axis' length, and another output
+ * axis, the panel, jumps over whole panels), the axis id of that panel axis; else -1. */
+static int64_t panel_axis_id(const OptScheduler *s, const Shape *sh, UOp *cont, UOp *bcast, int v, int r) {
+  UOp *red = first_reduce(s);
+  int last = last_unrollable(sh);
+  if (!red || last < 0 || unrollable_count(sh) != 1) return -1;
+  int64_t kc = term_coef(cont, sh->rngs.data[last]);
+  if (kc != sh->size[v]) return -1;
+  for (int p = 0; p < sh->n; p++) {
+    if (p == v || p == r || !is_upcastable(sh, p) || in_slice(bcast, sh->rngs.data[p])) continue;
+    if (term_coef(cont, sh->rngs.data[p]) == kc * sh->size[last]) return sh->rngs.data[p]->arg.range->axis_id;
+  }
+  return -1;
+}
+
 static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
   if (s->ren->has_local || s->ren->vector_bytes <= 0) return false;
   UOp *red, *mul, *ia, *ib;
@@ -295,7 +330,17 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
          * (512x128)^T @ (512x784), the MLP's first weight gradient, 8 rows 109-136 GFLOPS, 16 rows 147-159; a plain
          * 512 matmul (rows strided in A) stays best at 8 (257 vs 225 GFLOPS) */
         bool contiguous_rows = has_unit_term(bcast, sh->rngs.data[r]);
+        int64_t row_id = sh->rngs.data[r]->arg.range->axis_id, panel_id = panel_axis_id(s, sh, cont, bcast, v, r);
         try_opt(s, OPT_UPCAST, r, ramt);
+        if (panel_id >= 0) {
+          /* B in panels (schedule/earliest.c pack_matmul_operand): 8 rows, and the panel loop outside the row loop,
+           * so one panel (K cache lines, in L1/L2) serves every row tile before the next one is read. Measured
+           * (2 cores, 1024^3 float32, packing kernel included): rows outside 142-156 GFLOPS, panels outside 202 */
+          shape_load(s, sh);
+          int ri = axis_of_id(sh, row_id), pi = axis_of_id(sh, panel_id);
+          if (ri >= 0 && pi >= 0 && ri < pi) try_opt(s, OPT_SWAP, ri, pi);
+          goto unroll;
+        }
         /* a big B (the contiguous load) no longer stays in L2 between row tiles (its rows are a power-of-two stride
          * apart, so the tile's lines alias in the cache): twice the rows halves how often it is streamed. Measured
          * (2 cores, float32): N=1024 8 rows 50 GFLOPS, 16 rows 81-92; N=2048 49 -> 58; N=512 (1 MiB B) 8 rows stays
@@ -303,6 +348,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
         if (ramt == 8 && sh->size[r] % 16 == 0 && (cont_bytes > ((int64_t)2 << 20) || contiguous_rows))
           try_opt(s, OPT_UPCAST, r, 2);
       }
+    unroll:
       shape_load(s, sh);
       int last = last_unrollable(sh);
       /* unroll a long reduce by 4; a small one (a conv window) is left as a loop: unrolling kx = 3 measured slower */
