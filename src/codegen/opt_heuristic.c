@@ -252,9 +252,15 @@ static bool sum_of_product(const OptScheduler *s, UOp **red, UOp **mul, UOp **ia
   return *ia && *ib;
 }
 
-static int axis_of_id(const Shape *sh, int64_t id) {
-  for (int i = 0; i < sh->n; i++)
-    if (sh->rngs.data[i]->arg.range->axis_id == id) return i;
+/* the axis whose range has ra's id and sub-ids (its size may have changed since: opts resize ranges in place), or -1 */
+static int axis_of(const Shape *sh, const RangeArg *ra) {
+  RangeArg want = *ra;
+  want.axis_type = 0;
+  for (int i = 0; i < sh->n; i++) {
+    RangeArg x = *sh->rngs.data[i]->arg.range;
+    x.axis_type = 0;
+    if (cg_range_arg_cmp(&x, &want) == 0) return i;
+  }
   return -1;
 }
 
@@ -273,8 +279,8 @@ static int64_t term_coef(UOp *idx, UOp *rng) {
 }
 
 /* When the contiguous load reads panels (a reduce step moves it by exactly the vector axis' length, and another output
- * axis, the panel, jumps over whole panels), the axis id of that panel axis; else -1. */
-static int64_t panel_axis_id(const OptScheduler *s, const Shape *sh, UOp *cont, UOp *bcast, int v, int r) {
+ * axis, the panel, jumps over whole panels), that panel axis; else -1. */
+static int panel_axis(const OptScheduler *s, const Shape *sh, UOp *cont, UOp *bcast, int v, int r) {
   UOp *red = first_reduce(s);
   int last = last_unrollable(sh);
   if (!red || last < 0 || unrollable_count(sh) != 1) return -1;
@@ -282,7 +288,7 @@ static int64_t panel_axis_id(const OptScheduler *s, const Shape *sh, UOp *cont, 
   if (kc != sh->size[v]) return -1;
   for (int p = 0; p < sh->n; p++) {
     if (p == v || p == r || !is_upcastable(sh, p) || in_slice(bcast, sh->rngs.data[p])) continue;
-    if (term_coef(cont, sh->rngs.data[p]) == kc * sh->size[last]) return sh->rngs.data[p]->arg.range->axis_id;
+    if (term_coef(cont, sh->rngs.data[p]) == kc * sh->size[last]) return p;
   }
   return -1;
 }
@@ -321,8 +327,10 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
         if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k] &&
             largest_divisor(sh->size[k], rows, nrows))
           r = k;
+      RangeArg vec_ra = *sh->rngs.data[v]->arg.range;
       if (split && !try_opt(s, OPT_UPCAST, v, split)) return false;
       if (!try_opt(s, OPT_UPCAST, v, vamt)) return false;
+      int unroll = 4;
       if (r >= 0) {
         int ramt = largest_divisor(sh->size[r], rows, nrows);
         /* rows the other load reads contiguously (A^T @ B: a weight gradient dH^T @ x) come in as one vector load,
@@ -330,29 +338,50 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
          * (512x128)^T @ (512x784), the MLP's first weight gradient, 8 rows 109-136 GFLOPS, 16 rows 147-159; a plain
          * 512 matmul (rows strided in A) stays best at 8 (257 vs 225 GFLOPS) */
         bool contiguous_rows = has_unit_term(bcast, sh->rngs.data[r]);
-        int64_t row_id = sh->rngs.data[r]->arg.range->axis_id, panel_id = panel_axis_id(s, sh, cont, bcast, v, r);
-        try_opt(s, OPT_UPCAST, r, ramt);
-        if (panel_id >= 0) {
-          /* B in panels (schedule/earliest.c pack_matmul_operand): 8 rows, and the panel loop outside the row loop,
-           * so one panel (K cache lines, in L1/L2) serves every row tile before the next one is read. Measured
-           * (2 cores, 1024^3 float32, packing kernel included): rows outside 142-156 GFLOPS, panels outside 202 */
-          shape_load(s, sh);
-          int ri = axis_of_id(sh, row_id), pi = axis_of_id(sh, panel_id);
-          if (ri >= 0 && pi >= 0 && ri < pi) try_opt(s, OPT_SWAP, ri, pi);
-          goto unroll;
+        int p = panel_axis(s, sh, cont, bcast, v, r);
+        RangeArg row_ra = *sh->rngs.data[r]->arg.range, second_ra = p >= 0 ? *sh->rngs.data[p]->arg.range : vec_ra;
+        /* rows broadcast from A one scalar at a time: two vectors x 4 rows (8 accumulators, 6 loads per 8 FMAs)
+         * beat one vector x 8 rows (9 loads per 8 FMAs), with the reduce unrolled by 8. Measured (2 cores, AVX-512,
+         * float32, GFLOPS, 8x16 unroll 4 -> 4x32 unroll 8): 512^3 214-246 -> 262-279, 1024^3 (B in panels)
+         * 253-263 -> 296-313, 2048^3 247-263 -> 302-309; 256^3 about even (146-175 / 141-183) */
+        int last_red = last_unrollable(sh);
+        int64_t b_bytes = (last_red >= 0 ? sh->size[last_red] : 1) * vs * itemsize; /* one K x N matrix of B */
+        bool wide = !whole && vamt == w && !contiguous_rows && sh->size[r] % 4 == 0 &&
+                    (p >= 0 ? sh->size[p] % 2 == 0 : b_bytes <= ((int64_t)2 << 20) && (vs / w) % 2 == 0);
+        shape_load(s, sh);
+        if (wide) {
+          int si = axis_of(sh, &second_ra);
+          wide = si >= 0 && try_opt(s, OPT_UPCAST, si, 2);
+          if (wide) ramt = 4, unroll = 8, shape_load(s, sh);
         }
-        /* a big B (the contiguous load) no longer stays in L2 between row tiles (its rows are a power-of-two stride
-         * apart, so the tile's lines alias in the cache): twice the rows halves how often it is streamed. Measured
-         * (2 cores, float32): N=1024 8 rows 50 GFLOPS, 16 rows 81-92; N=2048 49 -> 58; N=512 (1 MiB B) 8 rows stays
-         * best (228 vs 133). */
-        if (ramt == 8 && sh->size[r] % 16 == 0 && (cont_bytes > ((int64_t)2 << 20) || contiguous_rows))
-          try_opt(s, OPT_UPCAST, r, 2);
+        int ri = axis_of(sh, &row_ra);
+        if (ri >= 0) try_opt(s, OPT_UPCAST, ri, ramt);
+        if (p >= 0) {
+          /* B in panels (schedule/earliest.c pack_matmul_operand): the panel loop outside the row loop, so one panel
+           * (K cache lines, in L1/L2) serves every row tile before the next one is read. Measured (2 cores,
+           * 1024^3 float32, 8x16 tiles, packing kernel included): rows outside 142-156 GFLOPS, panels outside 202 */
+          shape_load(s, sh);
+          int pi = axis_of(sh, &second_ra);
+          ri = axis_of(sh, &row_ra);
+          if (ri >= 0 && pi >= 0 && ri < pi) try_opt(s, OPT_SWAP, ri, pi);
+        } else if (!wide && ramt == 8 && sh->size[r] % 16 == 0 && (cont_bytes > ((int64_t)2 << 20) || contiguous_rows)) {
+          /* a big B (the contiguous load) no longer stays in L2 between row tiles (its rows are a power-of-two
+           * stride apart, so the tile's lines alias in the cache): twice the rows halves how often it is streamed.
+           * Measured (2 cores, float32, before B went into panels): N=1024 8 rows 50 GFLOPS, 16 rows 81-92; N=2048
+           * 49 -> 58; N=512 (1 MiB B) 8 rows stays best (228 vs 133). */
+          shape_load(s, sh);
+          ri = axis_of(sh, &row_ra);
+          if (ri >= 0) try_opt(s, OPT_UPCAST, ri, 2);
+        }
       }
-    unroll:
       shape_load(s, sh);
       int last = last_unrollable(sh);
-      /* unroll a long reduce by 4; a small one (a conv window) is left as a loop: unrolling kx = 3 measured slower */
-      if (last >= 0 && sh->size[last] > 4 && sh->size[last] % 4 == 0) try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, 4);
+      /* unroll a long reduce by 4 (8 with the wide tile); a small one (a conv window) is left as a loop: unrolling
+       * kx = 3 measured slower */
+      if (last >= 0 && sh->size[last] > 4 && sh->size[last] % unroll == 0)
+        try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, unroll);
+      else if (last >= 0 && sh->size[last] > 4 && sh->size[last] % 4 == 0)
+        try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, 4);
       return true;
     }
   }
