@@ -1014,8 +1014,62 @@ static void test_heuristic(void) {
           same, TG_ARRAY_LEN(heuristic_cases), deviating);
 }
 
+/* The heuristic's opts for the last kernel of t's schedule, in s (the caller frees it); false when there is none. */
+static bool heuristic_of_last(tg_tensor *t, const Renderer *ren, OptScheduler *s, int *nkernels) {
+  UOp *lin = t ? sched_kernels(uop_sink(&t->uop, 1)) : NULL;
+  *nkernels = lin ? (int)lin->nsrc : 0;
+  if (!lin || !lin->nsrc || !sched_of(s, lin->src[lin->nsrc - 1]->src[0], ren)) return false;
+  opt_hand_coded(s);
+  return true;
+}
+
+static bool applied_has(const OptScheduler *s, Opt o) {
+  for (int i = 0; i < s->napplied; i++)
+    if (s->applied[i].op == o.op && s->applied[i].axis == o.axis && s->applied[i].arg == o.arg) return true;
+  return false;
+}
+
+/* CPU adaptations outside tinygrad's heuristic cases: the panel copy's loop order (opt_heuristic.c cpu_copy_order)
+ * and the tile of a matmul over panels (cpu_matmul_tiles; schedule/earliest.c pack_matmul_operand) */
+static void test_cpu_loop_order(void) {
+  Renderer ren = test_renderer();
+  tg_scope ts = tg_scope_begin();
+  UOpScope sc = uop_scope_begin();
+  static const int perm[3] = {1, 0, 2};
+  OptScheduler s;
+  int nk;
+  /* rows 4 KiB apart, read in the middle loop: the row loop goes outside */
+  tg_tensor *far = tg_contiguous(tg_permute(tg_reshape(fl(256, 1024), TG_SHAPE(256, 64, 16)), perm, 3));
+  if (heuristic_of_last(far, &ren, &s, &nk)) {
+    CHECK_MSG(s.napplied >= 1 && s.applied[0].op == OPT_SWAP && s.applied[0].axis == 0 && s.applied[0].arg == 1,
+              "panel copy of 256x1024: the row loop is not swapped outside");
+    opt_sched_free(&s);
+  }
+  /* rows 2 KiB apart: left alone */
+  tg_tensor *near = tg_contiguous(tg_permute(tg_reshape(fl(256, 512), TG_SHAPE(256, 32, 16)), perm, 3));
+  if (heuristic_of_last(near, &ren, &s, &nk)) {
+    CHECK_MSG(!applied_has(&s, (Opt){OPT_SWAP, 0, 1}), "panel copy of 256x512: swapped");
+    opt_sched_free(&s);
+  }
+  /* A @ B, B in panels: 16 lanes x 2 panels x 4 rows, the panel loop outside the rows, the reduce unrolled by 8 */
+  tg_tensor *mm = tg_matmul(fl(64, 1024), fl(1024, 1024));
+  if (heuristic_of_last(mm, &ren, &s, &nk)) {
+    CHECK_EQ_INT(nk, 2);
+    char got[512];
+    format_opts(s.applied, s.napplied, got, sizeof got);
+    CHECK_MSG(applied_has(&s, (Opt){OPT_UPCAST, 2, 16}) && applied_has(&s, (Opt){OPT_UPCAST, 1, 2}) &&
+                  applied_has(&s, (Opt){OPT_UPCAST, 0, 4}) && applied_has(&s, (Opt){OPT_SWAP, 0, 1}) &&
+                  applied_has(&s, (Opt){OPT_UNROLL, 0, 8}),
+              "matmul over panels: [%s]", got);
+    opt_sched_free(&s);
+  }
+  uop_scope_end(sc);
+  tg_scope_end(ts);
+}
+
 void suite_opts(void) {
   test_heuristic();
   test_opt_errors();
+  test_cpu_loop_order();
   test_random_opts();
 }

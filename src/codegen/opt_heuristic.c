@@ -388,6 +388,42 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
   return false;
 }
 
+/* ---- CPU adaptation: the loop order of a copy that reads rows far apart ----
+ * A copy into panels (schedule/earliest.c pack_matmul_operand) writes panel p, row k, lane j from row k of B: in its
+ * natural loop order (p, k, j) consecutive k read lines a multiple of 4 KiB apart, which the prefetchers do not follow
+ * and the caches alias. With the row loop outermost the reads are sequential. When every access reads the innermost
+ * loop with unit stride and a load's largest stride (at least 4 KiB) is on a loop other than the outermost, those two
+ * loops are swapped. Measured (2 cores, the 4 MiB panel copy of a 1024x1024 float B): 0.54 -> 0.26 ms (plain C). */
+static void cpu_copy_order(OptScheduler *s, Shape *sh) {
+  if (s->ren->has_local || sh->n < 3) return;
+  for (int i = 0; i < sh->n; i++)
+    if (sh->type[i] != AXIS_WEAK || !sh->known[i]) return;
+  UOpVec topo = {0};
+  uop_toposort(s->ast, NULL, NULL, &topo);
+  UOp *inner = sh->rngs.data[sh->n - 1];
+  int far = -1;
+  int64_t far_coef = 0, first_coef = 0, itemsize = 1;
+  bool ok = true;
+  for (size_t i = 0; i < topo.len && ok; i++) {
+    UOp *u = topo.data[i];
+    if (u->op != TG_OP_INDEX || u->nsrc < 2) continue;
+    UOp *idx = ungated_index(u);
+    ok = has_unit_term(idx, inner);
+    bool is_store = false;
+    for (size_t j = i + 1; j < topo.len && !is_store; j++)
+      is_store = topo.data[j]->op == TG_OP_STORE && topo.data[j]->src[0] == u;
+    if (!ok || is_store) continue;
+    itemsize = TG_MAX(1, u->dtype->bitsize / 8);
+    for (int a = 0; a < sh->n - 1; a++) {
+      int64_t c = term_coef(idx, sh->rngs.data[a]);
+      if (a == 0) first_coef = TG_MAX(first_coef, c);
+      if (c > far_coef) far_coef = c, far = a;
+    }
+  }
+  tg_vec_free(&topo);
+  if (ok && far > 0 && far_coef > first_coef && far_coef * itemsize >= 4096) try_opt(s, OPT_SWAP, 0, far);
+}
+
 /* ---- CPU adaptation: reductions along a contiguous axis ----
  * tinygrad upcasts 4 outputs and unrolls the reduce by 4; the lanes are then added up in every iteration, a chain the
  * C compiler cannot vectorize (no reassociation), and the elementwise work before the reduce (softmax's exp) stays
@@ -493,6 +529,7 @@ void opt_hand_coded(OptScheduler *s) {
    * kernel on 4096x1024 float32: no upcast 2.4 ms, 4 lanes 6.9 ms, 16 lanes 10.7 ms; relu(a*b+c) is memory bound
    * either way) */
   bool cpu_elementwise = !s->ren->has_local && !unrollable_count(&sh) && !count_type(&sh, AXIS_UNROLL, AXIS_UNROLL);
+  if (cpu_elementwise) cpu_copy_order(s, &sh);
   if (!cpu_elementwise) {
     bool upcasted[64] = {0};
     for (;;) {
