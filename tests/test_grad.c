@@ -887,13 +887,15 @@ static void check_graph_parity(void) {
 
 /* A stride-1 conv2d's input gradient comes from the transposed-convolution rule (CUSTOM_GRAD "conv2d_input"); it must
  * equal the gradient tinygrad's rules give through _pool, on odd shapes, non-square kernels, paddings up to K-1,
- * grouped and depthwise convs.
+ * grouped and depthwise convs, with the padded gradient masked or made contiguous first.
  * The weight gradient must be unchanged too. Strided convs keep tinygrad's path (no marker). */
 static void check_conv_input_grad(void) {
   static const struct { int64_t b, cin, h, w, cout, kh, kw, py, px, stride, groups; } cfg[] = {
       {2, 3, 7, 6, 4, 3, 3, 0, 0, 1, 1}, {2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1}, {1, 2, 5, 5, 3, 5, 5, 2, 4, 1, 1},
       {2, 4, 6, 6, 2, 1, 1, 0, 0, 1, 1}, {1, 1, 9, 8, 2, 3, 5, 2, 1, 1, 1}, {2, 2, 8, 8, 3, 3, 3, 1, 1, 2, 1},
       {2, 4, 6, 7, 6, 3, 3, 1, 0, 1, 2}, {1, 6, 7, 7, 6, 3, 3, 1, 1, 1, 6}, {2, 6, 5, 6, 12, 3, 2, 2, 1, 1, 3},
+      /* cin x KH x KW >= 256: the padded output gradient is made contiguous first (tensor/reduce.c) */
+      {2, 32, 6, 5, 4, 3, 3, 1, 1, 1, 1}, {1, 12, 6, 6, 4, 5, 5, 2, 3, 1, 1}, {2, 64, 5, 5, 4, 3, 3, 1, 0, 1, 2},
   };
   for (size_t i = 0; i < TG_ARRAY_LEN(cfg); i++) {
     tg_scope s = tg_scope_begin();
