@@ -355,7 +355,16 @@ UOp *t_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64_t
   Shape xs, ws;
   if (!tshape(x, &xs) || !tshape(w, &ws)) return NULL;
   int64_t pads[8] = {0, 0, 0, 0, pad4[0], pad4[1], pad4[2], pad4[3]};
-  UOp *p = t_pool(t_pad_constant(x, pads, 4, const_float(0.0)), ws.d + 2, 2, stride, dilation);
+  UOp *padded = t_pad_constant(x, pads, 4, const_float(0.0));
+  /* (not in tinygrad) The padded input is made contiguous first when each of its elements is read at least 256 times
+   * (output channels per group x KH x KW): the conv's loads then need no masks, which the C compiler turns into
+   * per-lane gated scalar loads. One kernel more. Measured (2 cores, AVX-512): beautiful_mnist's conv2 input gradient
+   * (a transposed conv, 32 x 5 x 5 reads, batch 512) 212 -> 83 ms + 34 ms for the copy, conv4's (64 x 3 x 3) 76 ->
+   * 25 + 12 ms, the training step 1.04-1.06 -> 1.30-1.41 steps/s; a 64x32x28x28 3x3 pad-1 conv (64 x 3 x 3) 117 ->
+   * 171 GFLOPS. Small convs (tinygrad's kernel-count test: 16 x 3 x 3 reads, no padding) keep one kernel. */
+  if ((pad4[0] | pad4[1] | pad4[2] | pad4[3]) != 0 && groups > 0 && ws.d[0] / groups * ws.d[2] * ws.d[3] >= 256)
+    padded = t_contiguous(padded);
+  UOp *p = t_pool(padded, ws.d + 2, 2, stride, dilation);
   Shape ps;
   if (!p || !tshape(p, &ps)) return NULL;
   int64_t bs = xs.d[0], cout = ws.d[0], cin = ws.d[1];
@@ -410,16 +419,6 @@ UOp *t_conv2d_input_grad(UOp *g, UOp *w, int groups, int64_t py, int64_t px) {
   int swap[5] = {0, 2, 1, 3, 4}, flip_axes[2] = {2, 3};
   UOp *wt = t_flip(t_reshape(t_permute(t_reshape(w, split, 5), swap, 5), joined, 4), flip_axes, 2);
   int64_t pad4[4] = {KH - 1 - py, KH - 1 - py, KW - 1 - px, KW - 1 - px};
-  /* The padded gradient is made contiguous first when each of its elements is read at least 256 times (cin x KH x KW):
-   * the conv's loads then need no masks, which the C compiler turns into per-lane gated scalar loads. One kernel
-   * more. Measured (2 cores, AVX-512, beautiful_mnist at batch 512): conv2's input gradient (32 x 5 x 5 reads) 212 ->
-   * 83 ms + 34 ms for the copy, conv4's (64 x 3 x 3) 76 -> 25 + 12 ms; the training step 1.04-1.06 -> 1.30-1.41
-   * steps/s. Small convs (tinygrad's kernel-count test: 3 x 3 x 3 reads) keep one kernel. */
-  if (cin * KH * KW >= 256 && (pad4[0] > 0 || pad4[2] > 0)) {
-    int64_t pads[8] = {0, 0, 0, 0, pad4[0], pad4[1], pad4[2], pad4[3]};
-    static const int64_t none[4] = {0, 0, 0, 0};
-    return t_conv2d(t_contiguous(t_pad_constant(g, pads, 4, const_float(0.0))), wt, groups, ones, ones, none);
-  }
   return t_conv2d(g, wt, groups, ones, ones, pad4);
 }
 
