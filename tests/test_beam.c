@@ -160,6 +160,24 @@ static void test_matmul_search_and_cache(void) {
   char *after = rt_cache_get(BEAM_CACHE_TABLE, key);
   CHECK(after && strcmp(after, "UPCAST,0,2") == 0);
 
+  /* 6. the heuristic's kernel is a candidate whatever its uop count: with BEAM_UOPS_MAX=1 every other candidate is
+   *    dropped, and the search ends at the heuristic's opts (never at the naive kernel) */
+  setenv("BEAM_UOPS_MAX", "1", 1);
+  setenv("IGNORE_BEAM_CACHE", "1", 1);
+  CHECK(beam_search(ast, ren, 2, opts, &nopts) == TG_OK);
+  unsetenv("IGNORE_BEAM_CACHE");
+  unsetenv("BEAM_UOPS_MAX");
+  {
+    UOpScope hs = uop_scope_begin();
+    OptScheduler hc;
+    opt_sched_init(&hc, cg_optimize(opt_ast_with_opts(ast, NULL, 0), ren), ren);
+    opt_hand_coded(&hc);
+    CHECK_MSG(hc.napplied >= 1 && nopts == hc.napplied && memcmp(opts, hc.applied, (size_t)nopts * sizeof(Opt)) == 0,
+              "BEAM with BEAM_UOPS_MAX=1: %d opts, the heuristic's %d", nopts, hc.napplied);
+    opt_sched_free(&hc);
+    uop_scope_end(hs);
+  }
+
   /* bad requests */
   CHECK(beam_search(ast, ren, 0, opts, &nopts) == TG_ERR_INVALID_ARGUMENT);
   CHECK(beam_search(NULL, ren, 2, opts, &nopts) == TG_ERR_INVALID_ARGUMENT);
