@@ -395,6 +395,22 @@ static void check_matmul_panels(void) {
   tg_scope_end(ts);
 }
 
+/* split_reduceop on the CPU (schedule/earliest.c): a reduce whose output has CPU_SPLIT_MIN_OUTPUT (4096) elements or
+ * more is not split (its outputs are enough to spread over the cores); a smaller output is, as in tinygrad. */
+static void check_cpu_split(void) {
+  tg_scope ts = tg_scope_begin();
+  tg_tensor *wide = tg_empty(TG_SHAPE(32768, 4096), TG_FLOAT32), *narrow = tg_empty(TG_SHAPE(65536, 64), TG_FLOAT32);
+  sched_cache_clear();
+  CHECK_EQ_INT(kernels_of(tg_sum(wide, TG_AXES(0), false)), 1);
+  CHECK_EQ_INT(kernels_of(tg_sum(narrow, TG_AXES(0), false)), 2);
+  setenv("CPU_SPLIT_MIN_OUTPUT", "1000000", 1);
+  sched_cache_clear(); /* the schedule cache key does not include the knob */
+  CHECK_EQ_INT(kernels_of(tg_sum(wide, TG_AXES(0), false)), 2);
+  unsetenv("CPU_SPLIT_MIN_OUTPUT");
+  sched_cache_clear();
+  tg_scope_end(ts);
+}
+
 void suite_schedule(void) {
   const char *only = getenv("SCHED_CASE");
   CaseStats table = {0}, suite = {0};
@@ -426,4 +442,5 @@ void suite_schedule(void) {
   check_memory_plan();
   check_kernel_count_table();
   check_matmul_panels();
+  check_cpu_split();
 }
