@@ -259,9 +259,11 @@ static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
  *   B.reshape(K, N/P, P).permute(1, 0, 2).contiguous().permute(1, 0, 2).reshape(K, N)
  * (P = one cache line of elements), equal values in a layout where a panel is K consecutive lines. It costs one copy
  * kernel (tinygrad has one kernel where this has two). Applied to a sum of a product on the CPU when the operand is a
- * whole buffer read as (reduce index) * stride + (output index), stride a multiple of 4 KiB, more than 2 MiB.
- * Measured (2 cores, AVX-512, 1024^3 float32, 8x16 tiles): 84-92 GFLOPS as is, 134 packed; with the
- * panel loop outside the row loop (opt_heuristic.c cpu_matmul_tiles) 205-224. MATMUL_PACK=0 turns it off. */
+ * whole buffer of more than 2 MiB read as (reduce index) * stride + (the output's last index), the stride a multiple
+ * of 4 KiB, and the other factor reads the reduce index contiguously (A row-major; A^T @ B was measured no faster
+ * with B in panels, its A aliases the same way). Measured (2 cores, AVX-512, 1024^3 float32, 8x16 tiles): 84-92
+ * GFLOPS as is, 134 packed; with the panel loop outside the row loop (opt_heuristic.c cpu_matmul_tiles) 205-224; with
+ * 4x32 tiles 275-313. MATMUL_PACK=0 turns it off (the schedule cache key does not include it). */
 #define PACK_LINE_BYTES 64
 #define PACK_MIN_BYTES ((int64_t)2 << 20)
 
