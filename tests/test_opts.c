@@ -387,6 +387,8 @@ static void build_actions(void) {
   for (int ax = 0; ax < 9; ax++) push_action(OPT_TC, ax, 0);
   for (int a0 = 0; a0 < 5; a0++)
     for (int a1 = a0 + 1; a1 < 5; a1++) push_action(OPT_SWAP, a0, a1);
+  for (int ax = 0; ax < 3; ax++) /* not tinygrad's: the CPU's loop split (opt.h) */
+    for (int amt = 2; amt <= 4; amt *= 2) push_action(OPT_LOOP, ax, amt);
   for (size_t a = 0; a < TG_ARRAY_LEN(thr); a++)
     for (int ax = 0; ax < 3; ax++) push_action(OPT_THREAD, ax, thr[a]);
   push_action(OPT_NOLOCALS, -1, 0);
@@ -396,7 +398,7 @@ static void build_actions(void) {
  * on the CPU), then uniformly among that kind's entries. */
 static Opt pick_action(void) {
   static const struct { OptOp op; int weight; } kinds[] = {
-      {OPT_UPCAST, 32}, {OPT_UNROLL, 26}, {OPT_THREAD, 12}, {OPT_PADTO, 8}, {OPT_SWAP, 4}, {OPT_LOCAL, 5},
+      {OPT_UPCAST, 32}, {OPT_UNROLL, 26}, {OPT_THREAD, 12}, {OPT_PADTO, 8}, {OPT_SWAP, 4}, {OPT_LOOP, 4}, {OPT_LOCAL, 5},
       {OPT_GROUP, 4}, {OPT_GROUPTOP, 4}, {OPT_TC, 3}, {OPT_NOLOCALS, 1}};
   int total = 0;
   for (size_t i = 0; i < TG_ARRAY_LEN(kinds); i++) total += kinds[i].weight;
@@ -760,12 +762,14 @@ static void test_random_opts(void) {
     if (!only || strstr(cases.data[i].name, only)) check_case((int)i, &cds[i], nlists, nc, &st, &ren, verbose);
   run_cjobs(cds, &st);
   fprintf(stderr, "opts: %zu kernels, %ld opt lists (%ld the heuristic's, %ld with vector loads/stores) with %ld opts "
-          "(UPCAST %ld, UNROLL %ld, THREAD %ld, PADTO %ld, NOLOCALS %ld) checked against the naive kernel in the "
-          "interpreter, %ld through compiled C; %ld opts refused (%ld LOCAL/GROUP/GROUPTOP/TC, never legal on the CPU)\n",
+          "(UPCAST %ld, UNROLL %ld, THREAD %ld, PADTO %ld, SWAP %ld, LOOP %ld, NOLOCALS %ld) checked against the naive "
+          "kernel in the interpreter, %ld through compiled C; %ld opts refused (%ld LOCAL/GROUP/GROUPTOP/TC, never legal "
+          "on the CPU)\n",
           cases.len, st.lists, st.heuristic_lists, st.vector_lists, st.opts, st.by_op[OPT_UPCAST], st.by_op[OPT_UNROLL],
-          st.by_op[OPT_THREAD], st.by_op[OPT_PADTO], st.by_op[OPT_NOLOCALS], st.c_checked, st.refused,
-          st.refused_locals);
-  CHECK(fixed || (st.lists > 0 && st.by_op[OPT_UPCAST] > 0 && st.by_op[OPT_UNROLL] > 0 && st.by_op[OPT_THREAD] > 0));
+          st.by_op[OPT_THREAD], st.by_op[OPT_PADTO], st.by_op[OPT_SWAP], st.by_op[OPT_LOOP], st.by_op[OPT_NOLOCALS],
+          st.c_checked, st.refused, st.refused_locals);
+  CHECK(fixed || (st.lists > 0 && st.by_op[OPT_UPCAST] > 0 && st.by_op[OPT_UNROLL] > 0 && st.by_op[OPT_THREAD] > 0 &&
+                  st.by_op[OPT_SWAP] > 0 && st.by_op[OPT_LOOP] > 0));
   for (size_t i = 0; i < cases.len; i++) {
     host_free(&cds[i].input);
     host_free(&cds[i].naive);
@@ -876,8 +880,24 @@ static void test_opt_errors(void) {
   expect_refused(ew, &ren, "PADTO of the thread axis", (Opt[]){O(THREAD, 0, 2)}, 1, O(PADTO, 2, 8), "cannot pad thread");
   expect_refused(ew, &ren, "PADTO 48 to 256", NULL, 0, O(PADTO, 1, 256), "pad adds more than quadruple the work");
   expect_refused(mm, &ren, "SWAP of the reduce axis", NULL, 0, O(SWAP, 0, 2), "swap only for loops");
+  expect_refused(mm, &ren, "LOOP of the reduce axis", NULL, 0, O(LOOP, 2, 4), "loop split is for LOOP axes");
+  expect_refused(mm, &ren, "LOOP by 1", NULL, 0, O(LOOP, 0, 1), "loop split needs an amount of at least 2");
+  expect_refused(mm, &ren, "LOOP 5 of 64", NULL, 0, O(LOOP, 0, 5), "5 can't divide 64");
   expect_refused(ew, &ren, "SWAP axis out of range", NULL, 0, O(SWAP, 0, 5), "swap axis out of range");
   expect_refused(ew, &ren, "unknown op", NULL, 0, ((Opt){OPT_OP_COUNT + 3, 0, 4}), "unknown opt op");
+  /* LOOP 4 of (64, 48)'s first axis: (16, 48, 4), the inner part a loop inside the others */
+  OptScheduler ls;
+  if (sched_of(&ls, ew, &ren)) {
+    CHECK_MSG(opt_apply(&ls, O(LOOP, 0, 4)) == TG_OK, "LOOP 0 4 refused: %s", tg_last_error());
+    int64_t shape[4];
+    AxisType types[4];
+    CHECK_EQ_INT(opt_sched_len(&ls), 3);
+    if (opt_sched_len(&ls) == 3) {
+      opt_sched_shape(&ls, shape, types);
+      CHECK(shape[0] == 16 && shape[1] == 48 && shape[2] == 4 && types[2] == AXIS_WEAK);
+    }
+    opt_sched_free(&ls);
+  }
   /* SWAP exchanges two loops on the CPU (tinygrad: GLOBAL axes only; see opt.c apply_swap): (64, 48) -> (48, 64) */
   OptScheduler s;
   if (sched_of(&s, ew, &ren)) {
@@ -1051,7 +1071,8 @@ static void test_cpu_loop_order(void) {
     CHECK_MSG(!applied_has(&s, (Opt){OPT_SWAP, 0, 1}), "panel copy of 256x512: swapped");
     opt_sched_free(&s);
   }
-  /* A @ B, B in panels: 16 lanes x 2 panels x 4 rows, the panel loop outside the rows, the reduce unrolled by 8 */
+  /* A @ B, B in panels: 16 lanes x 2 panels x 4 rows, the panel loop outside the rows in blocks of 4, the reduce
+   * unrolled by 8 */
   tg_tensor *mm = tg_matmul(fl(64, 1024), fl(1024, 1024));
   if (heuristic_of_last(mm, &ren, &s, &nk)) {
     CHECK_EQ_INT(nk, 2);
@@ -1059,6 +1080,7 @@ static void test_cpu_loop_order(void) {
     format_opts(s.applied, s.napplied, got, sizeof got);
     CHECK_MSG(applied_has(&s, (Opt){OPT_UPCAST, 2, 16}) && applied_has(&s, (Opt){OPT_UPCAST, 1, 2}) &&
                   applied_has(&s, (Opt){OPT_UPCAST, 0, 4}) && applied_has(&s, (Opt){OPT_SWAP, 0, 1}) &&
+                  applied_has(&s, (Opt){OPT_LOOP, 0, 4}) &&
                   applied_has(&s, (Opt){OPT_UNROLL, 0, 8}),
               "matmul over panels: [%s]", got);
     opt_sched_free(&s);

@@ -20,7 +20,8 @@
 
 #define BEAM_CACHE_FORMAT "beam3" /* bump when the opt axis numbering or the search changes: old entries stop matching
                                     * (beam2: the first round also times the heuristic, UPCAST 8/16 actions;
-                                    * beam3: SWAP applies to LOOP axes on the CPU, the heuristic's matmul tiles changed) */
+                                    * beam3: SWAP applies to LOOP axes on the CPU, LOOP actions, the heuristic's matmul
+                                    * tiles changed) */
 
 static BeamStats stats;
 BeamStats beam_stats(void) { return stats; }
@@ -84,6 +85,9 @@ static void build_actions(OptVec *a, const Renderer *ren) {
   push_action(a, OPT_LOCAL, 6, 2);
   for (int a0 = 0; a0 < 5; a0++)
     for (int a1 = a0 + 1; a1 < 5; a1++) push_action(a, OPT_SWAP, a0, a1);
+  if (!ren->has_local) /* not tinygrad's: blocked loop orders on the CPU (opt.h OPT_LOOP) */
+    for (int amt = 2; amt <= 8; amt *= 2)
+      for (int ax = 0; ax < 3; ax++) push_action(a, OPT_LOOP, ax, amt);
   for (size_t i = 0; i < TG_ARRAY_LEN(thread_amts); i++)
     for (int ax = 0; ax < 3; ax++) push_action(a, OPT_THREAD, ax, thread_amts[i]);
   if (tg_getenv_int("NOLOCALS", 0)) push_action(a, OPT_NOLOCALS, -1, 0);

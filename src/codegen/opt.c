@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 static const char *const opt_names[OPT_OP_COUNT] = {"TC", "UPCAST", "UNROLL", "LOCAL", "THREAD",
-                                                    "GROUP", "GROUPTOP", "NOLOCALS", "PADTO", "SWAP"};
+                                                    "GROUP", "GROUPTOP", "NOLOCALS", "PADTO", "SWAP", "LOOP"};
 
 const char *opt_op_name(OptOp op) { return (unsigned)op < OPT_OP_COUNT ? opt_names[op] : "?"; }
 
@@ -319,7 +319,8 @@ static UOp *first_reduce(UOp *ast) {
 static tg_status apply_split(OptScheduler *s, Opt o, UOp *rng, const UOpVec *rngs) {
   static const AxisType to_type[OPT_OP_COUNT] = {
       [OPT_LOCAL] = AXIS_LOCAL, [OPT_UPCAST] = AXIS_UPCAST, [OPT_UNROLL] = AXIS_UNROLL,
-      [OPT_GROUP] = AXIS_GROUP_REDUCE, [OPT_GROUPTOP] = AXIS_GROUP_REDUCE, [OPT_THREAD] = AXIS_THREAD};
+      [OPT_GROUP] = AXIS_GROUP_REDUCE, [OPT_GROUPTOP] = AXIS_GROUP_REDUCE, [OPT_THREAD] = AXIS_THREAD,
+      [OPT_LOOP] = AXIS_WEAK};
   int64_t amt = o.arg;
   if (amt == 0) amt = range_size_or_max(rng);
   if (amt < 0) return opt_error(s, o, "negative amount");
@@ -370,6 +371,12 @@ static tg_status apply_split(OptScheduler *s, Opt o, UOp *rng, const UOpVec *rng
   case OPT_GROUP: case OPT_GROUPTOP:
     if (s->dont_use_locals) return opt_error(s, o, "can't use locals");
     if (t != AXIS_REDUCE) return opt_error(s, o, "group is for reduce");
+    break;
+  case OPT_LOOP:
+    /* the new inner loop gets the next range id, so it sorts after every other loop: (outer, other loops, inner) */
+    if (s->ren->has_local) return opt_error(s, o, "loop split is for devices without locals");
+    if (t != AXIS_WEAK) return opt_error(s, o, "loop split is for LOOP axes");
+    if (amt < 2) return opt_error(s, o, "loop split needs an amount of at least 2");
     break;
   case OPT_TC: case OPT_NOLOCALS: case OPT_PADTO: case OPT_SWAP: case OPT_OP_COUNT: break;
   }

@@ -15,9 +15,11 @@
 
 #include "../render/render.h"
 
+/* OPT_LOOP is not tinygrad's: on a device without locals it splits a LOOP axis, the inner part a LOOP of its own that
+ * runs inside the other loops (a blocked loop order; tinygrad's LOCAL plays that part on GPUs). */
 typedef enum OptOp {
   OPT_TC, OPT_UPCAST, OPT_UNROLL, OPT_LOCAL, OPT_THREAD, OPT_GROUP, OPT_GROUPTOP, OPT_NOLOCALS, OPT_PADTO, OPT_SWAP,
-  OPT_OP_COUNT
+  OPT_LOOP, OPT_OP_COUNT
 } OptOp;
 
 /* tinygrad Opt(op, axis, arg): axis -1 is None (NOLOCALS). TC's tuple arg is not representable: TC is rejected. */
