@@ -841,6 +841,23 @@ static UOp *kernel_of(tg_tensor *t) {
   return lin && lin->nsrc == 1 ? lin->src[0]->src[0] : NULL;
 }
 
+/* o applies to ast and leaves loops (LOOP axes only) of the sizes want */
+static void check_loop_opt(UOp *ast, const Renderer *ren, Opt o, const int64_t *want, int n) {
+  OptScheduler s;
+  if (!sched_of(&s, ast, ren)) return;
+  char name[96];
+  opt_format(o, name, sizeof name);
+  CHECK_MSG(opt_apply(&s, o) == TG_OK, "%s refused: %s", name, tg_last_error());
+  int64_t shape[8];
+  AxisType types[8];
+  CHECK_EQ_INT(opt_sched_len(&s), n);
+  if (opt_sched_len(&s) == n) {
+    opt_sched_shape(&s, shape, types);
+    for (int i = 0; i < n; i++) CHECK_MSG(shape[i] == want[i] && types[i] == AXIS_WEAK, "%s: axis %d", name, i);
+  }
+  opt_sched_free(&s);
+}
+
 static void test_opt_errors(void) {
   Renderer ren = test_renderer();
   tg_scope ts = tg_scope_begin();
@@ -886,31 +903,10 @@ static void test_opt_errors(void) {
   expect_refused(ew, &ren, "SWAP axis out of range", NULL, 0, O(SWAP, 0, 5), "swap axis out of range");
   expect_refused(ew, &ren, "unknown op", NULL, 0, ((Opt){OPT_OP_COUNT + 3, 0, 4}), "unknown opt op");
   /* LOOP 4 of (64, 48)'s first axis: (16, 48, 4), the inner part a loop inside the others */
-  OptScheduler ls;
-  if (sched_of(&ls, ew, &ren)) {
-    CHECK_MSG(opt_apply(&ls, O(LOOP, 0, 4)) == TG_OK, "LOOP 0 4 refused: %s", tg_last_error());
-    int64_t shape[4];
-    AxisType types[4];
-    CHECK_EQ_INT(opt_sched_len(&ls), 3);
-    if (opt_sched_len(&ls) == 3) {
-      opt_sched_shape(&ls, shape, types);
-      CHECK(shape[0] == 16 && shape[1] == 48 && shape[2] == 4 && types[2] == AXIS_WEAK);
-    }
-    opt_sched_free(&ls);
-  }
+  check_loop_opt(ew, &ren, O(LOOP, 0, 4), (const int64_t[]){16, 48, 4}, 3);
   /* SWAP exchanges two loops on the CPU (tinygrad: GLOBAL axes only; see opt.c apply_swap): (64, 48) -> (48, 64) */
+  check_loop_opt(ew, &ren, O(SWAP, 0, 1), (const int64_t[]){48, 64}, 2);
   OptScheduler s;
-  if (sched_of(&s, ew, &ren)) {
-    CHECK_MSG(opt_apply(&s, O(SWAP, 0, 1)) == TG_OK, "SWAP 0 1 of two loops refused: %s", tg_last_error());
-    int64_t shape[4];
-    AxisType types[4];
-    CHECK_EQ_INT(opt_sched_len(&s), 2);
-    if (opt_sched_len(&s) == 2) {
-      opt_sched_shape(&s, shape, types);
-      CHECK(shape[0] == 48 && shape[1] == 64 && types[0] == AXIS_WEAK && types[1] == AXIS_WEAK);
-    }
-    opt_sched_free(&s);
-  }
   /* opts that do apply on the CPU; NOLOCALS only records itself */
   if (sched_of(&s, mm, &ren)) {
     const Opt good[] = {O(NOLOCALS, -1, 0), O(UPCAST, 0, 4), O(UNROLL, 0, 4), O(PADTO, 1, 48), O(THREAD, 1, 8)};

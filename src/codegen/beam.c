@@ -515,19 +515,18 @@ static void print_round(double t, double best, size_t ncands, size_t ntimed, con
  * the fastest of a hundred candidates is often one that was lucky once. Measured (2 cores, shared): BEAM=2 ended at
  * 213 GFLOPS on a 1024 matmul, 242 on 512 and 231 on 16x256, where the heuristic's kernels run at 283, 267 and 274.
  * The winner stays only when it is faster again; else the heuristic's opts are the result. */
-static tg_status verify_winner(UOp *ast, const OptScheduler *base, OptScheduler *winner, Scratch *scratch,
+static tg_status verify_winner(UOp *ast, const OptScheduler *heuristic, OptScheduler *winner, Scratch *scratch,
                                const char *device, int64_t beam_debug) {
   int rounds = (int)tg_getenv_int("BEAM_VERIFY", 5);
   Candidate c[2];
   memset(c, 0, sizeof c);
   opt_sched_copy(&c[0].s, winner);
-  opt_sched_copy(&c[1].s, base);
-  opt_hand_coded(&c[1].s);
+  opt_sched_copy(&c[1].s, heuristic);
   tg_status st = TG_OK;
-  bool same = c[1].s.napplied == winner->napplied &&
-              memcmp(c[1].s.applied, winner->applied, (size_t)winner->napplied * sizeof(Opt)) == 0;
-  if (rounds > 0 && !same && c[1].s.napplied && lower_candidate(ast, base->ren, &c[0], 0) &&
-      lower_candidate(ast, base->ren, &c[1], 0)) {
+  bool same = heuristic->napplied == winner->napplied &&
+              memcmp(heuristic->applied, winner->applied, (size_t)winner->napplied * sizeof(Opt)) == 0;
+  if (rounds > 0 && !same && heuristic->napplied && lower_candidate(ast, heuristic->ren, &c[0], 0) &&
+      lower_candidate(ast, heuristic->ren, &c[1], 0)) {
     Candidate *both[2] = {&c[0], &c[1]};
     st = compile_candidates(both, 2);
     double best[2] = {INFINITY, INFINITY};
@@ -564,6 +563,9 @@ static tg_status search(UOp *ast, const OptScheduler *base, int amt, OptSchedule
   opt_sched_copy(&first, base);
   tg_vec_push(&beam, first);
   tg_vec_push(&beam_tm, INFINITY);
+  OptScheduler heuristic; /* the hand-coded heuristic's kernel: a first-round candidate, and the final check's rival */
+  opt_sched_copy(&heuristic, base);
+  opt_hand_coded(&heuristic);
   SeenSet seen = {0};
   Scratch scratch = {0};
   tg_status st = TG_OK;
@@ -581,16 +583,11 @@ static tg_status search(UOp *ast, const OptScheduler *base, int amt, OptSchedule
      * without BEAM (tinygrad starts from the naive kernel only; measured here, BEAM=2 then ended at 57 GFLOPS on a
      * 256 matmul against the heuristic's 195) */
     size_t heuristic_at = SIZE_MAX;
-    if (first_round) {
+    if (first_round && heuristic.napplied) {
       OptScheduler hc;
-      opt_sched_copy(&hc, base);
-      opt_hand_coded(&hc);
-      if (hc.napplied) {
-        heuristic_at = scheds.len;
-        tg_vec_push(&scheds, hc);
-      } else {
-        opt_sched_free(&hc);
-      }
+      opt_sched_copy(&hc, &heuristic);
+      heuristic_at = scheds.len;
+      tg_vec_push(&scheds, hc);
     }
     size_t ncands = scheds.len;
     Candidate *cands = tg_calloc(ncands ? ncands : 1, sizeof *cands);
@@ -684,7 +681,8 @@ static tg_status search(UOp *ast, const OptScheduler *base, int amt, OptSchedule
     for (size_t i = 0; i < ncands; i++) candidate_free(&cands[i]);
     tg_free(cands);
   }
-  if (st == TG_OK) st = verify_winner(ast, base, &beam.data[0], &scratch, device, beam_debug);
+  if (st == TG_OK) st = verify_winner(ast, &heuristic, &beam.data[0], &scratch, device, beam_debug);
+  opt_sched_free(&heuristic);
   if (st == TG_OK) {
     opt_sched_copy(best_out, &beam.data[0]);
     if (beam_debug) {

@@ -306,7 +306,7 @@ static int64_t prod_of(const UOpVec *rngs, const AxisType *types, int ntypes) {
   return p;
 }
 
-static UOp *first_reduce(UOp *ast) {
+UOp *opt_first_reduce(UOp *ast) {
   UOpVec topo = {0};
   uop_backward_slice(ast, &topo);
   UOp *r = NULL;
@@ -325,7 +325,7 @@ static tg_status apply_split(OptScheduler *s, Opt o, UOp *rng, const UOpVec *rng
   if (amt == 0) amt = range_size_or_max(rng);
   if (amt < 0) return opt_error(s, o, "negative amount");
   AxisType t = cg_axis_type(rng);
-  UOp *red = first_reduce(s->ast);
+  UOp *red = opt_first_reduce(s->ast);
   bool group = o.op == OPT_GROUP || o.op == OPT_GROUPTOP;
   if (red && (group || axis_has(rngs, AXIS_GROUP_REDUCE))) {
     static const AxisType local_like[] = {AXIS_UPCAST, AXIS_WARP, AXIS_LOCAL, AXIS_GROUP_REDUCE};

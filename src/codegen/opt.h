@@ -28,6 +28,8 @@ typedef KernelOpt Opt; /* { op (an OptOp), axis, arg } */
 #define OPT_LIST_MAX KERNEL_OPTS_MAX /* opts one kernel can carry */
 
 const char *opt_op_name(OptOp op);  /* "UPCAST" */
+/* The kernel's first REDUCE (its main one), NULL without. */
+UOp *opt_first_reduce(UOp *ast);
 /* "Opt(op=OptOps.UPCAST, axis=0, arg=4)" as tinygrad prints it, into out. */
 void opt_format(Opt o, char *out, size_t cap);
 

@@ -230,21 +230,10 @@ static int largest_divisor(int64_t n, const int *cands, int ncands) {
   return 0;
 }
 
-/* the kernel's first REDUCE (its main one), NULL without */
-static UOp *first_reduce(const OptScheduler *s) {
-  UOpVec topo = {0};
-  uop_backward_slice(s->ast, &topo);
-  UOp *red = NULL;
-  for (size_t i = 0; i < topo.len && !red; i++)
-    if (topo.data[i]->op == TG_OP_REDUCE) red = topo.data[i];
-  tg_vec_free(&topo);
-  return red;
-}
-
 /* a matmul-like kernel: its first REDUCE adds a product of two loads (through a CAST or not); the indexes of the two
  * loads (ia, ib) in mul's source order */
 static bool sum_of_product(const OptScheduler *s, UOp **red, UOp **mul, UOp **ia, UOp **ib) {
-  *red = first_reduce(s);
+  *red = opt_first_reduce(s->ast);
   if (!*red || (*red)->arg.red.op != TG_OP_ADD) return false;
   *mul = strip_cast((*red)->src[0]);
   if ((*mul)->op != TG_OP_MUL) return false;
@@ -280,10 +269,9 @@ static int64_t term_coef(UOp *idx, UOp *rng) {
 
 /* When the contiguous load reads panels (a reduce step moves it by exactly the vector axis' length, and another output
  * axis, the panel, jumps over whole panels), that panel axis; else -1. */
-static int panel_axis(const OptScheduler *s, const Shape *sh, UOp *cont, UOp *bcast, int v, int r) {
-  UOp *red = first_reduce(s);
+static int panel_axis(const Shape *sh, UOp *cont, UOp *bcast, int v, int r) {
   int last = last_unrollable(sh);
-  if (!red || last < 0 || unrollable_count(sh) != 1) return -1;
+  if (last < 0 || unrollable_count(sh) != 1) return -1;
   int64_t kc = term_coef(cont, sh->rngs.data[last]);
   if (kc != sh->size[v]) return -1;
   for (int p = 0; p < sh->n; p++) {
@@ -338,7 +326,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
          * (512x128)^T @ (512x784), the MLP's first weight gradient, 8 rows 109-136 GFLOPS, 16 rows 147-159; a plain
          * 512 matmul (rows strided in A) stays best at 8 (257 vs 225 GFLOPS) */
         bool contiguous_rows = has_unit_term(bcast, sh->rngs.data[r]);
-        int p = panel_axis(s, sh, cont, bcast, v, r);
+        int p = panel_axis(sh, cont, bcast, v, r);
         RangeArg row_ra = *sh->rngs.data[r]->arg.range, second_ra = p >= 0 ? *sh->rngs.data[p]->arg.range : vec_ra;
         /* rows broadcast from A one scalar at a time: two vectors x 4 rows (8 accumulators, 6 loads per 8 FMAs)
          * beat one vector x 8 rows (9 loads per 8 FMAs), with the reduce unrolled by 8. Measured (2 cores, AVX-512,
@@ -386,10 +374,9 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
       int last = last_unrollable(sh);
       /* unroll a long reduce by 4 (8 with the wide tile); a small one (a conv window) is left as a loop: unrolling
        * kx = 3 measured slower */
+      if (last >= 0 && sh->size[last] % unroll) unroll = 4;
       if (last >= 0 && sh->size[last] > 4 && sh->size[last] % unroll == 0)
         try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, unroll);
-      else if (last >= 0 && sh->size[last] > 4 && sh->size[last] % 4 == 0)
-        try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, 4);
       return true;
     }
   }
@@ -406,8 +393,10 @@ static void cpu_copy_order(OptScheduler *s, Shape *sh) {
   if (s->ren->has_local || sh->n < 3) return;
   for (int i = 0; i < sh->n; i++)
     if (sh->type[i] != AXIS_WEAK || !sh->known[i]) return;
-  UOpVec topo = {0};
+  UOpVec topo = {0}, stored = {0};
   uop_toposort(s->ast, NULL, NULL, &topo);
+  for (size_t i = 0; i < topo.len; i++)
+    if (topo.data[i]->op == TG_OP_STORE) tg_vec_push(&stored, topo.data[i]->src[0]);
   UOp *inner = sh->rngs.data[sh->n - 1];
   int far = -1;
   int64_t far_coef = 0, first_coef = 0, itemsize = 1;
@@ -417,10 +406,7 @@ static void cpu_copy_order(OptScheduler *s, Shape *sh) {
     if (u->op != TG_OP_INDEX || u->nsrc < 2) continue;
     UOp *idx = ungated_index(u);
     ok = has_unit_term(idx, inner);
-    bool is_store = false;
-    for (size_t j = i + 1; j < topo.len && !is_store; j++)
-      is_store = topo.data[j]->op == TG_OP_STORE && topo.data[j]->src[0] == u;
-    if (!ok || is_store) continue;
+    if (!ok || cg_vec_has(&stored, u)) continue;
     itemsize = TG_MAX(1, u->dtype->bitsize / 8);
     for (int a = 0; a < sh->n - 1; a++) {
       int64_t c = term_coef(idx, sh->rngs.data[a]);
@@ -429,6 +415,7 @@ static void cpu_copy_order(OptScheduler *s, Shape *sh) {
     }
   }
   tg_vec_free(&topo);
+  tg_vec_free(&stored);
   if (ok && far > 0 && far_coef > first_coef && far_coef * itemsize >= 4096) try_opt(s, OPT_SWAP, 0, far);
 }
 
@@ -442,7 +429,7 @@ static void cpu_copy_order(OptScheduler *s, Shape *sh) {
  * left to the vectorizer). */
 static bool cpu_row_reduce(OptScheduler *s, Shape *sh) {
   if (s->ren->has_local || !s->ren->reduce_vectorize_hint) return false;
-  UOp *red = first_reduce(s);
+  UOp *red = opt_first_reduce(s->ast);
   int last = last_unrollable(sh);
   /* ADD only: a MAX reduce (tinygrad's select, NaN-propagating) is not a reduction the vectorizer recognizes */
   if (!red || red->arg.red.op != TG_OP_ADD || last < 0 || sh->size[last] < 64 || unrollable_count(sh) != 1) return false;

@@ -161,8 +161,12 @@ static UOp *rop(UOp *x, TgOp op, const int *axes, int naxes) {
   return uop_new(TG_OP_RESHAPE, x->dtype, src, 2, arg_none());
 }
 
-/* split_reduceop: a reduce with a large input/output ratio becomes two kernels (a partial reduce into 8..256 slots,
- * made contiguous, then the final reduce), so the first one has outputs to spread over cores */
+/* the value lives on the CPU device ("CPU", "CPU:n"); the CPU adaptations below apply there only */
+static bool on_cpu(UOp *u) {
+  const char *dev = sched_device(u);
+  return dev && (strcmp(dev, "CPU") == 0 || strncmp(dev, "CPU:", 4) == 0);
+}
+
 /* Follows x down through its movement ops (and DETACH/CUSTOM_GRAD, which pass their value through), turning idx (one
  * expression per dimension of x) into an index of the node below them: that node, or NULL when a movement op cannot
  * be followed. */
@@ -190,6 +194,8 @@ static UOp *index_at_base(UOp *x, const Shape *xs, UOp **idx, size_t *n) {
   return trace_movement(x, idx, n);
 }
 
+/* split_reduceop: a reduce with a large input/output ratio becomes two kernels (a partial reduce into 8..256 slots,
+ * made contiguous, then the final reduce), so the first one has outputs to spread over cores */
 static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
   TG_UNUSED(rw);
   UOp *x = m[0];
@@ -203,10 +209,7 @@ static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
    * partials. Measured (2 cores, beautiful_mnist at batch 512): conv2's weight gradient (25600 outputs, a 204800
    * reduce) 267 ms per step split into 128 partials, 213 ms not split; the training step 1.31-1.34 -> 1.40-1.42
    * steps/s. */
-  const char *dev = sched_device(red);
-  if (dev && (strcmp(dev, "CPU") == 0 || strncmp(dev, "CPU:", 4) == 0) &&
-      rn >= tg_getenv_int("CPU_SPLIT_MIN_OUTPUT", 4096))
-    return NULL;
+  if (on_cpu(red) && rn >= tg_getenv_int("CPU_SPLIT_MIN_OUTPUT", 4096)) return NULL;
   /* which axes of x reach its base (an expanded axis does not: splitting it would not help) */
   UOp *idx[SCHED_MAX_IDX];
   size_t n;
@@ -324,10 +327,9 @@ static bool matrix_read(UOp *opnd, UOp *const *mul_idx, size_t mul_n, const Shap
   size_t n = (size_t)os.ndim, skip = mul_n - n;
   for (size_t i = 0; i < n; i++) idx[i] = os.d[i] == 1 ? sched_weak_int(0) : mul_idx[skip + i];
   out->base = trace_movement(opnd, idx, &n);
-  if (!out->base || out->base == opnd || !sched_has_buffer_identity(out->base, true) || !shape_of(out->base, &out->bs))
+  if (!out->base || out->base == opnd || !sched_has_buffer_identity(out->base, true) || !shape_of(out->base, &out->bs) ||
+      !on_cpu(out->base))
     return false;
-  const char *dev = sched_device(out->base);
-  if (!dev || (strcmp(dev, "CPU") != 0 && strncmp(dev, "CPU:", 4) != 0)) return false;
   return linear_coefs(idx, n, &out->bs, out->coef, xs->ndim);
 }
 
