@@ -426,7 +426,7 @@ static int64_t upcast_product(const OptScheduler *s) {
 }
 
 typedef struct Stats {
-  long lists, opts, by_op[OPT_OP_COUNT], refused, refused_locals, c_checked,  lower_failed, heuristic_lists, vector_lists;
+  long lists, opts, by_op[OPT_OP_COUNT], refused, refused_locals, c_checked,  lower_failed, heuristic_lists, vector_lists, vector_acc_lists;
 } Stats;
 
 #define UPCAST_MAX 256 /* tinygrad BEAM_UPCAST_MAX */
@@ -676,6 +676,13 @@ static void check_case(int ci, CaseData *cd, int nlists, int nc, Stats *st, cons
     bool vec = false;
     for (uint32_t k = 0; k < lin->nsrc && !vec; k++) vec = lin->src[k]->op == TG_OP_SHRINK;
     st->vector_lists += vec;
+    bool vacc = false; /* a vector accumulator (cg_expand): a register buffer of more than one element */
+    for (uint32_t k = 0; k < lin->nsrc && !vacc; k++) {
+      UOp *u = lin->src[k];
+      vacc = u->op == TG_OP_BUFFER && u->nsrc == 1 && u->src[0]->op == TG_OP_CAST && u->src[0]->src[0]->op == TG_OP_CONST &&
+             u->src[0]->src[0]->arg.c.kind == CK_INT && u->src[0]->src[0]->arg.c.i > 1;
+    }
+    st->vector_acc_lists += vacc;
     for (int i = 0; i < n; i++) st->by_op[opts[i].op]++;
     HostBufs got;
     tg_status r = interp_all(lin, &cd->input, &got);
@@ -761,14 +768,15 @@ static void test_random_opts(void) {
   for (size_t i = 0; i < cases.len; i++)
     if (!only || strstr(cases.data[i].name, only)) check_case((int)i, &cds[i], nlists, nc, &st, &ren, verbose);
   run_cjobs(cds, &st);
-  fprintf(stderr, "opts: %zu kernels, %ld opt lists (%ld the heuristic's, %ld with vector loads/stores) with %ld opts "
+  fprintf(stderr, "opts: %zu kernels, %ld opt lists (%ld the heuristic's, %ld with vector loads/stores, %ld with vector "
+          "accumulators) with %ld opts "
           "(UPCAST %ld, UNROLL %ld, THREAD %ld, PADTO %ld, SWAP %ld, LOOP %ld, NOLOCALS %ld) checked against the naive "
           "kernel in the interpreter, %ld through compiled C; %ld opts refused (%ld LOCAL/GROUP/GROUPTOP/TC, never legal "
           "on the CPU)\n",
-          cases.len, st.lists, st.heuristic_lists, st.vector_lists, st.opts, st.by_op[OPT_UPCAST], st.by_op[OPT_UNROLL],
+          cases.len, st.lists, st.heuristic_lists, st.vector_lists, st.vector_acc_lists, st.opts, st.by_op[OPT_UPCAST], st.by_op[OPT_UNROLL],
           st.by_op[OPT_THREAD], st.by_op[OPT_PADTO], st.by_op[OPT_SWAP], st.by_op[OPT_LOOP], st.by_op[OPT_NOLOCALS],
           st.c_checked, st.refused, st.refused_locals);
-  CHECK(fixed || (st.lists > 0 && st.by_op[OPT_UPCAST] > 0 && st.by_op[OPT_UNROLL] > 0 && st.by_op[OPT_THREAD] > 0 &&
+  CHECK(fixed || (st.lists > 0 && st.vector_acc_lists > 0 && st.by_op[OPT_UPCAST] > 0 && st.by_op[OPT_UNROLL] > 0 && st.by_op[OPT_THREAD] > 0 &&
                   st.by_op[OPT_SWAP] > 0 && st.by_op[OPT_LOOP] > 0));
   for (size_t i = 0; i < cases.len; i++) {
     host_free(&cds[i].input);

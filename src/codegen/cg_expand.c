@@ -19,7 +19,8 @@
 #define EXPAND_TAG_LANE 0x6c61      /* a REDUCE that is one upcast lane of a REDUCE */
 
 typedef struct ExpandCtx {
-  UOpVec order; /* expanded ranges in the order of their first appearance (tinygrad build_range_map) */
+  UOpVec order;      /* expanded ranges in the order of their first appearance (tinygrad build_range_map) */
+  int vector_lanes;  /* float32 lanes of the target's vector register; 0: no vector accumulators */
 } ExpandCtx;
 
 static bool is_expand_range(const UOp *u) {
@@ -110,6 +111,189 @@ out:
   return ret;
 }
 
+/* ---- vector accumulators (not tinygrad's: tinygrad devectorizes accumulators and leaves the regrouping to the C
+ * compiler, whose SLP vectorizer only finds it when the lanes are stored contiguously) ----
+ *
+ * The lanes of a REDUCE along a vector axis become one REDUCE of a lane STACK (a vector accumulator, in chunks of at
+ * most one vector register), read back lane by lane through INDEX(reduce, lane). The vector axis is one upcast range,
+ * or several that together count elements in mixed radix (UPCAST 2 then UPCAST 14 of one 28-wide axis: the inner
+ * range steps by 1, the outer by 2), picked by how the reduce body reads memory along it: every load either does not
+ * depend on it (a broadcast) or steps through consecutive elements (a vector load), and at least one does. A load that
+ * steps otherwise (a gather) or whose gate depends on it rules it out. cg_vectorize later turns the lane STACKs into
+ * vector ALU ops and vector loads. VECTOR_ACC=0 turns it off. */
+
+#define VEC_AXIS_MAX 8
+typedef struct VecAxis {
+  size_t n;                       /* 0: no vector axis */
+  size_t pos[VEC_AXIS_MAX];       /* the ranges' positions in `up`, the one that steps by 1 first */
+  int64_t extent[VEC_AXIS_MAX];
+  int64_t total;                  /* lanes along the axis */
+} VecAxis;
+
+/* the coefficient of v in idx when idx is a sum of terms linear in v; false when v sits inside another term */
+static bool linear_coef_of(UOp *idx, const UOp *v, int64_t *coef) {
+  UOpVec terms = {0};
+  uop_split(idx, TG_OP_ADD, &terms);
+  bool ok = true;
+  *coef = 0;
+  for (size_t i = 0; i < terms.len && ok; i++) {
+    UOp *t = terms.data[i];
+    if (t == v) { *coef += 1; continue; }
+    if (t->op == TG_OP_MUL && t->nsrc == 2) {
+      UOp *a = t->src[0], *b = t->src[1];
+      if (b == v) { UOp *x = a; a = b; b = x; }
+      if (a == v && b->op == TG_OP_CONST && b->arg.c.kind == CK_INT) { *coef += b->arg.c.i; continue; }
+    }
+    ok = !uop_in_backward_slice(t, v);
+  }
+  tg_vec_free(&terms);
+  return ok;
+}
+
+/* The loads of a reduce body with their coefficients along each upcast range (INT64_MIN: not linear, or gated by it) */
+typedef struct BodyLoads {
+  size_t n, nup;
+  int64_t *coef; /* load i, range k at [i * nup + k] */
+} BodyLoads;
+
+static void body_loads(UOp *body, const UOpVec *up, BodyLoads *bl) {
+  UOpVec topo = {0};
+  uop_toposort(body, NULL, NULL, &topo);
+  bl->n = 0, bl->nup = up->len;
+  bl->coef = tg_malloc((topo.len * up->len + 1) * sizeof(int64_t));
+  for (size_t i = 0; i < topo.len; i++) {
+    UOp *u = topo.data[i];
+    if (u->op != TG_OP_INDEX || u->nsrc < 2) continue;
+    int64_t *c = bl->coef + bl->n++ * up->len;
+    UOp *idx = u->src[1], *valid = NULL;
+    if (idx->op == TG_OP_WHERE && uop_is_invalid(idx->src[2])) valid = idx->src[0], idx = idx->src[1];
+    for (size_t k = 0; k < up->len; k++)
+      if (u->nsrc != 2 || (valid && uop_in_backward_slice(valid, up->data[k])) || !linear_coef_of(idx, up->data[k], &c[k]))
+        c[k] = INT64_MIN;
+  }
+  tg_vec_free(&topo);
+}
+
+/* the vector axis grown from range `seed`: the ranges that continue seed's run of elements in load `at`, checked
+ * against every load; the number of loads that step through it (0 with a->n = 0 when a load rules it out) */
+static int grow_vector_axis(const BodyLoads *bl, const UOpVec *up, size_t at, size_t seed, VecAxis *a) {
+  const int64_t *c = bl->coef + at * bl->nup;
+  a->n = 0, a->total = 1;
+  size_t k = seed;
+  for (;;) {
+    a->pos[a->n] = k;
+    a->extent[a->n] = (int64_t)uop_vmax(up->data[k]) + 1;
+    a->total *= a->extent[a->n++];
+    if (a->n == VEC_AXIS_MAX) break;
+    size_t next = bl->nup;
+    for (size_t j = 0; j < bl->nup && next == bl->nup; j++)
+      if (c[j] == a->total && cg_axis_type(up->data[j]) == AXIS_UPCAST) next = j;
+    if (next == bl->nup) break;
+    k = next;
+  }
+  int contiguous = 0;
+  for (size_t i = 0; i < bl->n; i++) {
+    const int64_t *ci = bl->coef + i * bl->nup;
+    bool zero = true, run = true;
+    int64_t step = 1;
+    for (size_t m = 0; m < a->n; m++) {
+      zero &= ci[a->pos[m]] == 0;
+      run &= ci[a->pos[m]] == step;
+      step *= a->extent[m];
+    }
+    if (!zero && !run) { a->n = 0; return 0; }
+    contiguous += run;
+  }
+  return contiguous;
+}
+
+/* The vector axis of r's lanes (a->n = 0: none). Of the axes that qualify, the one most loads step through, then the
+ * longest. */
+static void vector_axis_of(const ExpandCtx *c, UOp *r, const UOpVec *up, VecAxis *best) {
+  best->n = 0;
+  if (c->vector_lanes < 2 || r->dtype != DT_FLOAT32 || r->arg.kind != ARG_REDUCE || r->arg.red.op != TG_OP_ADD ||
+      r->arg.red.naxes != 0 || r->nsrc < 2)
+    return;
+  BodyLoads bl;
+  body_loads(r->src[0], up, &bl);
+  int best_contiguous = 0;
+  for (size_t i = 0; i < bl.n; i++)
+    for (size_t k = 0; k < up->len; k++) {
+      if (bl.coef[i * bl.nup + k] != 1 || cg_axis_type(up->data[k]) != AXIS_UPCAST) continue;
+      VecAxis a;
+      int contiguous = grow_vector_axis(&bl, up, i, k, &a);
+      if (a.n && a.total >= 2 && (contiguous > best_contiguous || (contiguous == best_contiguous && a.total > best->total)))
+        *best = a, best_contiguous = contiguous;
+    }
+  tg_free(bl.coef);
+}
+
+/* the chunk of [0, n) that d falls in: the largest power of two <= lanes first, then smaller ones */
+static void lane_chunk(int64_t n, int lanes, int64_t d, int64_t *start, int64_t *len) {
+  int64_t s = 0;
+  for (;;) {
+    int64_t w = lanes;
+    while (w > n - s) w /= 2;
+    if (d < s + w) { *start = s, *len = w; return; }
+    s += w;
+  }
+}
+
+/* the stride of range k's digit in a lane number over rs (first range slowest) */
+static int64_t digit_stride(const UOpVec *rs, size_t k) {
+  int64_t stride = 1;
+  for (size_t i = rs->len; i-- > k + 1;) stride *= (int64_t)(uop_vmax(rs->data[i]) + 1);
+  return stride;
+}
+
+/* the position of lane `lane` along the vector axis */
+static int64_t axis_digit(const UOpVec *up, const VecAxis *a, int64_t lane) {
+  int64_t d = 0, step = 1;
+  for (size_t m = 0; m < a->n; m++) {
+    d += (lane / digit_stride(up, a->pos[m])) % a->extent[m] * step;
+    step *= a->extent[m];
+  }
+  return d;
+}
+
+/* lane with its position along the vector axis set to d */
+static int64_t lane_at_axis(const UOpVec *up, const VecAxis *a, int64_t lane, int64_t d) {
+  for (size_t m = 0; m < a->n; m++) {
+    int64_t st = digit_stride(up, a->pos[m]), old = (lane / st) % a->extent[m];
+    lane += (d % a->extent[m] - old) * st;
+    d /= a->extent[m];
+  }
+  return lane;
+}
+
+/* The value of lane `lane` of REDUCE r: a REDUCE of its own (tagged as a lane), or a lane of the vector REDUCE over
+ * the chunk of the vector axis it falls in. */
+static UOp *reduce_at_lane(const ExpandCtx *c, UOp *r, const UOpVec *up, const VecAxis *a, int64_t lane) {
+  UOp *rl = at_lane(r, up, lane);
+  if (rl->op != TG_OP_REDUCE) return rl;
+  int64_t d = 0, start = 0, len = 1;
+  if (a->n) {
+    d = axis_digit(up, a, lane);
+    lane_chunk(a->total, c->vector_lanes, d, &start, &len);
+  }
+  if (len < 2) return uop_with_tag(rl, EXPAND_TAG_LANE);
+  UOp *xs[64];
+  for (int64_t j = 0; j < len; j++) {
+    UOp *lj = at_lane(r, up, lane_at_axis(up, a, lane, start + j));
+    if (lj->op != TG_OP_REDUCE || lj->nsrc != rl->nsrc) return uop_with_tag(rl, EXPAND_TAG_LANE);
+    for (uint32_t s = 1; s < rl->nsrc; s++)
+      if (lj->src[s] != rl->src[s]) return uop_with_tag(rl, EXPAND_TAG_LANE); /* lanes loop over other ranges */
+    xs[j] = lj->src[0];
+  }
+  UOp **src = tg_malloc(rl->nsrc * sizeof(UOp *));
+  memcpy(src, rl->src, rl->nsrc * sizeof(UOp *));
+  src[0] = uop_new_tagged(TG_OP_STACK, rl->dtype, xs, (size_t)len, arg_none(), CG_TAG_VECTOR_LANES);
+  UOp *vred = uop_new_tagged(TG_OP_REDUCE, rl->dtype, src, rl->nsrc, rl->arg, EXPAND_TAG_LANE);
+  tg_free(src);
+  UOp *ix[2] = {vred, uop_const_int(DT_WEAKINT, d - start)};
+  return uop_new(TG_OP_INDEX, rl->dtype, ix, 2, arg_none());
+}
+
 static UOp *expand_end(RwCtx *rw, UOp *e, UOp **m) {
   TG_UNUSED(m);
   ExpandCtx *c = rw->ctx;
@@ -130,21 +314,22 @@ static UOp *expand_end(RwCtx *rw, UOp *e, UOp **m) {
     for (size_t k = 0; k < up.len && !reads; k++) reads = uop_in_backward_slice(u, up.data[k]);
     if (reads) tg_vec_push(&reds, u);
   }
+  VecAxis *vaxis = tg_malloc((reds.len + 1) * sizeof(VecAxis));
+  for (size_t k = 0; k < reds.len; k++) vector_axis_of(c, reds.data[k], &up, &vaxis[k]);
   for (int64_t l = 0; l < n; l++) {
     UOp *body = at_lane(e->src[0], &up, l);
     if (reds.len) {
       UOpVec from = {0}, to = {0};
       for (size_t k = 0; k < reds.len; k++) {
-        UOp *rl = at_lane(reds.data[k], &up, l);
-        tg_vec_push(&from, rl);
-        tg_vec_push(&to, uop_with_tag(rl, EXPAND_TAG_LANE));
+        tg_vec_push(&from, at_lane(reds.data[k], &up, l));
+        tg_vec_push(&to, reduce_at_lane(c, reds.data[k], &up, &vaxis[k], l));
       }
       body = uop_substitute(body, from.data, to.data, from.len);
       tg_vec_free(&from); tg_vec_free(&to);
     }
     tg_vec_push(&lanes, body);
   }
-  tg_vec_free(&topo); tg_vec_free(&reds);
+  tg_vec_free(&topo); tg_vec_free(&reds); tg_free(vaxis);
   UOp *body = lanes.len == 1 ? lanes.data[0] : uop_new(TG_OP_GROUP, DT_VOID, lanes.data, lanes.len, arg_none());
   if (keep.len == 1) ret = body;
   else {
@@ -196,10 +381,12 @@ static const Rule expand_rules[] = {
     RULE("e:END", expand_end, NULL),
 };
 
-UOp *cg_expand(UOp *sink) {
+UOp *cg_expand(UOp *sink, const Renderer *ren) {
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("expander", expand_rules);
   ExpandCtx c = {0};
+  if (ren->supports_float4 && !ren->has_local && tg_getenv_int("VECTOR_ACC", 1))
+    c.vector_lanes = (int)TG_MIN(64, TG_MAX(4, ren->vector_bytes / 4));
   UOpVec topo = {0};
   uop_toposort(sink, NULL, NULL, &topo);
   for (size_t i = 0; i < topo.len; i++)

@@ -43,6 +43,13 @@ static UOp *after(UOp *buf, UOp *const *deps, size_t n) {
   return r;
 }
 
+/* element 0 of a register accumulator, or all of a vector accumulator's lanes */
+static UOp *acc_slot(UOp *buf, const DType *dt, uint32_t lanes) {
+  if (lanes == 1) return index0(buf, dt);
+  UOp *src[3] = {buf, uop_const_int(DT_WEAKINT, 0), uop_const_int(DT_WEAKINT, lanes)};
+  return uop_new(TG_OP_SHRINK, dt, src, 3, arg_none());
+}
+
 static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
   TG_UNUSED(m);
   ReduceCtx *ctx = rw->ctx;
@@ -59,8 +66,10 @@ static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
   p.axis = -1;
   p.dtype = r->dtype;
   p.addrspace = ADDR_REG;
-  UOp *one = uop_const_int(DT_WEAKINT, 1);
-  UOp *acc = uop_new(TG_OP_BUFFER, r->dtype, &one, 1, arg_param(&p));
+  /* a vector accumulator (cg_expand): a register buffer of its lanes, read and written whole */
+  uint32_t lanes = r->src[0]->op == TG_OP_STACK && r->src[0]->tag == CG_TAG_VECTOR_LANES ? r->src[0]->nsrc : 1;
+  UOp *size = uop_const_int(DT_WEAKINT, lanes);
+  UOp *acc = uop_new(TG_OP_BUFFER, r->dtype, &size, 1, arg_param(&p));
   /* ranges the value lives in that this reduce does not loop over (and that no inner END closed) */
   UOpVec topo = {0}, ended = {0}, input_ranges = {0};
   uop_toposort(r->src[0], NULL, NULL, &topo);
@@ -72,22 +81,29 @@ static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
     for (uint32_t k = 1; k < r->nsrc; k++) mine |= r->src[k] == x;
     if (x->op == TG_OP_RANGE && !mine && !cg_vec_has(&ended, x)) tg_vec_push(&input_ranges, x);
   }
-  UOp *st[2] = {index0(after(acc, input_ranges.data, input_ranges.len), r->dtype),
-                cg_weak_const(r->dtype, identity_element(op, r->dtype))};
+  UOp *ident = lanes > 1 ? uop_const(r->dtype, identity_element(op, r->dtype))
+                         : cg_weak_const(r->dtype, identity_element(op, r->dtype));
+  if (lanes > 1) {
+    UOp *ids[64];
+    for (uint32_t k = 0; k < lanes; k++) ids[k] = ident;
+    ident = uop_new(TG_OP_STACK, r->dtype, ids, lanes, arg_none());
+  }
+  UOp *st[2] = {acc_slot(after(acc, input_ranges.data, input_ranges.len), r->dtype, lanes), ident};
   UOp *acc_init = uop_new(TG_OP_STORE, DT_VOID, st, 2, arg_none());
   UOpVec deps = {0};
   tg_vec_push(&deps, acc_init);
   for (uint32_t k = 1; k < r->nsrc; k++) tg_vec_push(&deps, r->src[k]);
   UOp *acc_initted = after(acc, deps.data, deps.len);
-  UOp *slot = index0(acc_initted, r->dtype);
-  UOp *upd[2] = {slot, uop_alu2(op, slot, r->src[0])};
+  UOp *slot = acc_slot(acc_initted, r->dtype, lanes);
+  UOp *upd[2] = {slot, uop_alu2(op, lanes > 1 ? uop_new(TG_OP_LOAD, r->dtype, &slot, 1, arg_none()) : slot, r->src[0])};
   UOp *update = uop_new(TG_OP_STORE, DT_VOID, upd, 2, arg_none());
   deps.data[0] = update;
   UOp *end = cg_end_mergeable(deps.data, deps.len);
   /* a lane's accumulator is read after its own init too: when a later pass finds the lane's update never runs (a
    * gate that is false for this lane) and drops it, the init store must stay (the lanes share one END) */
   UOp *fin[2] = {acc_init, end};
-  UOp *ret = cg_reduce_is_lane(r) ? index0(after(acc, fin, 2), r->dtype) : index0(after(acc, &end, 1), r->dtype);
+  UOp *ret = acc_slot(cg_reduce_is_lane(r) ? after(acc, fin, 2) : after(acc, &end, 1), r->dtype, lanes);
+  if (lanes > 1) ret = uop_new(TG_OP_LOAD, r->dtype, &ret, 1, arg_none()); /* lanes are read by INDEX(value, lane) */
   tg_vec_free(&topo); tg_vec_free(&ended); tg_vec_free(&input_ranges); tg_vec_free(&deps);
   return ret;
 }

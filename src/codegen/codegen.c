@@ -92,13 +92,14 @@ UOp *cg_lower(UOp *kernel_sink, const Renderer *ren) {
   UOp *s = optimize(kernel_sink, ren);
   if (!s) goto fail;
   STEP(graph_rewrite(s, postopt, NULL, 0, NULL, "postopt symbolic"));
-  STEP(cg_expand(s));
+  STEP(cg_expand(s, ren));
   STEP(cg_remove_reduces(s));
   STEP(cg_add_gpudims(s, ren));
   STEP(cg_add_loads(s));
   STEP(graph_rewrite(s, devec, NULL, 0, NULL, "devectorize2"));
   STEP(graph_rewrite(s, sym_pow(), NULL, 0, NULL, "early symbolic"));
   STEP(cg_memory_coalescing(s, ren));
+  STEP(cg_vectorize(s));
   STEP(graph_rewrite(s, sym_symbolic_simple(), NULL, RW_BOTTOM_UP, NULL, "add images"));
   STEP(graph_rewrite(s, extra_sym, NULL, 0, NULL, "extra symbolic"));
   STEP(graph_rewrite(s, lower_idx, NULL, 0, NULL, "lower all index dtypes"));

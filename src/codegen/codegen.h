@@ -4,9 +4,11 @@
  *
  *   load collapse -> split ranges -> initial symbolic -> simplify ranges -> opts (opt.c: the AST's opts_to_apply,
  *   else the hand-coded heuristic, nothing under NOOPT; BEAM hands its result in as opts_to_apply) -> postopt
- *   symbolic (where-on-load, POW) -> expander (UPCAST/UNROLL ranges -> lanes) -> reduce lowering (REG accumulators,
- *   lanes of one reduce in one loop) -> gpudims (THREAD -> core_id) -> add loads -> indexing simplify -> memory
- *   coalescing (vector loads/stores via SHRINK, up to the CPU's register width) -> index dtype lowering -> early /
+ *   symbolic (where-on-load, POW) -> expander (UPCAST/UNROLL ranges -> lanes; the lanes of a float32 sum along a
+ *   vector axis become one vector accumulator, not tinygrad's) -> reduce lowering (REG accumulators, lanes of one reduce
+ *   in one loop) -> gpudims (THREAD -> core_id) -> add loads -> indexing simplify -> memory coalescing (vector
+ *   loads/stores via SHRINK, up to the CPU's register width) -> vectorize lanes (a vector accumulator's addend as
+ *   vector ALU ops and loads, cg_vectorize.c) -> index dtype lowering -> early /
  *   late decompositions (transcendentals included) driven by the renderer's code_for_op -> gates to LOAD/STORE ->
  *   final rewrite -> casted consts -> control flow -> number params.
  *

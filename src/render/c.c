@@ -339,7 +339,13 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
     for (int i = 0; i < nd; i++) numel *= dims[i];
     sb_printf(l, "%s ", c_type_name(u->dtype));
     put_ref(cr, l, u);
-    sb_printf(l, "[%lld];", (long long)numel);
+    sb_printf(l, "[%lld]", (long long)numel);
+    if (numel > 1) { /* a vector accumulator, read and written as one aligned vector */
+      int64_t bytes = numel * dt_itemsize(u->dtype), align = 1;
+      while (align * 2 <= bytes && align < 64) align *= 2;
+      sb_printf(l, " __attribute__((aligned(%lld)))", (long long)align);
+    }
+    sb_putc(l, ';');
     return true;
   }
   case TG_OP_RANGE:

@@ -46,17 +46,17 @@ static bool shape_fail(const UOp *u, const char *why) {
   return false;
 }
 
-/* numpy-style broadcast of right-aligned dims */
+/* numpy-style broadcast of right-aligned dims (out may be a or b) */
 static bool broadcast(const UOpShape *a, const UOpShape *b, UOpShape *out) {
   int nd = TG_MAX(a->ndim, b->ndim);
-  out->has_shape = true;
-  out->ndim = nd;
+  UOpShape r = {true, nd, {0}};
   for (int i = 0; i < nd; i++) {
     int ia = a->ndim - nd + i, ib = b->ndim - nd + i;
     int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
     if (da != db && da != 1 && db != 1) return false;
-    out->dims[i] = da == 1 ? db : da;
+    r.dims[i] = da == 1 ? db : da;
   }
+  *out = r;
   return true;
 }
 
