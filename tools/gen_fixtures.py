@@ -1082,6 +1082,13 @@ def build_nn():
     ins = [a(sx, 1430 + i), a(sw, 1440 + i)] + ([a((sw[0],), 1450 + i)] if bias else [])
     add("nn", f"conv2d_f32_{i}", "conv2d", p, ins, tol=(1e-5, 1e-3))
   add("nn", "conv2d_f16", "conv2d", {"padding": 1}, [a((1, 2, 4, 4), 1460, "float16"), a((2, 2, 3, 3), 1461, "float16")], tol=(5e-3, 5e-3))
+  # big enough for tinygrad.c's layout copies (tensor/reduce.c t_conv2d: output channels x KH x KW >= 256): the padded
+  # input and the channel-inner weight are copied first, and the kernel keeps output channels in vector accumulators
+  bigs = [({"padding": 2}, (2, 3, 6, 7), (16, 3, 5, 5), True), ({"padding": 1}, (1, 8, 9, 9), (32, 8, 3, 3), False),
+          ({}, (2, 4, 8, 8), (48, 4, 3, 3), True)]
+  for i, (p, sx, sw, bias) in enumerate(bigs):
+    ins = [a(sx, 1462 + 3 * i), a(sw, 1463 + 3 * i)] + ([a((sw[0],), 1464 + 3 * i)] if bias else [])
+    add("nn", f"conv2d_f32_big_{i}", "conv2d", p, ins, tol=(1e-5, 1e-3))
   pools = [{}, {"kernel_size": (3, 3), "stride": 1}, {"kernel_size": (2, 2), "stride": 1, "padding": 1},
            {"kernel_size": (3, 2), "stride": (2, 1)}, {"kernel_size": (2, 2), "dilation": 2, "stride": 1}]
   for i, p in enumerate(pools):

@@ -362,8 +362,16 @@ UOp *t_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64_t
    * (a transposed conv, 32 x 5 x 5 reads, batch 512) 212 -> 83 ms + 34 ms for the copy, conv4's (64 x 3 x 3) 76 ->
    * 25 + 12 ms, the training step 1.04-1.06 -> 1.30-1.41 steps/s; a 64x32x28x28 3x3 pad-1 conv (64 x 3 x 3) 117 ->
    * 171 GFLOPS. Small convs (tinygrad's kernel-count test: 16 x 3 x 3 reads, no padding) keep one kernel. */
-  if ((pad4[0] | pad4[1] | pad4[2] | pad4[3]) != 0 && groups > 0 && ws.d[0] / groups * ws.d[2] * ws.d[3] >= 256)
-    padded = t_contiguous(padded);
+  bool big = groups > 0 && ws.d[0] / groups * ws.d[2] * ws.d[3] >= 256;
+  if ((pad4[0] | pad4[1] | pad4[2] | pad4[3]) != 0 && big) padded = t_contiguous(padded);
+  /* (not in tinygrad) The weight of such a conv is read with its output channels innermost (a copy of the small weight,
+   * one kernel more): the codegen then keeps 16 output channels in one vector accumulator and broadcasts each input
+   * pixel (cg_expand's vector accumulators, the heuristic's window rows). Measured (2 cores, AVX-512): the
+   * 64x32x28x28 3x3 pad-1 conv 160-166 GFLOPS (pixels along a row in the vector, 28 of 48 lanes used) -> 248-257. */
+  if (big && groups == 1 && ws.d[0] % 16 == 0) {
+    int to_inner[4] = {1, 2, 3, 0}, back[4] = {3, 0, 1, 2};
+    w = t_permute(t_contiguous(t_permute(w, to_inner, 4)), back, 4);
+  }
   UOp *p = t_pool(padded, ws.d + 2, 2, stride, dilation);
   Shape ps;
   if (!p || !tshape(p, &ps)) return NULL;
