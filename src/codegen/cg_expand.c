@@ -84,6 +84,8 @@ static UOp *reduce_lane(UOp *x, TgOp op, const UOpVec *rs, int64_t lane) {
   return v;
 }
 
+static UOp *expand_reduce_vector(const ExpandCtx *c, UOp *r, const UOpVec *un, const UOpVec *keep);
+
 static UOp *expand_reduce(RwCtx *rw, UOp *r, UOp **m) {
   TG_UNUSED(m);
   ExpandCtx *c = rw->ctx;
@@ -94,6 +96,7 @@ static UOp *expand_reduce(RwCtx *rw, UOp *r, UOp **m) {
   UOp *ret = NULL;
   if (un.len == 0 || un.len > 16 || lane_count(&un) > MAX_LANES) goto out;
   sort_ranges(c, &un);
+  if (keep.len > 1 && (ret = expand_reduce_vector(c, r, &un, &keep))) goto out;
   TgOp op = (TgOp)r->arg.red.op;
   int64_t n = lane_count(&un);
   UOp *acc = NULL;
@@ -176,7 +179,7 @@ static void body_loads(UOp *body, const UOpVec *up, BodyLoads *bl) {
 
 /* the vector axis grown from range `seed`: the ranges that continue seed's run of elements in load `at`, checked
  * against every load; the number of loads that step through it (0 with a->n = 0 when a load rules it out) */
-static int grow_vector_axis(const BodyLoads *bl, const UOpVec *up, size_t at, size_t seed, VecAxis *a) {
+static int grow_vector_axis(const BodyLoads *bl, const UOpVec *up, AxisType t, size_t at, size_t seed, VecAxis *a) {
   const int64_t *c = bl->coef + at * bl->nup;
   a->n = 0, a->total = 1;
   size_t k = seed;
@@ -187,7 +190,7 @@ static int grow_vector_axis(const BodyLoads *bl, const UOpVec *up, size_t at, si
     if (a->n == VEC_AXIS_MAX) break;
     size_t next = bl->nup;
     for (size_t j = 0; j < bl->nup && next == bl->nup; j++)
-      if (c[j] == a->total && cg_axis_type(up->data[j]) == AXIS_UPCAST) next = j;
+      if (c[j] == a->total && cg_axis_type(up->data[j]) == t) next = j;
     if (next == bl->nup) break;
     k = next;
   }
@@ -207,21 +210,21 @@ static int grow_vector_axis(const BodyLoads *bl, const UOpVec *up, size_t at, si
   return contiguous;
 }
 
-/* The vector axis of r's lanes (a->n = 0: none). Of the axes that qualify, the one most loads step through, then the
- * longest. */
-static void vector_axis_of(const ExpandCtx *c, UOp *r, const UOpVec *up, VecAxis *best) {
+/* The vector axis of r's lanes over ranges of type t among up (a->n = 0: none). Of the axes that qualify, the one most
+ * loads step through, then the longest. A REDUCE that already sums a vector (its UNROLL lanes) has none. */
+static void vector_axis_of(const ExpandCtx *c, UOp *r, const UOpVec *up, AxisType t, VecAxis *best) {
   best->n = 0;
   if (c->vector_lanes < 2 || r->dtype != DT_FLOAT32 || r->arg.kind != ARG_REDUCE || r->arg.red.op != TG_OP_ADD ||
-      r->arg.red.naxes != 0 || r->nsrc < 2)
+      r->arg.red.naxes != 0 || r->nsrc < 2 || (r->src[0]->op == TG_OP_STACK && r->src[0]->tag == CG_TAG_VECTOR_LANES))
     return;
   BodyLoads bl;
   body_loads(r->src[0], up, &bl);
   int best_contiguous = 0;
   for (size_t i = 0; i < bl.n; i++)
     for (size_t k = 0; k < up->len; k++) {
-      if (bl.coef[i * bl.nup + k] != 1 || cg_axis_type(up->data[k]) != AXIS_UPCAST) continue;
+      if (bl.coef[i * bl.nup + k] != 1 || cg_axis_type(up->data[k]) != t) continue;
       VecAxis a;
-      int contiguous = grow_vector_axis(&bl, up, i, k, &a);
+      int contiguous = grow_vector_axis(&bl, up, t, i, k, &a);
       if (a.n && a.total >= 2 && (contiguous > best_contiguous || (contiguous == best_contiguous && a.total > best->total)))
         *best = a, best_contiguous = contiguous;
     }
@@ -294,6 +297,50 @@ static UOp *reduce_at_lane(const ExpandCtx *c, UOp *r, const UOpVec *up, const V
   return uop_new(TG_OP_INDEX, rl->dtype, ix, 2, arg_none());
 }
 
+/* A REDUCE over UNROLL ranges un (and the loop ranges keep[1:]) whose lanes sum along a vector axis: one vector REDUCE
+ * per chunk of the axis, each lane of it the left fold of the other UNROLL lanes at that position, and after the loop
+ * the lanes of every chunk added up in order. NULL when the lanes have no vector axis. The sum runs in another order
+ * than tinygrad's (lanes of one step first); float results differ by rounding only. */
+static UOp *expand_reduce_vector(const ExpandCtx *c, UOp *r, const UOpVec *un, const UOpVec *keep) {
+  VecAxis a;
+  vector_axis_of(c, r, un, AXIS_UNROLL, &a);
+  if (!a.n) return NULL;
+  TgOp op = (TgOp)r->arg.red.op;
+  int64_t n = lane_count(un);
+  UOp **xs = tg_calloc((size_t)a.total, sizeof(UOp *));
+  for (int64_t l = 0; l < n; l++) {
+    int64_t d = axis_digit(un, &a, l);
+    UOp *v = reduce_lane(r->src[0], op, un, l);
+    xs[d] = xs[d] ? uop_alu2(op, xs[d], v) : v;
+  }
+  UOp **src = tg_malloc(keep->len * sizeof(UOp *)), *total = NULL;
+  memcpy(src, keep->data, keep->len * sizeof(UOp *));
+  for (int64_t start = 0; start < a.total;) {
+    int64_t s0, len;
+    lane_chunk(a.total, c->vector_lanes, start, &s0, &len);
+    UOp *vred = NULL;
+    if (len > 1) {
+      src[0] = uop_new_tagged(TG_OP_STACK, r->dtype, xs + start, (size_t)len, arg_none(), CG_TAG_VECTOR_LANES);
+      vred = uop_new(TG_OP_REDUCE, r->dtype, src, keep->len, r->arg);
+    }
+    for (int64_t j = 0; j < len; j++) {
+      UOp *lane_sum;
+      if (vred) {
+        UOp *ix[2] = {vred, uop_const_int(DT_WEAKINT, j)};
+        lane_sum = uop_new(TG_OP_INDEX, r->dtype, ix, 2, arg_none());
+      } else {
+        src[0] = xs[start];
+        lane_sum = uop_new(TG_OP_REDUCE, r->dtype, src, keep->len, r->arg);
+      }
+      total = total ? uop_alu2(op, total, lane_sum) : lane_sum;
+    }
+    start += len;
+  }
+  tg_free(src);
+  tg_free(xs);
+  return uop_cast(total, r->dtype);
+}
+
 static UOp *expand_end(RwCtx *rw, UOp *e, UOp **m) {
   TG_UNUSED(m);
   ExpandCtx *c = rw->ctx;
@@ -315,7 +362,7 @@ static UOp *expand_end(RwCtx *rw, UOp *e, UOp **m) {
     if (reads) tg_vec_push(&reds, u);
   }
   VecAxis *vaxis = tg_malloc((reds.len + 1) * sizeof(VecAxis));
-  for (size_t k = 0; k < reds.len; k++) vector_axis_of(c, reds.data[k], &up, &vaxis[k]);
+  for (size_t k = 0; k < reds.len; k++) vector_axis_of(c, reds.data[k], &up, AXIS_UPCAST, &vaxis[k]);
   for (int64_t l = 0; l < n; l++) {
     UOp *body = at_lane(e->src[0], &up, l);
     if (reds.len) {

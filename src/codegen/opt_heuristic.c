@@ -504,6 +504,30 @@ static bool cpu_dot_tiles(OptScheduler *s, Shape *sh) {
   return try_opt(s, OPT_UPCAST, n, un) && try_opt(s, OPT_UPCAST, m, um);
 }
 
+/* ---- CPU adaptation: a batch-like loop outermost ----
+ * A reduce kernel's LOOP axis that every buffer access reads (a batch of independent products: split_reduceop's
+ * partial axis of a conv weight gradient) goes outermost, where it shares out the inputs: the output tiles inside
+ * then reuse one batch's inputs from cache, while with it inside every output tile streams the whole input again. */
+static void cpu_batch_outer(OptScheduler *s, Shape *sh) {
+  shape_load(s, sh);
+  if (s->ren->has_local || !unrollable_count(sh) || sh->n < 2 || sh->type[0] != AXIS_WEAK) return;
+  UOpVec idx = {0};
+  buffer_indexes(s->ast, &idx);
+  bool first_in_all = true;
+  for (size_t i = 0; i < idx.len; i++) first_in_all &= in_slice(idx.data[i], sh->rngs.data[0]);
+  for (int a = 1; a < sh->n && idx.len >= 3 && !first_in_all; a++) {
+    if (sh->type[a] != AXIS_WEAK) continue;
+    bool all = true;
+    for (size_t i = 0; i < idx.len && all; i++) all = in_slice(idx.data[i], sh->rngs.data[a]);
+    if (all) {
+      try_opt(s, OPT_SWAP, 0, a);
+      break;
+    }
+  }
+  tg_vec_free(&idx);
+  shape_load(s, sh);
+}
+
 void opt_hand_coded(OptScheduler *s) {
   Shape sh;
   memset(&sh, 0, sizeof sh);
@@ -582,6 +606,7 @@ void opt_hand_coded(OptScheduler *s) {
   }
 
 threads:
+  cpu_batch_outer(s, &sh);
   /* threads: the largest count that divides the first WEAK axis it fits, keeping ~128K ops per thread */
   if (s->ren->has_threads && s->ren->has_global_max) {
     static const int counts[] = {32, 16, 12, 8, 6, 5, 4, 3, 2};

@@ -327,6 +327,26 @@ static bool put_custom(CRender *cr, StrBuf *b, const UOp *x) {
   return true;
 }
 
+/* The index of a memory access. An inlined sum (x+16) is written without its parentheses, so the C compiler adds each
+ * term to the pointer on its own (buf+x+16): the constant folds into the address and one pointer serves every
+ * access at x + c. With the int sum first, clang recomputed and sign-extended x + c for each access: a conv weight
+ * gradient's inner loop (20 FMAs, 16 loads) went from 98 to 46 instructions. */
+static void put_index_terms(CRender *cr, StrBuf *b, const UOp *idx) {
+  StrBuf t;
+  sb_init(&t);
+  put_ref(cr, &t, idx);
+  const char *x = t.s ? t.s : "";
+  size_t n = strlen(x);
+  bool sum = cr->ren->pointer_plus_terms && uop_is(idx, TG_OP_ADD) && n >= 2 && x[0] == '(' && x[n - 1] == ')';
+  for (size_t i = 1, depth = 0; sum && i + 1 < n; i++) { /* the outer parentheses enclose the whole text */
+    if (x[i] == '(') depth++;
+    if (x[i] == ')' && depth-- == 0) sum = false;
+  }
+  if (sum) sb_printf(b, "%.*s", (int)(n - 2), x + 1);
+  else sb_puts(b, x);
+  sb_free(&t);
+}
+
 /* One UOp's text (tinygrad base_rewrite); false when the op cannot be rendered. */
 static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
   if (u->dtype->count > 1) return fail_unsupported(cr, u, "(vector dtypes)");
@@ -445,7 +465,7 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
     sb_putc(l, '(');
     put_ref(cr, l, u->src[0]);
     sb_putc(l, '+');
-    put_ref(cr, l, u->src[1]);
+    put_index_terms(cr, l, u->src[1]);
     sb_putc(l, ')');
     return true;
   case TG_OP_LOAD:

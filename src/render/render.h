@@ -26,6 +26,7 @@ typedef struct Renderer {
   int vector_bytes;            /* the SIMD register width the compiler targets (CPU: 64 with AVX-512, 32 with AVX2,
                                   else 16); the CPU heuristic tiles matmul-like kernels to it */
   bool reduce_vectorize_hint;  /* mark contiguous scalar reduce loops for the compiler's loop vectorizer (c.c) */
+  bool pointer_plus_terms;     /* write an access at x + c as buf+x+c, not buf+(x+c) (c.c put_index_terms) */
   OpSet code_for_op;           /* ALU ops rendered natively (the keys of tinygrad's code_for_op) */
   uint32_t supported_dtypes;   /* bit (1u << TgDTypeId) per scalar dtype the device computes in */
   /* Renderer-specific rewrites applied in the codegen's final rewrite (tinygrad Renderer.extra_matcher), or NULL
