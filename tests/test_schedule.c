@@ -395,14 +395,19 @@ static void check_matmul_panels(void) {
   tg_scope_end(ts);
 }
 
-/* split_reduceop on the CPU (schedule/earliest.c): a reduce whose output has CPU_SPLIT_MIN_OUTPUT (4096) elements or
- * more is not split (its outputs are enough to spread over the cores); a smaller output is, as in tinygrad. */
+/* split_reduceop on the CPU (schedule/earliest.c): a plain reduce whose output has CPU_SPLIT_MIN_OUTPUT (4096) elements
+ * or more is not split (its outputs are enough to spread over the cores); a smaller output is, as in tinygrad, and so
+ * is a sum of products of any size. */
 static void check_cpu_split(void) {
   tg_scope ts = tg_scope_begin();
   tg_tensor *wide = tg_empty(TG_SHAPE(32768, 4096), TG_FLOAT32), *narrow = tg_empty(TG_SHAPE(65536, 64), TG_FLOAT32);
   sched_cache_clear();
   CHECK_EQ_INT(kernels_of(tg_sum(wide, TG_AXES(0), false)), 1);
   CHECK_EQ_INT(kernels_of(tg_sum(narrow, TG_AXES(0), false)), 2);
+  /* a sum of products (a weight gradient) with as many outputs is split: its kernel loops over the partials outermost */
+  tg_tensor *wide2 = tg_empty(TG_SHAPE(32768, 4096), TG_FLOAT32);
+  CHECK_EQ_INT(kernels_of(tg_sum(tg_mul(wide, wide2), TG_AXES(0), false)), 2);
+  CHECK_EQ_INT(kernels_of(tg_sum(tg_mul(tg_transpose(wide, 0, 1), tg_transpose(wide2, 0, 1)), TG_AXES(1), false)), 2);
   setenv("CPU_SPLIT_MIN_OUTPUT", "1000000", 1);
   sched_cache_clear(); /* the schedule cache key does not include the knob */
   CHECK_EQ_INT(kernels_of(tg_sum(wide, TG_AXES(0), false)), 2);
