@@ -408,6 +408,10 @@ static void check_cpu_split(void) {
   tg_tensor *wide2 = tg_empty(TG_SHAPE(32768, 4096), TG_FLOAT32);
   CHECK_EQ_INT(kernels_of(tg_sum(tg_mul(wide, wide2), TG_AXES(0), false)), 2);
   CHECK_EQ_INT(kernels_of(tg_sum(tg_mul(tg_transpose(wide, 0, 1), tg_transpose(wide2, 0, 1)), TG_AXES(1), false)), 2);
+  /* and from an input/output ratio of 8192 (tinygrad's threshold is 32768) */
+  tg_tensor *mid = tg_empty(TG_SHAPE(16384, 64), TG_FLOAT32), *mid2 = tg_empty(TG_SHAPE(16384, 64), TG_FLOAT32);
+  CHECK_EQ_INT(kernels_of(tg_sum(mid, TG_AXES(0), false)), 1);
+  CHECK_EQ_INT(kernels_of(tg_sum(tg_mul(mid, mid2), TG_AXES(0), false)), 2);
   setenv("CPU_SPLIT_MIN_OUTPUT", "1000000", 1);
   sched_cache_clear(); /* the schedule cache key does not include the knob */
   CHECK_EQ_INT(kernels_of(tg_sum(wide, TG_AXES(0), false)), 2);
