@@ -333,8 +333,32 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
       if (split && !try_opt(s, OPT_UPCAST, v, split)) return false;
       if (!try_opt(s, OPT_UPCAST, v, vamt)) return false;
       int unroll = 4;
+      /* A reduce both loads read with unit stride (a conv weight gradient: the output rows x) is unrolled whole (up to
+       * two registers) or by one register: its lanes are vector accumulators (cg_expand), one per register-sized
+       * chunk, added up after the loop. The rows are then cut so the accumulators fit the registers (24).
+       * Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient split into 128 partials, 20 output
+       * columns): kx 5 x 4 rows with x unrolled by 4 (4-lane accumulators) 106-113 ms, kx 5 x 2 rows x 20 (16 + 4
+       * lanes) 76-81 ms. */
+      int last_red = last_unrollable(sh), red_chunks = 0;
+      if (last_red >= 0 && has_unit_term(cont, sh->rngs.data[last_red]) && has_unit_term(bcast, sh->rngs.data[last_red])) {
+        int64_t rs = sh->size[last_red];
+        if (rs <= 2 * w)
+          for (int64_t left = rs, c = w; left > 0; c /= 2)
+            while (c <= left && c >= 1) left -= c, red_chunks++;
+        else if (rs % w == 0)
+          red_chunks = 1;
+      }
       if (r >= 0) {
         int ramt = window_rows ? window_rows : largest_divisor(sh->size[r], rows, nrows);
+        if (red_chunks) {
+          int64_t lanes = whole ? vs : vamt;
+          ramt = 1;
+          for (int k = 0; k < nrows; k++)
+            if (rows[k] > 1 && sh->size[r] % rows[k] == 0 && lanes * rows[k] * red_chunks <= 24) {
+              ramt = rows[k];
+              break;
+            }
+        }
         /* rows the other load reads contiguously (A^T @ B: a weight gradient dH^T @ x) come in as one vector load,
          * not a scalar broadcast each, so 16 of them cost no more loads than 8: measured (2 cores, AVX-512) on
          * (512x128)^T @ (512x784), the MLP's first weight gradient, 8 rows 109-136 GFLOPS, 16 rows 147-159; a plain
@@ -346,7 +370,6 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
          * beat one vector x 8 rows (9 loads per 8 FMAs), with the reduce unrolled by 8. Measured (2 cores, AVX-512,
          * float32, GFLOPS, 8x16 unroll 4 -> 4x32 unroll 8): 512^3 214-246 -> 262-279, 1024^3 (B in panels)
          * 253-263 -> 296-313, 2048^3 247-263 -> 302-309; 256^3 about even (146-175 / 141-183) */
-        int last_red = last_unrollable(sh);
         int64_t b_bytes = (last_red >= 0 ? sh->size[last_red] : 1) * vs * itemsize; /* one K x N matrix of B */
         bool wide = !whole && vamt == w && !contiguous_rows && sh->size[r] % 4 == 0 &&
                     (p >= 0 ? sh->size[p] % 2 == 0 : b_bytes <= ((int64_t)2 << 20) && (vs / w) % 2 == 0);
@@ -363,7 +386,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
           if (wide) ramt = 4, unroll = 8, shape_load(s, sh);
         }
         int ri = axis_of(sh, &row_ra);
-        if (ri >= 0) try_opt(s, OPT_UPCAST, ri, ramt);
+        if (ri >= 0 && ramt > 1) try_opt(s, OPT_UPCAST, ri, ramt);
         if (p >= 0) {
           /* B in panels (schedule/earliest.c pack_matmul_operand): the panel loop outside the row loop, so one panel
            * (K cache lines, in L1/L2) serves every row tile before the next one is read. Measured (2 cores,
@@ -394,6 +417,10 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
       int last = last_unrollable(sh);
       /* unroll a long reduce by 4 (8 with the wide tile); a small one (a conv window) is left as a loop: unrolling
        * kx = 3 measured slower */
+      if (red_chunks && last >= 0) {
+        try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, sh->size[last] <= 2 * w ? 0 : w);
+        return true;
+      }
       if (last >= 0 && sh->size[last] % unroll) unroll = 4;
       if (last >= 0 && sh->size[last] > 4 && sh->size[last] % unroll == 0)
         try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, unroll);
