@@ -321,8 +321,10 @@ def build_nn():
     add("nn", f"conv2d_f32_{i}", "conv2d", p, ins)
   add("nn", "conv2d_f64", "conv2d", {"padding": 1}, [x((1, 2, 4, 4), 58, dt="float64"), x((2, 2, 3, 3), 59, dt="float64")])
   # tinygrad.c's layout copies (tensor/reduce.c t_conv2d, output channels x KH x KW >= 256): the forward conv (16 x 5 x
-  # 5) and, in the second, the input gradient's transposed conv (32 x 3 x 3) read channel-inner weights
-  bigs = [({"padding": 2}, (2, 3, 6, 7), (16, 3, 5, 5), True), ({"padding": 1}, (1, 32, 5, 6), (16, 32, 3, 3), True)]
+  # 5) and, in the second, the input gradient's transposed conv (32 x 3 x 3) read channel-inner weights; in the third
+  # (16 input channels) the weight gradient also reads the output gradient channel-inner
+  bigs = [({"padding": 2}, (2, 3, 6, 7), (16, 3, 5, 5), True), ({"padding": 1}, (1, 32, 5, 6), (16, 32, 3, 3), True),
+          ({"padding": 2}, (2, 16, 6, 5), (32, 16, 5, 5), True)]
   for i, (p, sx, sw, bias) in enumerate(bigs):
     ins = [x(sx, 140 + 3 * i), x(sw, 141 + 3 * i)] + ([x((sw[0],), 142 + 3 * i)] if bias else [])
     add("nn", f"conv2d_f32_big_{i}", "conv2d", p, ins)
