@@ -420,6 +420,21 @@ static void check_cpu_split(void) {
   tg_scope_end(ts);
 }
 
+/* A realize root whose base sits under CONTIGUOUS_BACKWARD (a big conv's output with 16+ input channels: permute,
+ * CONTIGUOUS_BACKWARD, permute back; tensor/reduce.c) gets storage: the conv is a kernel of its own realize (it used to
+ * be dropped with the marker, leaving only the pad and weight copies, and every consumer recomputed the conv). */
+static void check_contiguous_backward_root(void) {
+  tg_scope ts = tg_scope_begin();
+  tg_tensor *x = tg_empty(TG_SHAPE(2, 16, 8, 8), TG_FLOAT32), *w = tg_empty(TG_SHAPE(16, 16, 5, 5), TG_FLOAT32);
+  const int64_t st[2] = {1, 1}, pd[2] = {1, 1};
+  tg_tensor *y = tg_conv2d(x, w, NULL, 1, st, pd, NULL);
+  CHECK(y && uop_op_in_backward_slice_with_self(y->uop, TG_OP_CONTIGUOUS_BACKWARD));
+  sched_cache_clear();
+  CHECK_EQ_INT(kernels_of(y), 3); /* the padded input, the channel-inner weight, the conv */
+  sched_cache_clear();
+  tg_scope_end(ts);
+}
+
 void suite_schedule(void) {
   const char *only = getenv("SCHED_CASE");
   CaseStats table = {0}, suite = {0};
@@ -452,4 +467,5 @@ void suite_schedule(void) {
   check_kernel_count_table();
   check_matmul_panels();
   check_cpu_split();
+  check_contiguous_backward_root();
 }

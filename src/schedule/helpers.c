@@ -131,7 +131,9 @@ const char *sched_device(UOp *u) {
 }
 
 UOp *sched_base(UOp *u) {
-  while (op_has(uop_op(u), OPP_MOVEMENT) || u->op == TG_OP_DETACH || u->op == TG_OP_CUSTOM_GRAD) u = u->src[0];
+  while (op_has(uop_op(u), OPP_MOVEMENT) || u->op == TG_OP_DETACH || u->op == TG_OP_CONTIGUOUS_BACKWARD ||
+         u->op == TG_OP_CUSTOM_GRAD)
+    u = u->src[0];
   return u;
 }
 

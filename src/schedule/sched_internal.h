@@ -17,7 +17,7 @@ AddrSpace sched_stage_addrspace(const UOp *stage);
 
 /* Node properties (tinygrad UOp.device, .base, .buf_uop, has_buffer_identity, is_virtual). */
 const char *sched_device(UOp *u); /* NULL when the value has no device (a constant, index math) */
-UOp *sched_base(UOp *u);          /* strip movement ops and DETACH */
+UOp *sched_base(UOp *u);          /* strip movement ops, DETACH, CONTIGUOUS_BACKWARD, CUSTOM_GRAD */
 UOp *sched_buf_uop(UOp *u);
 bool sched_has_buffer_identity(const UOp *u, bool after_ok);
 bool sched_is_global_buffer(const UOp *u); /* BUFFER with a ParamArg in GLOBAL memory (not a Variable) */
