@@ -981,6 +981,7 @@ static const struct { const char *name, *why; } heuristic_deviations[] = {
     {"softmax_64x128_1", "CPU contiguous reduce left to the loop vectorizer (opt_heuristic.c cpu_row_reduce): no upcast/unroll"},
     {"layernorm_32x256_0", "CPU contiguous reduce left to the loop vectorizer (opt_heuristic.c cpu_row_reduce): no upcast/unroll"},
     {"layernorm_32x256_1", "CPU contiguous reduce left to the loop vectorizer (opt_heuristic.c cpu_row_reduce): no upcast/unroll"},
+    {"sum_axis0_512x1024_0", "CPU sum down the columns (opt_heuristic.c cpu_column_reduce): 16 x 16 output lanes, no unroll"},
 };
 
 static const char *heuristic_deviation(const char *name) {

@@ -474,6 +474,47 @@ static void cpu_copy_order(OptScheduler *s, Shape *sh) {
  * runs it on full SIMD registers with vector accumulators. Measured (2 cores, AVX-512, 4096x1024 float32): softmax's
  * exp-sum kernel 10.4 ms -> 0.86 ms (its max kernel keeps tinygrad's opts: 0.5 ms, 2.2 ms when
  * left to the vectorizer). */
+/* ---- CPU adaptation: a sum down the columns ----
+ * A float32 sum whose loads read every reduce axis with a stride (a sum over the rows of a matrix: a bias gradient,
+ * batch statistics) and an output axis with unit stride: that axis is upcast by a vector and then by up to 16 more,
+ * so each step of the reduce reads whole cache lines of up to 16 rows' worth of columns into 16 vector accumulators
+ * (cg_expand). tinygrad's heuristic upcasts by 4 and unrolls the reduce: each step then reads 16 bytes of a cache
+ * line that the next column tile reads again. Measured (2 cores, AVX-512, float32 32768x4096 summed over axis 0):
+ * 258 ms (2.1 GB/s), 16 x 4 lanes 36 ms, 16 x 16 lanes 30 ms (18 GB/s). */
+static bool cpu_column_reduce(OptScheduler *s, Shape *sh) {
+  if (s->ren->has_local || s->ren->vector_bytes <= 0) return false;
+  UOp *red = opt_first_reduce(s->ast);
+  if (!red || red->arg.red.op != TG_OP_ADD || red->dtype != DT_FLOAT32 || !unrollable_count(sh)) return false;
+  int w = s->ren->vector_bytes / 4;
+  UOpVec slice = {0}, loads = {0};
+  uop_toposort(red->src[0], NULL, NULL, &slice);
+  for (size_t i = 0; i < slice.len; i++)
+    if (slice.data[i]->op == TG_OP_INDEX && slice.data[i]->nsrc >= 2) tg_vec_push(&loads, ungated_index(slice.data[i]));
+  tg_vec_free(&slice);
+  bool strided = loads.len > 0;
+  for (size_t i = 0; i < loads.len && strided; i++)
+    for (int a = 0; a < sh->n && strided; a++)
+      if (is_reduce_type(sh->type[a])) strided = !has_unit_term(loads.data[i], sh->rngs.data[a]);
+  int v = -1;
+  for (int a = sh->n - 1; a >= 0 && strided && v < 0; a--) {
+    if (!is_upcastable(sh, a) || sh->size[a] % w) continue;
+    bool unit = true, any = false;
+    for (size_t i = 0; i < loads.len && unit; i++) {
+      if (!in_slice(loads.data[i], sh->rngs.data[a])) continue;
+      unit = has_unit_term(loads.data[i], sh->rngs.data[a]);
+      any = true;
+    }
+    if (unit && any) v = a;
+  }
+  tg_vec_free(&loads);
+  if (v < 0 || !try_opt(s, OPT_UPCAST, v, w)) return false;
+  shape_load(s, sh);
+  static const int more[4] = {16, 8, 4, 2};
+  int amt = largest_divisor(sh->size[v], more, 4);
+  if (amt) try_opt(s, OPT_UPCAST, v, amt);
+  return true;
+}
+
 static bool cpu_row_reduce(OptScheduler *s, Shape *sh) {
   if (s->ren->has_local || !s->ren->reduce_vectorize_hint) return false;
   UOp *red = opt_first_reduce(s->ast);
@@ -587,7 +628,8 @@ void opt_hand_coded(OptScheduler *s) {
     for (int i = nup; i-- > 0;) try_opt(s, OPT_UPCAST, to_upcast[i], 0);
   }
 
-  if (cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh)) goto threads;
+  if (cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh) || cpu_column_reduce(s, &sh))
+    goto threads;
 
   /* more upcasts of output axes that some buffer broadcasts over, while the output is big and the tile small. On a
    * CPU an elementwise kernel (no reduce) gets no upcast at all: the compiler's loop vectorizer turns the plain loop
