@@ -1,4 +1,4 @@
-/* bench_tensor.c — the Tensor issue's figures: fused relu(a*b+c) and sum over 16M float32 and softmax (4096, 1024)
+/* bench_tensor.c — the Tensor issue's figures: fused relu(a*b+c) and sum over 16M float32, a column sum of (4096, 4096) and softmax (4096, 1024)
  * against hand-written 2-thread C loops (bench/peer_loops.c, -O3 -march=native), and the cost of realizing a cached
  * 1-element kernel (the tinygrad peer is measured by bench/peer_tinygrad_launch.py in bench/run.sh).
  * Prints "<name> <ours> <unit> <peer>" lines that run.sh turns into bench lines. Best of several runs each. */
@@ -79,6 +79,34 @@ int main(void) {
   printf("sum_16M %.2f GB/s c_loop %.2f\n", bytes / best / 1e9, bytes / best_peer / 1e9);
   if (fabs(ours_sum - peer_total) > 1e-2 * fabs(peer_total) + 10)
     fprintf(stderr, "bench_tensor: note: sum differs: ours %.6g, loop %.6g\n", ours_sum, peer_total);
+
+  /* sum over the rows of a (4096, 4096) matrix (a column sum: bias gradients, batch statistics) */
+  {
+    int64_t cs_shape[2] = {4096, 4096};
+    tg_tensor *m = tg_from_floats(ha, cs_shape, 2);
+    float *got = malloc(4096 * sizeof(float));
+    if (!m || !got) die("column sum inputs");
+    best = best_peer = 1e9;
+    for (int r = 0; r < RUNS; r++) {
+      tg_scope sc = tg_scope_begin();
+      tg_tensor *s = tg_sum(m, TG_AXES(0), false);
+      double t0 = now();
+      if (tg_realize(s) != TG_OK) die("column sum");
+      double dt = now() - t0;
+      if (r > 0 && dt < best) best = dt;
+      if (r == RUNS - 1 && tg_to_host(s, got, 4096 * sizeof(float)) != TG_OK) die("column sum copy-out");
+      tg_scope_end(sc);
+      t0 = now();
+      peer_sum_axis0(ha, hout, 4096, 4096);
+      dt = now() - t0;
+      if (dt < best_peer) best_peer = dt;
+    }
+    for (int col = 0; col < 4096; col += 97)
+      if (fabs((double)got[col] - hout[col]) > 1e-3 * fabs((double)hout[col]) + 1e-2) die("column sum differs from the loop");
+    free(got);
+    bytes = 4096.0 * 4096.0 * sizeof(float);
+    printf("sum_axis0_4096x4096 %.2f GB/s c_loop %.2f\n", bytes / best / 1e9, bytes / best_peer / 1e9);
+  }
 
   /* softmax over the last axis of (4096, 1024) */
   int64_t sm_shape[2] = {4096, 1024};

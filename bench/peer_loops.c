@@ -36,6 +36,17 @@ static void *sum_part(void *arg) {
   return NULL;
 }
 
+/* columns [lo, hi) of a rows x cols matrix summed over its rows: out[c] += a[r][c], row by row */
+static void *colsum_part(void *arg) {
+  Part *p = arg;
+  for (size_t c = p->lo; c < p->hi; c++) p->out[c] = 0.0f;
+  for (int r = 0; r < p->rows; r++) {
+    const float *x = p->a + (size_t)r * (size_t)p->cols;
+    for (size_t c = p->lo; c < p->hi; c++) p->out[c] += x[c];
+  }
+  return NULL;
+}
+
 static void *softmax_part(void *arg) {
   Part *p = arg;
   for (size_t r = p->lo; r < p->hi; r++) {
@@ -71,4 +82,10 @@ double peer_sum(const float *a, size_t n) {
 void peer_softmax(const float *x, float *y, int rows, int cols) {
   Part p[2] = {{x, NULL, NULL, y, 0, (size_t)rows / 2, 0, rows, cols}, {x, NULL, NULL, y, (size_t)rows / 2, (size_t)rows, 0, rows, cols}};
   run2(softmax_part, p);
+}
+
+void peer_sum_axis0(const float *a, float *out, int rows, int cols) {
+  size_t half = (size_t)cols / 2 / 16 * 16;
+  Part p[2] = {{a, NULL, NULL, out, 0, half, 0, rows, cols}, {a, NULL, NULL, out, half, (size_t)cols, 0, rows, cols}};
+  run2(colsum_part, p);
 }

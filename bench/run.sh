@@ -39,7 +39,7 @@ done
 # the Tensor issue's figures: fused elementwise, sum, softmax against hand-written 2-thread C loops (-O3), and
 # realizing a cached 1-element kernel against tinygrad doing the same
 tensor=$("$B/bench_tensor") || { echo "bench: $B/bench_tensor failed"; tensor=""; }
-for name in elementwise_relu_fma_16M sum_16M; do
+for name in elementwise_relu_fma_16M sum_16M sum_axis0_4096x4096; do
   line=$(echo "$tensor" | awk -v n="$name" '$1 == n')
   [ -z "$line" ] && continue
   set -- $line
