@@ -18,10 +18,11 @@
 #include "codegen/linearize.h"
 #include "runtime/runtime.h"
 
-#define BEAM_CACHE_FORMAT "beam3" /* bump when the opt axis numbering or the search changes: old entries stop matching
+#define BEAM_CACHE_FORMAT "beam4" /* bump when the opt axis numbering or the search changes: old entries stop matching
                                     * (beam2: the first round also times the heuristic, UPCAST 8/16 actions;
                                     * beam3: SWAP applies to LOOP axes on the CPU, LOOP actions, the heuristic's matmul
-                                    * tiles changed) */
+                                    * tiles changed; beam4: vector accumulators change what a list of opts compiles
+                                    * to, so winners searched before are stale) */
 
 static BeamStats stats;
 BeamStats beam_stats(void) { return stats; }
