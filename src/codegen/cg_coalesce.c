@@ -24,6 +24,30 @@ static int offset_cmp(const void *pa, const void *pb) {
   return a->offset < b->offset ? -1 : a->offset > b->offset;
 }
 
+bool cg_split_offset(UOp *idx, UOp **base, int64_t *off) {
+  *base = idx, *off = 0;
+  if (idx->op == TG_OP_ADD && idx->src[1]->op == TG_OP_CONST && idx->src[1]->arg.c.kind == CK_INT) {
+    *base = idx->src[0], *off = idx->src[1]->arg.c.i;
+  } else if (idx->op == TG_OP_ADD && idx->src[0]->op == TG_OP_CONST && idx->src[0]->arg.c.kind == CK_INT) {
+    *base = idx->src[1], *off = idx->src[0]->arg.c.i;
+  } else if (idx->op == TG_OP_CONST && idx->arg.c.kind == CK_INT) {
+    *base = NULL, *off = idx->arg.c.i;
+  } else if (idx->op == TG_OP_CONST) {
+    return false; /* an Invalid index */
+  }
+  return true;
+}
+
+UOp *cg_index_at(UOp *base, int64_t off) {
+  return base ? uop_add(base, uop_const_like_int(base, off)) : uop_const_int(DT_WEAKINT, off);
+}
+
+UOp *cg_gated_index(UOp *valid, UOp *idx) {
+  if (!valid) return idx;
+  UOp *w[3] = {valid, idx, uop_new(TG_OP_CONST, idx->dtype, NULL, 0, arg_const(const_invalid()))};
+  return uop_new(TG_OP_WHERE, idx->dtype, w, 3, arg_none());
+}
+
 static bool buf_is_reg(UOp *buf) {
   while (buf->op == TG_OP_AFTER) buf = buf->src[0];
   return buf->arg.kind == ARG_PARAM && buf->arg.param->addrspace == ADDR_REG;
@@ -56,17 +80,9 @@ static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
     if (buf_is_reg(buf)) continue;
     bool gated = idx_u->op == TG_OP_WHERE && uop_is_invalid(idx_u->src[2]);
     UOp *idx = gated ? idx_u->src[1] : idx_u, *valid = gated ? idx_u->src[0] : NULL;
-    UOp *base = idx;
-    int64_t off = 0;
-    if (idx->op == TG_OP_ADD && idx->src[1]->op == TG_OP_CONST && idx->src[1]->arg.c.kind == CK_INT) {
-      base = idx->src[0], off = idx->src[1]->arg.c.i;
-    } else if (idx->op == TG_OP_ADD && idx->src[0]->op == TG_OP_CONST && idx->src[0]->arg.c.kind == CK_INT) {
-      base = idx->src[1], off = idx->src[0]->arg.c.i;
-    } else if (idx->op == TG_OP_CONST && idx->arg.c.kind == CK_INT) {
-      base = NULL, off = idx->arg.c.i;
-    } else if (idx->op == TG_OP_CONST) {
-      continue; /* an Invalid index: nothing to merge */
-    }
+    UOp *base;
+    int64_t off;
+    if (!cg_split_offset(idx, &base, &off)) continue; /* an Invalid index: nothing to merge */
     MemGroup *g = NULL;
     for (size_t k = 0; k < groups.len && !g; k++)
       if (groups.data[k].op == uop_op(u) && groups.data[k].buf == buf && groups.data[k].base == base &&
@@ -105,7 +121,7 @@ static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
         while (j < g->acc.len && g->acc.data[j].offset == o) j++;
         ndistinct++;
       }
-      UOp *offset = g->base ? uop_add(g->base, uop_const_like_int(g->base, first)) : uop_const_int(DT_WEAKINT, first);
+      UOp *offset = cg_index_at(g->base, first);
       /* GPUs need a vector access aligned to its size; a CPU takes any address (the renderer gives such an access an
        * element-aligned vector type), so the offsets of a convolution window (x + kx) still coalesce */
       bool any_alignment = !ren->has_local;
@@ -115,10 +131,7 @@ static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
           len = lengths[k];
           break;
         }
-      if (g->valid) {
-        UOp *w[3] = {g->valid, offset, uop_new(TG_OP_CONST, offset->dtype, NULL, 0, arg_const(const_invalid()))};
-        offset = uop_new(TG_OP_WHERE, offset->dtype, w, 3, arg_none());
-      }
+      offset = cg_gated_index(g->valid, offset);
       const DType *dt = g->buf->dtype->scalar;
       UOp *access;
       if (len > 1) {

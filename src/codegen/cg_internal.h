@@ -59,6 +59,10 @@ const RuleSet *cg_pm_split_ends(void);
 const RuleSet *cg_pm_remove_invalid(void);
 const RuleSet *cg_pm_extra_clang(void);
 UOp *cg_memory_coalescing(UOp *sink, const Renderer *ren); /* adjacent loads/stores -> one vector access */
+/* an index as base + constant (*base NULL: a constant index); false for an Invalid index (cg_coalesce.c) */
+bool cg_split_offset(UOp *idx, UOp **base, int64_t *off);
+UOp *cg_index_at(UOp *base, int64_t off);             /* base + off, or the constant off when base is NULL */
+UOp *cg_gated_index(UOp *valid, UOp *idx);            /* WHERE(valid, idx, Invalid); idx when valid is NULL */
 UOp *cg_casted_consts(UOp *sink);
 UOp *cg_add_control_flow(UOp *sink);
 UOp *cg_number_params(UOp *sink);

@@ -49,13 +49,8 @@ static bool lane_addr(UOp *u, LaneAddr *a) {
   }
   a->valid = NULL;
   if (idx->op == TG_OP_WHERE && uop_is_invalid(idx->src[2])) a->valid = idx->src[0], idx = idx->src[1];
-  a->base = idx, a->off = k;
-  if (idx->op == TG_OP_ADD && idx->src[1]->op == TG_OP_CONST && idx->src[1]->arg.c.kind == CK_INT)
-    a->base = idx->src[0], a->off += idx->src[1]->arg.c.i;
-  else if (idx->op == TG_OP_CONST && idx->arg.c.kind == CK_INT)
-    a->base = NULL, a->off += idx->arg.c.i;
-  else if (idx->op == TG_OP_CONST)
-    return false; /* an Invalid index */
+  if (!cg_split_offset(idx, &a->base, &a->off)) return false;
+  a->off += k;
   return true;
 }
 
@@ -67,14 +62,9 @@ static UOp *vector_load_of(UOp *const *lane, size_t n) {
     if (lane[i]->dtype != lane[0]->dtype || !lane_addr(lane[i], &a) || a.buf != first.buf || a.base != first.base ||
         a.valid != first.valid || a.off != first.off + (int64_t)i)
       return NULL;
-  UOp *offset = first.base ? uop_add(first.base, uop_const_like_int(first.base, first.off))
-                           : uop_const_int(DT_WEAKINT, first.off);
+  UOp *offset = cg_index_at(first.base, first.off);
   bool aligned = uop_divides(offset, (int64_t)n) != NULL;
-  if (first.valid) {
-    UOp *w[3] = {first.valid, offset, uop_new(TG_OP_CONST, offset->dtype, NULL, 0, arg_const(const_invalid()))};
-    offset = uop_new(TG_OP_WHERE, offset->dtype, w, 3, arg_none());
-  }
-  UOp *s[3] = {first.buf, offset, uop_const_int(DT_WEAKINT, (int64_t)n)};
+  UOp *s[3] = {first.buf, cg_gated_index(first.valid, offset), uop_const_int(DT_WEAKINT, (int64_t)n)};
   UOp *access = uop_new(TG_OP_SHRINK, lane[0]->dtype, s, 3, aligned ? arg_none() : arg_int(1));
   return uop_new(TG_OP_LOAD, lane[0]->dtype, &access, 1, arg_none());
 }
@@ -104,12 +94,7 @@ static bool all_same(UOp *const *lane, size_t n) {
 static UOp *scalar_load_of(UOp *lane) {
   LaneAddr a;
   if (lane->op != TG_OP_INDEX || !lane_addr(lane, &a)) return lane;
-  UOp *idx = a.base ? uop_add(a.base, uop_const_like_int(a.base, a.off)) : uop_const_int(DT_WEAKINT, a.off);
-  if (a.valid) {
-    UOp *w[3] = {a.valid, idx, uop_new(TG_OP_CONST, idx->dtype, NULL, 0, arg_const(const_invalid()))};
-    idx = uop_new(TG_OP_WHERE, idx->dtype, w, 3, arg_none());
-  }
-  UOp *s[2] = {a.buf, idx};
+  UOp *s[2] = {a.buf, cg_gated_index(a.valid, cg_index_at(a.base, a.off))};
   UOp *access = uop_new(TG_OP_INDEX, lane->dtype, s, 2, arg_none());
   return uop_new(TG_OP_LOAD, lane->dtype, &access, 1, arg_none());
 }
