@@ -1094,7 +1094,34 @@ static void test_cpu_loop_order(void) {
   tg_scope_end(ts);
 }
 
+/* DEBUG=2's GFLOPS (render_estimate_flops, tinygrad Estimates with ignore_indexing): a matmul is 2*M*N*K whatever
+ * the tiling; vector lanes, THREAD's core_id and the unrolled reduce all count, address arithmetic does not */
+static void test_flops_estimate(void) {
+  Renderer ren = test_renderer();
+  tg_scope ts = tg_scope_begin();
+  UOpScope sc = uop_scope_begin();
+  tg_tensor *mm = tg_matmul(fl(64, 96), fl(96, 128));
+  UOp *ast = kernel_of(mm);
+  OptScheduler s;
+  if (ast && sched_of(&s, ast, &ren)) {
+    opt_hand_coded(&s);
+    char got[512];
+    format_opts(s.applied, s.napplied, got, sizeof got);
+    CHECK_MSG(applied_has(&s, (Opt){OPT_THREAD, 0, 2}) || s.napplied > 2, "matmul heuristic: [%s]", got);
+    UOp *naive = lower_linear(ast, NULL, 0, &ren), *tiled = lower_linear(ast, s.applied, s.napplied, &ren);
+    CHECK_MSG(naive && tiled, "lowering: %s", tg_last_error());
+    if (naive && tiled) {
+      CHECK_MSG(render_estimate_flops(naive) == 2.0 * 64 * 96 * 128, "naive: %.0f", render_estimate_flops(naive));
+      CHECK_MSG(render_estimate_flops(tiled) == 2.0 * 64 * 96 * 128, "[%s]: %.0f", got, render_estimate_flops(tiled));
+    }
+    opt_sched_free(&s);
+  }
+  uop_scope_end(sc);
+  tg_scope_end(ts);
+}
+
 void suite_opts(void) {
+  test_flops_estimate();
   test_heuristic();
   test_opt_errors();
   test_cpu_loop_order();

@@ -261,7 +261,7 @@ static bool lower_candidate(UOp *ast, const Renderer *ren, Candidate *c, int64_t
             c->core_param = (int)i;
             c->ncores = (int)(c->params.data[i].vmax + 1);
           }
-        c->flops = cg_estimate_flops(linear);
+        c->flops = render_estimate_flops(linear);
         ok = c->params.len <= RT_MAX_PARAMS;
       }
     }

@@ -680,22 +680,3 @@ done:
   tg_vec_free(&order);
   return result;
 }
-
-double cg_estimate_flops(UOp *linear) {
-  double trips = 1, flops = 0;
-  TG_VEC(double) stack = {0};
-  for (uint32_t i = 0; i < linear->nsrc; i++) {
-    UOp *u = linear->src[i];
-    if (u->op == TG_OP_RANGE) {
-      tg_vec_push(&stack, trips);
-      i128 n = uop_vmax(u) + 1;
-      trips *= n > 0 ? (double)n : 1;
-    } else if (u->op == TG_OP_END && stack.len) {
-      for (uint32_t k = 1; k < u->nsrc && stack.len; k++) trips = stack.data[--stack.len];
-    } else if (op_is_alu(uop_op(u)) && !op_has(uop_op(u), OPP_COMPARISON)) {
-      flops += trips;
-    }
-  }
-  tg_vec_free(&stack);
-  return flops;
-}

@@ -14,8 +14,4 @@
  * is not a lowered kernel (an IF/ENDIF already present, a root that is not a SINK). */
 UOp *cg_linearize(UOp *sink);
 
-/* tinygrad Estimates.ops for a linearized kernel: ALU ops (comparisons aside) weighted by the trip counts of their
- * enclosing loops. Used for DEBUG=2's GFLOPS and BEAM's compute filter. */
-double cg_estimate_flops(UOp *linear);
-
 #endif

@@ -211,7 +211,7 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
     if (params.data[i].is_value && params.data[i].slot == core_slot) k->core_param = (int)i;
   }
   tg_vec_free(&params);
-  k->flops = cg_estimate_flops(linear);
+  k->flops = render_estimate_flops(linear);
   char entry_name[TG_NAME_MAX + 8];
   snprintf(entry_name, sizeof entry_name, "%s_entry", k->name);
   char *entry = render_c_entry(linear, entry_name);

@@ -55,6 +55,10 @@ void shape_cache_free(ShapeCache *c);
 bool shape_of(ShapeCache *c, const UOp *u, UOpShape *out);
 /* tinygrad max_numel: the product of the shape's dims, 1 without a shape or on error. */
 int64_t shape_max_numel(ShapeCache *c, const UOp *u);
+/* tinygrad Estimates.ops (from_uops with ignore_indexing) for a linearized kernel: every ALU op's lanes (its
+ * max_numel; MULACC twice) times the trips of its enclosing loops and the core_id count, leaving out the arithmetic
+ * that only computes addresses (the sources of INDEX and SHRINK). DEBUG=2's GFLOPS and BEAM's compute filter. */
+double render_estimate_flops(UOp *linear);
 /* tinygrad UOp.addrspace (memoized in the same cache): where a value lives; ADDR_NONE for tinygrad's None. */
 AddrSpace uop_addrspace(ShapeCache *c, const UOp *u);
 
