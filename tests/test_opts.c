@@ -1076,7 +1076,7 @@ static void test_cpu_loop_order(void) {
     CHECK_MSG(!applied_has(&s, (Opt){OPT_SWAP, 0, 1}), "panel copy of 256x512: swapped");
     opt_sched_free(&s);
   }
-  /* A @ B, B in panels: 16 lanes x 2 panels x 4 rows, the panel loop outside the rows in blocks of 4, the reduce
+  /* A @ B, B in panels: 16 lanes x 2 panels x 8 rows, the panel loop outside the rows in blocks of 4, the reduce
    * unrolled by 8 */
   tg_tensor *mm = tg_matmul(fl(64, 1024), fl(1024, 1024));
   if (heuristic_of_last(mm, &ren, &s, &nk)) {
@@ -1084,7 +1084,7 @@ static void test_cpu_loop_order(void) {
     char got[512];
     format_opts(s.applied, s.napplied, got, sizeof got);
     CHECK_MSG(applied_has(&s, (Opt){OPT_UPCAST, 2, 16}) && applied_has(&s, (Opt){OPT_UPCAST, 1, 2}) &&
-                  applied_has(&s, (Opt){OPT_UPCAST, 0, 4}) && applied_has(&s, (Opt){OPT_SWAP, 0, 1}) &&
+                  applied_has(&s, (Opt){OPT_UPCAST, 0, 8}) && applied_has(&s, (Opt){OPT_SWAP, 0, 1}) &&
                   applied_has(&s, (Opt){OPT_LOOP, 0, 4}) &&
                   applied_has(&s, (Opt){OPT_UNROLL, 0, 8}),
               "matmul over panels: [%s]", got);

@@ -369,7 +369,11 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
         /* rows broadcast from A one scalar at a time: two vectors x 4 rows (8 accumulators, 6 loads per 8 FMAs)
          * beat one vector x 8 rows (9 loads per 8 FMAs), with the reduce unrolled by 8. Measured (2 cores, AVX-512,
          * float32, GFLOPS, 8x16 unroll 4 -> 4x32 unroll 8): 512^3 214-246 -> 262-279, 1024^3 (B in panels)
-         * 253-263 -> 296-313, 2048^3 247-263 -> 302-309; 256^3 about even (146-175 / 141-183) */
+         * 253-263 -> 296-313, 2048^3 247-263 -> 302-309; 256^3 about even (146-175 / 141-183).
+         * With vector accumulators (cg_expand: each a register the compiler keeps) two vectors x 8 rows go further:
+         * 16 accumulators cover the FMA latency on both units with room to spare (8 only just do), 10 loads per 16
+         * FMAs. Measured (same machine, GFLOPS, 4 -> 8 rows, unroll 8): 256^3 156-210 -> 208-210, 512^3 233-267 ->
+         * 287-317, 1024^3 283-303 -> 338-348, 2048^3 308-314 -> 332-339, 16 x 256^3 291-301 -> 322-347. */
         int64_t b_bytes = (last_red >= 0 ? sh->size[last_red] : 1) * vs * itemsize; /* one K x N matrix of B */
         bool wide = !whole && vamt == w && !contiguous_rows && sh->size[r] % 4 == 0 &&
                     (p >= 0 ? sh->size[p] % 2 == 0 : b_bytes <= ((int64_t)2 << 20) && (vs / w) % 2 == 0);
@@ -383,7 +387,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
         if (wide) {
           int si = axis_of(sh, &second_ra);
           wide = si >= 0 && try_opt(s, OPT_UPCAST, si, 2);
-          if (wide) ramt = 4, unroll = 8, shape_load(s, sh);
+          if (wide) ramt = sh->size[r] % 8 == 0 ? 8 : 4, unroll = 8, shape_load(s, sh);
         }
         int ri = axis_of(sh, &row_ra);
         if (ri >= 0 && ramt > 1) try_opt(s, OPT_UPCAST, ri, ramt);
