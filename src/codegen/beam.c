@@ -18,11 +18,12 @@
 #include "codegen/linearize.h"
 #include "runtime/runtime.h"
 
-#define BEAM_CACHE_FORMAT "beam4" /* bump when the opt axis numbering or the search changes: old entries stop matching
+#define BEAM_CACHE_FORMAT "beam5" /* bump when the opt axis numbering or the search changes: old entries stop matching
                                     * (beam2: the first round also times the heuristic, UPCAST 8/16 actions;
                                     * beam3: SWAP applies to LOOP axes on the CPU, LOOP actions, the heuristic's matmul
                                     * tiles changed; beam4: vector accumulators change what a list of opts compiles
-                                    * to, so winners searched before are stale) */
+                                    * to, so winners searched before are stale; beam5: the heuristic the search starts
+                                    * from tiles matmuls 2 vectors x 8 rows and unrolls conv windows) */
 
 static BeamStats stats;
 BeamStats beam_stats(void) { return stats; }
