@@ -857,6 +857,7 @@ static tg_tensor *tinygrad_graph(const tg_tensor *t) {
 
 static void check_graph_parity(void) {
   size_t n = sizeof grad_graph_cases / sizeof grad_graph_cases[0], same = 0;
+  setenv("POOL_VIEW", "0", 1); /* tinygrad's _pool through repeat (movement.c pool_disjoint is ours) */
   for (size_t i = 0; i < n; i++) {
     char name[64];
     const char *slash = strchr(grad_graph_cases[i].name, '/');
@@ -882,7 +883,63 @@ static void check_graph_parity(void) {
     }
     tg_scope_end(s);
   }
+  unsetenv("POOL_VIEW");
   printf("  grad: %zu of %zu gradient graphs equal tinygrad's node for node\n", same, n);
+}
+
+/* Pools whose windows do not overlap are a view (movement.c pool_disjoint, not tinygrad's): the same values and
+ * gradients as tinygrad's _pool through repeat (POOL_VIEW=0), and a backward with fewer reduces (the gradient of a
+ * view is a view, where repeat's is a sum over the repeats). Ragged inputs (the last window cut off), stride above
+ * the kernel, non-square windows, padding; overlapping windows keep tinygrad's form. */
+static int reduce_kernels(tg_tensor *t) {
+  UOp *root = t->uop, *lin = sched_kernels(uop_sink(&root, 1));
+  int n = 0;
+  for (uint32_t i = 0; lin && i < lin->nsrc; i++) n += uop_op_in_backward_slice_with_self(lin->src[i]->src[0], TG_OP_REDUCE);
+  return n;
+}
+
+static void check_pool_view(void) {
+  static const struct { int64_t h, w, kh, kw, sh, sw, ph, pw; bool avg, view; } cfg[] = {
+      {8, 8, 2, 2, 2, 2, 0, 0, false, true}, {7, 9, 2, 3, 2, 3, 0, 0, false, true}, {9, 7, 2, 2, 3, 3, 0, 0, false, true},
+      {6, 6, 2, 2, 2, 2, 1, 1, false, true}, {8, 6, 2, 2, 2, 2, 0, 0, true, true},  {7, 7, 3, 2, 3, 2, 0, 0, true, true},
+      {8, 8, 3, 3, 2, 2, 0, 0, false, false},
+  };
+  for (size_t i = 0; i < TG_ARRAY_LEN(cfg); i++) {
+    tg_scope s = tg_scope_begin();
+    tg_manual_seed(70 + (uint64_t)i);
+    tg_tensor *x = tg_randn(TG_SHAPE(2, 3, cfg[i].h, cfg[i].w), TG_FLOAT32);
+    const int64_t k[2] = {cfg[i].kh, cfg[i].kw}, st[2] = {cfg[i].sh, cfg[i].sw}, pd[2] = {cfg[i].ph, cfg[i].pw};
+    tg_tensor *val[2][2] = {{NULL}}; /* [view, repeat][pool, gradient] */
+    int nreduce[2] = {0, 0};
+    tg_tensor *r = NULL; /* one output gradient for both forms */
+    for (int form = 0; form < 2; form++) {
+      if (form) setenv("POOL_VIEW", "0", 1);
+      tg_tensor *y = cfg[i].avg ? tg_avg_pool2d(x, k, st, pd, true) : tg_max_pool2d(x, k, st, pd, NULL);
+      if (!r && y) r = tg_randn_like(y);
+      tg_tensor *loss = y && r ? tg_sum(tg_mul(y, r), NULL, 0, false) : NULL;
+      const tg_tensor *wrt[1] = {x};
+      tg_tensor *g[1] = {NULL};
+      CHECK_MSG(loss && tg_gradient(loss, wrt, 1, g) == TG_OK, "pool view %zu: %s", i, tg_last_error());
+      unsetenv("POOL_VIEW");
+      val[form][0] = y, val[form][1] = g[0];
+      if (g[0]) nreduce[form] = reduce_kernels(g[0]);
+    }
+    if (!val[0][1] || !val[1][1]) { tg_scope_end(s); continue; }
+    CHECK_MSG(cfg[i].view ? nreduce[0] < nreduce[1] : nreduce[0] == nreduce[1],
+              "pool view %zu: %d reduce kernels in the gradient, %d through repeat", i, nreduce[0], nreduce[1]);
+    for (int k2 = 0; k2 < 2; k2++) {
+      size_t n = (size_t)tg_numel(val[0][k2]);
+      float *a = tg_malloc(n * sizeof(float)), *b = tg_malloc(n * sizeof(float));
+      bool got = tg_to_host(val[0][k2], a, n * sizeof(float)) == TG_OK && tg_to_host(val[1][k2], b, n * sizeof(float)) == TG_OK;
+      CHECK_MSG(got, "pool view %zu: realize: %s", i, tg_last_error());
+      double worst = 0;
+      for (size_t j = 0; got && j < n; j++) worst = fmax(worst, fabs((double)a[j] - b[j]));
+      CHECK_MSG(got && worst < 1e-6, "pool view %zu: the %s differs from tinygrad's form by %g", i, k2 ? "gradient" : "pool", worst);
+      tg_free(a);
+      tg_free(b);
+    }
+    tg_scope_end(s);
+  }
 }
 
 /* A stride-1 conv2d's input gradient comes from the transposed-convolution rule (CUSTOM_GRAD "conv2d_input"); it must
@@ -936,6 +993,7 @@ void suite_grad(void) {
   check_rules_direct();
   check_implicit_broadcast();
   check_graph_parity();
+  check_pool_view();
   check_conv_input_grad();
   check_backward();
   check_steady_loop();

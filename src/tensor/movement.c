@@ -315,6 +315,33 @@ static int64_t pyceildiv(int64_t a, int64_t b) {
   return -q;
 }
 
+/* Windows that do not overlap (stride >= kernel, no dilation, the last window inside the input) as a plain view:
+ * each axis shrunk to o*s, split into (o, s), shrunk to (o, k). Not tinygrad's: its _pool always goes through repeat,
+ * and the gradient of a repeat is a sum over the repeats, which for a 2x2 max pool becomes a 3x3 reduce of gated
+ * div/mod loads per input pixel (beautiful_mnist's pool backward 16.5 ms a step); a view's gradient is a view (pad,
+ * reshape), so the backward is elementwise. Same values, same kernels. NULL when the windows overlap. */
+static UOp *pool_disjoint(UOp *x, const Shape *s, const int64_t *k, int nk, const int64_t *stride,
+                          const int64_t *dilation, const int64_t *o_) {
+  int nn = s->ndim - nk;
+  for (int j = 0; j < nk; j++)
+    if (dilation[j] != 1 || stride[j] < k[j] || o_[j] * stride[j] > s->d[nn + j]) return NULL;
+  int64_t a[TG_MAX_DIMS];
+  for (int j = 0; j < nn; j++) a[j] = -1;
+  for (int j = 0; j < nk; j++) a[nn + j] = o_[j] * stride[j];
+  x = t_shrink_to(x, a, s->ndim);
+  for (int j = 0; j < nn; j++) a[j] = s->d[j];
+  for (int j = 0; j < nk; j++) a[nn + 2 * j] = o_[j], a[nn + 2 * j + 1] = stride[j];
+  x = t_reshape(x, a, nn + 2 * nk);
+  for (int j = 0; j < nn; j++) a[j] = -1;
+  for (int j = 0; j < nk; j++) a[nn + 2 * j] = o_[j], a[nn + 2 * j + 1] = k[j];
+  x = t_shrink_to(x, a, nn + 2 * nk);
+  int perm[TG_MAX_DIMS], p = 0;
+  for (int j = 0; j < nn; j++) perm[p++] = j;
+  for (int j = 0; j < nk; j++) perm[p++] = nn + 2 * j;
+  for (int j = 0; j < nk; j++) perm[p++] = nn + 2 * j + 1;
+  return t_permute(x, perm, nn + 2 * nk);
+}
+
 /* tinygrad _pool: sliding windows over the last nk axes -> (..., o_1..o_n, k_1..k_n) */
 UOp *t_pool(UOp *x, const int64_t *k, int nk, const int64_t *stride, const int64_t *dilation) {
   Shape s;
@@ -329,6 +356,10 @@ UOp *t_pool(UOp *x, const int64_t *k, int nk, const int64_t *stride, const int64
     if (dilation[j] * (k[j] - 1) + 1 > i_[j]) return terr("kernel size cannot be greater than actual input size %s", fmt_shape(&s));
     o_[j] = pyceildiv(i_[j] - dilation[j] * (k[j] - 1), stride[j]);
     f_[j] = TG_MAX(1, pyceildiv(o_[j] * stride[j] - dilation[j], i_[j]));
+  }
+  if (tg_getenv_int("POOL_VIEW", 1)) {
+    UOp *v = pool_disjoint(x, &s, k, nk, stride, dilation, o_);
+    if (v) return v;
   }
   int64_t a[TG_MAX_DIMS];
   for (int j = 0; j < nn; j++) a[j] = 1;
