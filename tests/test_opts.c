@@ -1090,6 +1090,28 @@ static void test_cpu_loop_order(void) {
               "matmul over panels: [%s]", got);
     opt_sched_free(&s);
   }
+  /* a conv weight gradient split into partials (the partial axis the output's unit stride): partials outermost,
+   * blocked by 8 when the reduce per output is short (block_store_lines) */
+  tg_tensor *x = tg_randn(TG_SHAPE(512, 64, 8, 8), TG_FLOAT32), *w = tg_randn(TG_SHAPE(64, 64, 3, 3), TG_FLOAT32);
+  tg_tensor *y = tg_conv2d(x, w, NULL, 1, NULL, NULL, NULL);
+  tg_tensor *loss = y ? tg_sum(tg_mul(y, tg_randn_like(y)), NULL, 0, false) : NULL;
+  const tg_tensor *wrt[1] = {w};
+  tg_tensor *g[1] = {NULL};
+  CHECK_MSG(loss && tg_gradient(loss, wrt, 1, g) == TG_OK, "conv weight gradient: %s", tg_last_error());
+  UOp *root = g[0] ? g[0]->uop : NULL, *lin = root ? sched_kernels(uop_sink(&root, 1)) : NULL;
+  int swapped = 0;
+  for (uint32_t i = 0; lin && i < lin->nsrc; i++) {
+    if (!sched_of(&s, lin->src[i]->src[0], &ren)) continue;
+    opt_hand_coded(&s);
+    if (applied_has(&s, (Opt){OPT_SWAP, 0, 4})) {
+      char got[512];
+      format_opts(s.applied, s.napplied, got, sizeof got);
+      CHECK_MSG(applied_has(&s, (Opt){OPT_LOOP, 0, 8}), "conv weight gradient, partials outermost: [%s]", got);
+      swapped++;
+    }
+    opt_sched_free(&s);
+  }
+  CHECK_MSG(swapped == 1, "conv weight gradient: %d kernels with the partials swapped outermost", swapped);
   uop_scope_end(sc);
   tg_scope_end(ts);
 }
