@@ -434,9 +434,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
        * vector loaded serves twice the FMAs. Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient,
        * 2 vectors x 5 kx): 42.9-50.1 -> 39.0-47.6 ms alone, 49.9-54.5 -> 47.0-50.6 ms in the training step */
       if (wi >= 0) {
-        int64_t lanes = 1;
-        for (int i = 0; i < sh->n; i++)
-          if (sh->type[i] == AXIS_UPCAST) lanes *= sh->size[i];
+        int64_t lanes = upcast_size(sh); /* nothing is unrolled yet: the upcast lanes */
         for (int k = 0; k < sh->n && 2 * lanes <= 24 * (int64_t)w; k++)
           if (is_upcastable(sh, k) && !is_reduce_type(sh->type[k]) && sh->size[k] % 2 == 0 && sh->size[k] >= 4 &&
               !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k]) {
