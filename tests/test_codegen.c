@@ -91,6 +91,8 @@ static void test_tinygrad_cases(void) {
     Opt thread = {OPT_THREAD, codegen_cases[i].thread_axis, codegen_cases[i].threads};
     ast = opt_ast_with_opts(ast, &thread, codegen_cases[i].thread_axis >= 0 ? 1 : 0);
     UOp *got = cg_lower(ast, &ren);
+    /* our one deliberate difference in the lowered graph: the CPU renderer's unsigned range checks */
+    want = graph_rewrite(want, render_pm_range_checks(), NULL, 0, NULL, "range checks");
     CHECK_MSG(got != NULL, "%s: cg_lower failed: %s", name, tg_last_error());
     if (got) {
       const char *gap = gap_of(name);
@@ -449,6 +451,56 @@ static void test_int_decomps(void) {
   uop_scope_end(sc);
 }
 
+/* The CPU renderer's unsigned range checks: (c1<x)&(x<c2) (also inside a longer AND chain, and in either order) equals
+ * its rewrite for every bound pair and x around them, and at the ends of int32 and int64 where the unsigned
+ * subtraction wraps. The rewrite must fire (no CMPLT with a literal on the left remains). */
+static void test_range_checks(void) {
+  static const int64_t bounds[] = {-3, -1, 0, 1, 2, 5, 29};
+  int fired = 0, bad = 0, cases = 0;
+  for (int wide = 0; wide < 2; wide++) {
+    const DType *dt = wide ? DT_INT64 : DT_INT32;
+    int64_t tmin = wide ? INT64_MIN : INT32_MIN, tmax = wide ? INT64_MAX : INT32_MAX;
+    for (size_t i = 0; i < TG_ARRAY_LEN(bounds); i++)
+      for (size_t j = 0; j < TG_ARRAY_LEN(bounds); j++)
+        for (int shape = 0; shape < 3; shape++) {
+          UOpScope sc = uop_scope_begin();
+          UOp *x = uop_variable("x", tmin, tmax, dt), *y = uop_variable("y", tmin, tmax, dt);
+          UOp *lo = uop_lt(uop_const_int(dt, bounds[i]), x), *hi = uop_lt(x, uop_const_int(dt, bounds[j]));
+          UOp *other = uop_lt(y, uop_const_int(dt, 3));
+          UOp *g = shape == 0 ? uop_and(lo, hi)
+                   : shape == 1 ? uop_and(uop_and(hi, other), lo)     /* the pair split by another term */
+                                : uop_and(other, uop_and(lo, uop_and(hi, other)));
+          UOp *r = graph_rewrite(g, render_pm_range_checks(), NULL, 0, NULL, "range checks");
+          UOpVec topo = {0};
+          uop_toposort(r, NULL, NULL, &topo);
+          bool left_literal = false;
+          for (size_t k = 0; k < topo.len; k++)
+            left_literal |= topo.data[k]->op == TG_OP_CMPLT && topo.data[k]->src[0]->op == TG_OP_CONST;
+          tg_vec_free(&topo);
+          fired += r != g && !left_literal;
+          EvalEnv env;
+          eval_env_init(&env);
+          int64_t xs[] = {tmin, tmin + 1, -40, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 28, 29, 30, 40, tmax - 1, tmax};
+          for (size_t k = 0; k < TG_ARRAY_LEN(xs); k++)
+            for (int64_t yv = 2; yv <= 3; yv++) {
+              eval_env_bind_var(&env, "x", xs[k]);
+              eval_env_bind_var(&env, "y", yv);
+              EvalValue a = uop_eval(g, &env), b = uop_eval(r, &env);
+              bad += a.state != EVAL_OK || b.state != EVAL_OK || a.v != b.v;
+              cases++;
+            }
+          eval_env_free(&env);
+          uop_scope_end(sc);
+        }
+  }
+  CHECK_MSG(bad == 0, "range checks: %d of %d evaluations differ", bad, cases);
+  /* empty ranges (c2 <= c1+1) are left alone; every other pair is rewritten */
+  int nonempty = 0;
+  for (size_t i = 0; i < TG_ARRAY_LEN(bounds); i++)
+    for (size_t j = 0; j < TG_ARRAY_LEN(bounds); j++) nonempty += bounds[j] > bounds[i] + 1;
+  CHECK_EQ_INT(fired, 2 * 3 * nonempty);
+}
+
 /* reference threefry2x32 (Random123), 20 rounds */
 static uint64_t threefry_ref(uint64_t x, uint64_t key) {
   uint32_t x0 = (uint32_t)x, x1 = (uint32_t)(x >> 32), k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
@@ -546,6 +598,7 @@ void suite_codegen(void) {
   test_tinygrad_cases();
   test_transcendentals();
   test_int_decomps();
+  test_range_checks();
   test_threefry();
   test_thread_split();
   test_errors();

@@ -70,6 +70,72 @@ static UOp *float_to_bf16_bits(RwCtx *rw, UOp *root, UOp **m) {
   return r;
 }
 
+/* A two-sided range check on an int, (c1<x)&(x<c2), becomes one unsigned compare, (unsigned)x-(c1+1) < c2-c1-1 (the
+ * subtraction wraps, so a value below the range lands far above it). Same truth value; the point is the compiler:
+ * clang turns the two compares of a pad kernel's gate into a switch, which its loop vectorizer refuses, and the one
+ * compare vectorizes into masked loads (the pad kernel of bench_matmul's conv2d, E_1024_30_30_2: 505-520 -> 315-353 us). The AND chain is
+ * flattened so a pair finds itself anywhere in a gate. */
+#define RANGE_TERMS_MAX 16
+/* an int literal: CONST, or CAST(CONST) as the lowered graph spells it after cg_casted_consts (the parity test) */
+static bool int_literal(const UOp *u, int64_t *v) {
+  if (uop_is(u, TG_OP_CAST) && u->src[0]->dtype == DT_WEAKINT) u = u->src[0];
+  if (!uop_is_const(u) || uop_const_val(u).kind != CK_INT) return false;
+  *v = uop_const_val(u).i;
+  return true;
+}
+static bool range_bound(UOp *t, UOp **x, int64_t *c, bool *lower) {
+  if (!uop_is(t, TG_OP_CMPLT) || t->dtype->count != 1) return false;
+  int64_t va, vb;
+  bool ca = int_literal(t->src[0], &va), cb = int_literal(t->src[1], &vb);
+  if (ca == cb) return false;
+  *x = ca ? t->src[1] : t->src[0], *c = ca ? va : vb, *lower = ca; /* c < x, or x < c */
+  return (*x)->dtype == DT_INT32 || (*x)->dtype == DT_INT64;
+}
+static void and_terms(UOp *u, UOp **terms, size_t *n, bool *overflow) {
+  if (uop_is(u, TG_OP_AND) && u->dtype == DT_BOOL) {
+    and_terms(u->src[0], terms, n, overflow);
+    and_terms(u->src[1], terms, n, overflow);
+  } else if (*n < RANGE_TERMS_MAX) {
+    terms[(*n)++] = u;
+  } else {
+    *overflow = true;
+  }
+}
+static UOp *range_check_unsigned(RwCtx *rw, UOp *root, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  UOp *terms[RANGE_TERMS_MAX];
+  size_t n = 0;
+  bool overflow = false, changed = false;
+  and_terms(root, terms, &n, &overflow);
+  if (overflow) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    UOp *xi, *xj;
+    int64_t ci, cj;
+    bool li, lj;
+    if (!terms[i] || !range_bound(terms[i], &xi, &ci, &li)) continue;
+    for (size_t j = i + 1; j < n; j++) {
+      if (!terms[j] || !range_bound(terms[j], &xj, &cj, &lj) || xj != xi || lj == li) continue;
+      int64_t lo = li ? ci : cj, hi = li ? cj : ci; /* lo < x < hi */
+      int64_t type_max = xi->dtype == DT_INT32 ? INT32_MAX : INT64_MAX;
+      if (lo >= hi - 1 || lo == type_max) break; /* empty range or lo+1 out of the type: left alone */
+      const DType *ut = xi->dtype == DT_INT32 ? DT_UINT32 : DT_UINT64;
+      uint64_t first = (uint64_t)lo + 1, width = (uint64_t)hi - (uint64_t)lo - 1;
+      /* literals spelled as cg_casted_consts spells them, so the parity test can rewrite tinygrad's lowered graph */
+      UOp *shifted = uop_alu2(TG_OP_SUB, uop_cast(xi, ut), uop_cast(uop_const_int(DT_WEAKINT, (int64_t)first), ut));
+      terms[i] = uop_lt(shifted, uop_cast(uop_const_int(DT_WEAKINT, (int64_t)width), ut));
+      terms[j] = NULL;
+      changed = true;
+      break;
+    }
+  }
+  if (!changed) return NULL;
+  UOp *acc = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (terms[i]) acc = acc ? uop_and(acc, terms[i]) : terms[i];
+  return acc;
+}
+
 static const Rule clang_extra_rules[] = {
     RULE("CONST.bfloat16", bf16_const_bits, NULL),
     RULE("(CAST.half x.double)", cast_via_float, NULL),
@@ -86,9 +152,20 @@ static const Rule clang_extra_rules[] = {
     RULE("(CAST.bfloat16 x.float)", float_to_bf16_bits, NULL),
 };
 
+static const Rule range_check_rules[] = {
+    RULE("(AND.bool a b)", range_check_unsigned, NULL),
+};
+
+/* Not tinygrad's: the codegen parity test applies it to tinygrad's lowered graphs before comparing. */
+const RuleSet *render_pm_range_checks(void) {
+  static RuleSet *pm;
+  if (!pm) pm = PM_NEW("unsigned range checks", range_check_rules);
+  return pm;
+}
+
 static const RuleSet *clang_extra_matcher(void) {
   static RuleSet *pm;
-  if (!pm) pm = PM_NEW("clang_extra_matcher", clang_extra_rules);
+  if (!pm) pm = pm_concat(PM_NEW("clang_extra_matcher", clang_extra_rules), render_pm_range_checks());
   return pm;
 }
 

@@ -66,6 +66,9 @@ AddrSpace uop_addrspace(ShapeCache *c, const UOp *u);
  * THREEFRY, no MULACC), plus SQRT, TRUNC, FDIV as compiler builtins. All dtypes but fp8. global_max[0] is the
  * thread count of the THREAD split (NUM_CPU_THREADS env, else the machine's cores); THREADS=0 clears has_threads. */
 const Renderer *renderer_clang(void);
+/* Part of the CPU's extra matcher, not tinygrad's: a gate's (c1<x)&(x<c2) on an int becomes one unsigned compare
+ * (clang vectorizes the pad kernels it gates only then). The codegen parity test applies it to tinygrad's graphs. */
+const RuleSet *render_pm_range_checks(void);
 
 /* Render a linearized kernel (a LINEAR whose sources are the cg_linearize list) to C source for the CPU, as tinygrad's
  * ClangRenderer.render: vector typedefs, then
