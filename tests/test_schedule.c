@@ -412,6 +412,29 @@ static void check_cpu_split(void) {
   tg_tensor *mid = tg_empty(TG_SHAPE(16384, 64), TG_FLOAT32), *mid2 = tg_empty(TG_SHAPE(16384, 64), TG_FLOAT32);
   CHECK_EQ_INT(kernels_of(tg_sum(mid, TG_AXES(0), false)), 1);
   CHECK_EQ_INT(kernels_of(tg_sum(tg_mul(mid, mid2), TG_AXES(0), false)), 2);
+  /* its partials are stored partial-major (not tinygrad's layout): the values are the sums all the same */
+  {
+    enum { R = 16384, C = 64 };
+    float *ha = malloc(sizeof(float) * R * C), *hb = malloc(sizeof(float) * R * C), got[C];
+    unsigned seed = 11;
+    for (size_t i = 0; ha && hb && i < (size_t)R * C; i++) {
+      seed = seed * 1664525u + 1013904223u;
+      ha[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+      hb[i] = (float)((seed >> 3) % 1000) / 500.0f - 1.0f;
+    }
+    tg_tensor *sum = ha && hb ? tg_sum(tg_mul(tg_from_floats(ha, TG_SHAPE(R, C)), tg_from_floats(hb, TG_SHAPE(R, C))),
+                                       TG_AXES(0), false) : NULL;
+    CHECK_MSG(sum && kernels_of(sum) == 2 && tg_to_host(sum, got, sizeof got) == TG_OK, "split sum: %s", tg_last_error());
+    int bad = 0;
+    for (int c = 0; sum && c < C; c++) {
+      double want = 0, mag = 0;
+      for (int r = 0; r < R; r++) want += (double)ha[r * C + c] * hb[r * C + c], mag += fabs((double)ha[r * C + c] * hb[r * C + c]);
+      bad += !(fabs(got[c] - want) <= 1e-5 * mag + 1e-6);
+    }
+    CHECK_MSG(bad == 0, "split sum of products: %d of %d columns off", bad, C);
+    free(ha);
+    free(hb);
+  }
   setenv("CPU_SPLIT_MIN_OUTPUT", "1000000", 1);
   sched_cache_clear(); /* the schedule cache key does not include the knob */
   CHECK_EQ_INT(kernels_of(tg_sum(wide, TG_AXES(0), false)), 2);

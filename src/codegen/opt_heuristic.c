@@ -605,29 +605,6 @@ static bool cpu_dot_tiles(OptScheduler *s, Shape *sh) {
  * A reduce kernel's LOOP axis that every buffer access reads (a batch of independent products: split_reduceop's
  * partial axis of a conv weight gradient) goes outermost, where it shares out the inputs: the output tiles inside
  * then reuse one batch's inputs from cache, while with it inside every output tile streams the whole input again. */
-/* The batch axis moved outermost is often the output's unit-stride axis (split_reduceop puts the partials last):
- * then each output tile writes one float per cache line, and the line's other floats come from tiles a whole
- * pass later, after it left the cache, so the line is read and written back up to 16 times. When the reduce per
- * output is short (the stores are a sizeable part of the work), the batch loop is blocked by 8 and its inner part
- * runs innermost of the output loops: 8 neighbouring floats are written together. Measured (2 cores, AVX-512,
- * beautiful_mnist's conv4 weight gradient, 64 partials x 288 reduce steps): 12.7-13.0 -> 7.4-7.9 ms (blocks of 4
- * 7.9-8.5, 16 8.7-8.9); conv2's (1600 reduce steps) gained nothing (48-50 -> 56 ms), so it stays whole. */
-static void block_store_lines(OptScheduler *s, Shape *sh) {
-  shape_load(s, sh);
-  UOpVec topo = {0};
-  uop_toposort(s->ast, NULL, NULL, &topo);
-  UOp *store_idx = NULL;
-  for (size_t i = 0; i < topo.len && !store_idx; i++)
-    if (topo.data[i]->op == TG_OP_STORE && topo.data[i]->src[0]->op == TG_OP_INDEX) store_idx = ungated_index(topo.data[i]->src[0]);
-  tg_vec_free(&topo);
-  int64_t reduce = 1;
-  for (int i = 0; i < sh->n; i++)
-    if (is_reduce_type(sh->type[i])) reduce *= sh->size[i];
-  if (store_idx && sh->type[0] == AXIS_WEAK && term_coef(store_idx, sh->rngs.data[0]) == 1 && reduce <= 1024 &&
-      sh->size[0] % 8 == 0 && sh->size[0] >= 16)
-    try_opt(s, OPT_LOOP, 0, 8);
-}
-
 static void cpu_batch_outer(OptScheduler *s, Shape *sh) {
   shape_load(s, sh);
   if (s->ren->has_local || !unrollable_count(sh) || sh->n < 2 || sh->type[0] != AXIS_WEAK) return;
@@ -640,7 +617,7 @@ static void cpu_batch_outer(OptScheduler *s, Shape *sh) {
     bool all = true;
     for (size_t i = 0; i < idx.len && all; i++) all = in_slice(idx.data[i], sh->rngs.data[a]);
     if (all) {
-      if (try_opt(s, OPT_SWAP, 0, a)) block_store_lines(s, sh);
+      try_opt(s, OPT_SWAP, 0, a);
       break;
     }
   }
