@@ -443,6 +443,51 @@ static void check_cpu_split(void) {
   tg_scope_end(ts);
 }
 
+/* CONTIGUOUS of movement ops over a buffer is a view (no kernel) exactly when they read one in-order range of it
+ * (callify.c contiguous_view, with its cheap refusals: growing PAD/EXPAND, one reordering PERMUTE/FLIP with only
+ * RESHAPEs after it). Kernel counts and values against the host. */
+static void check_contiguous_views(void) {
+  tg_scope ts = tg_scope_begin();
+  float host[24];
+  for (int i = 0; i < 24; i++) host[i] = (float)(i * 3 - 7);
+  tg_tensor *b = tg_from_floats(host, TG_SHAPE(4, 6));
+  CHECK(b && tg_realize(b) == TG_OK);
+  static const int p10[2] = {1, 0}, axis0[1] = {0};
+  static const int64_t rows12[4] = {1, 3, 0, 6}, col2[4] = {0, 6, 2, 3}, row0[4] = {0, 1, 0, 4}, pad_left[4] = {0, 0, 1, 0};
+  tg_tensor *bt = tg_permute(b, p10, 2);
+  /* want[r][c] = host[first + r*row + c*col] (a pad column where c < pad_cols) */
+  struct { const char *name; tg_tensor *t; int kernels; int64_t first, row, col, ncol, pad_cols; } cases[] = {
+      {"reshape", tg_reshape(b, TG_SHAPE(6, 4)), 0, 0, 4, 1, 4, 0},
+      {"rows 1..2", tg_shrink(b, rows12, 2), 0, 6, 6, 1, 6, 0},
+      {"transpose", bt, 1, 0, 1, 6, 4, 0},
+      {"transpose, one column (row 2)", tg_shrink(bt, col2, 2), 0, 12, 1, 0, 1, 0},
+      {"transpose, one row", tg_shrink(bt, row0, 2), 1, 0, 0, 6, 4, 0},
+      {"row 2 through a transpose", tg_permute(tg_shrink(bt, col2, 2), p10, 2), 0, 12, 0, 1, 6, 0},
+      {"transpose twice", tg_permute(bt, p10, 2), 0, 0, 6, 1, 6, 0},
+      {"flip", tg_flip(b, axis0, 1), 1, 18, -6, 1, 6, 0},
+      {"pad", tg_pad(b, pad_left, 2, TG_PAD_CONSTANT, 0.0), 1, -1, 6, 1, 7, 1},
+  };
+  for (size_t i = 0; i < TG_ARRAY_LEN(cases); i++) {
+    tg_tensor *c = cases[i].t ? tg_contiguous(cases[i].t) : NULL;
+    CHECK_MSG(c != NULL, "%s: %s", cases[i].name, tg_last_error());
+    if (!c) continue;
+    int nk = kernels_of(c);
+    CHECK_MSG(nk == cases[i].kernels, "%s: %d kernels, expected %d", cases[i].name, nk, cases[i].kernels);
+    float got[32];
+    int64_t n = tg_numel(c);
+    bool read = n <= 32 && tg_to_host(c, got, (size_t)n * sizeof(float)) == TG_OK;
+    CHECK_MSG(read, "%s: %s", cases[i].name, tg_last_error());
+    int bad = 0;
+    for (int64_t k = 0; read && k < n; k++) {
+      int64_t r = k / cases[i].ncol, col = k % cases[i].ncol;
+      float want = col < cases[i].pad_cols ? 0.0f : host[cases[i].first + r * cases[i].row + col * cases[i].col];
+      bad += got[k] != want;
+    }
+    CHECK_MSG(bad == 0, "%s: %d values differ", cases[i].name, bad);
+  }
+  tg_scope_end(ts);
+}
+
 /* A realize root whose base sits under CONTIGUOUS_BACKWARD (a big conv's output with 16+ input channels: permute,
  * CONTIGUOUS_BACKWARD, permute back; tensor/reduce.c) gets storage: the conv is a kernel of its own realize (it used to
  * be dropped with the marker, leaving only the pad and weight copies, and every consumer recomputed the conv). */
@@ -491,4 +536,5 @@ void suite_schedule(void) {
   check_matmul_panels();
   check_cpu_split();
   check_contiguous_backward_root();
+  check_contiguous_views();
 }

@@ -85,15 +85,33 @@ static UOp *contiguous_view(CallifyCtx *c, UOp *x) {
   if (sched_shape_of(x, &c->shapes, &xs) != SHAPE_OK || sched_shape_of(buf, &c->shapes, &bs) != SHAPE_OK || bs.ndim != 1) return NULL;
   int64_t numel = shape_numel(&xs);
   if (numel == 0) return NULL;
-  /* a PAD or EXPAND that adds elements makes values the buffer does not hold once each: never a range of it. Checked
-   * first: the push-down below costs 0.2 ms on a conv's padded input, at every realize */
+  /* Cheap refusals first (the push-down below costs 0.05-0.2 ms, at every realize): a PAD or EXPAND that adds
+   * elements makes values the buffer does not hold once each; and one PERMUTE or FLIP that reorders axes longer
+   * than 1 reads the buffer out of order when nothing could undo it: no second reorder, and only RESHAPEs (which keep
+   * every element in order) between it and x, no SHRINK that could drop the out-of-order pair. */
+  int reorders = 0;
+  bool shrunk_after = false; /* a SHRINK between x and cur */
   for (UOp *cur = x; cur != buf; cur = cur->src[0]) {
-    if (cur->op != TG_OP_PAD && cur->op != TG_OP_EXPAND) continue;
-    Shape after, before;
-    if (sched_shape_of(cur, &c->shapes, &after) != SHAPE_OK || sched_shape_of(cur->src[0], &c->shapes, &before) != SHAPE_OK ||
-        shape_numel(&after) > shape_numel(&before))
+    if (cur->op == TG_OP_SHRINK) shrunk_after = true;
+    bool grows = cur->op == TG_OP_PAD || cur->op == TG_OP_EXPAND, reorder = cur->op == TG_OP_PERMUTE || cur->op == TG_OP_FLIP;
+    if (!grows && !reorder) continue;
+    Shape after, before, arg, unused;
+    if (sched_shape_of(cur, &c->shapes, &after) != SHAPE_OK || sched_shape_of(cur->src[0], &c->shapes, &before) != SHAPE_OK)
       return NULL;
+    if (grows) {
+      if (shape_numel(&after) > shape_numel(&before)) return NULL;
+      continue;
+    }
+    if (!uop_marg_pair(cur, &arg, &unused)) return NULL;
+    int64_t last = -1;
+    for (int i = 0; i < arg.ndim; i++) {
+      int64_t axis = cur->op == TG_OP_PERMUTE ? arg.d[i] : i;
+      if (axis < 0 || axis >= before.ndim || before.d[axis] <= 1) continue;
+      if (cur->op == TG_OP_FLIP ? arg.d[i] != 0 : axis < last) { reorders += shrunk_after ? 2 : 1; break; }
+      last = axis;
+    }
   }
+  if (reorders == 1) return NULL;
   UOpScope sc = uop_scope_begin();
   /* index x's flattened view with one range and push it down to the buffer */
   Shape flat = {1, {numel}};
