@@ -453,7 +453,8 @@ static void check_contiguous_views(void) {
   tg_tensor *b = tg_from_floats(host, TG_SHAPE(4, 6));
   CHECK(b && tg_realize(b) == TG_OK);
   static const int p10[2] = {1, 0}, axis0[1] = {0};
-  static const int64_t rows12[4] = {1, 3, 0, 6}, col2[4] = {0, 6, 2, 3}, row0[4] = {0, 1, 0, 4}, pad_left[4] = {0, 0, 1, 0};
+  static const int64_t rows12[4] = {1, 3, 0, 6}, col2[4] = {0, 6, 2, 3}, row0[4] = {0, 1, 0, 4}, pad_left[4] = {0, 0, 1, 0},
+                       col2_3d[6] = {0, 6, 2, 3, 0, 1};
   tg_tensor *bt = tg_permute(b, p10, 2);
   /* want[r][c] = host[first + r*row + c*col] (a pad column where c < pad_cols) */
   struct { const char *name; tg_tensor *t; int kernels; int64_t first, row, col, ncol, pad_cols; } cases[] = {
@@ -464,6 +465,8 @@ static void check_contiguous_views(void) {
       {"transpose, one row", tg_shrink(bt, row0, 2), 1, 0, 0, 6, 4, 0},
       {"row 2 through a transpose", tg_permute(tg_shrink(bt, col2, 2), p10, 2), 0, 12, 0, 1, 6, 0},
       {"transpose twice", tg_permute(bt, p10, 2), 0, 0, 6, 1, 6, 0},
+      /* the reshape keeps the shrink after the permute: the shrink drops what the permute reordered */
+      {"row 2: transpose, reshape, shrink", tg_shrink(tg_reshape(bt, TG_SHAPE(6, 4, 1)), col2_3d, 3), 0, 12, 1, 0, 1, 0},
       {"flip", tg_flip(b, axis0, 1), 1, 18, -6, 1, 6, 0},
       {"pad", tg_pad(b, pad_left, 2, TG_PAD_CONSTANT, 0.0), 1, -1, 6, 1, 7, 1},
   };
