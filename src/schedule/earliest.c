@@ -291,7 +291,7 @@ static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
  * of 4 KiB, and the other factor reads the reduce index contiguously (A row-major; A^T @ B was measured no faster
  * with B in panels, its A aliases the same way). Measured (2 cores, AVX-512, 1024^3 float32, 8x16 tiles): 84-92
  * GFLOPS as is, 134 packed; with the panel loop outside the row loop (opt_heuristic.c cpu_matmul_tiles) 205-224; with
- * 4x32 tiles 275-313. MATMUL_PACK=0 turns it off (the schedule cache key does not include it). */
+ * 4x32 tiles 275-313. MATMUL_PACK=0 turns it off (part of the schedule cache key). */
 #define PACK_LINE_BYTES 64
 #define PACK_MIN_BYTES ((int64_t)2 << 20)
 

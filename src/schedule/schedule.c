@@ -203,9 +203,21 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The knobs that change which kernels a body becomes are part of its key: a later realize under other settings must
+ * not reuse a schedule made under these (tests flip them within one process). */
+static UOpKey with_schedule_knobs(UOpKey key) {
+  static const char *const knobs[] = {"SPLIT_REDUCEOP", "REDUCEOP_SPLIT_THRESHOLD", "REDUCEOP_SPLIT_SIZE",
+                                      "CPU_SPLIT_MIN_OUTPUT", "MATMUL_PACK", "MAX_KERNEL_BUFFERS"};
+  uint64_t h = 0x9e3779b97f4a7c15u;
+  for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) h = tg_hash_mix(h, (uint64_t)tg_getenv_int(knobs[i], INT64_MIN));
+  key.lo = tg_hash_mix(key.lo, h);
+  key.hi = tg_hash_mix(key.hi, ~h);
+  return key;
+}
+
 static UOp *schedule_body(UOp *body, bool *hit) {
   double start = now_ms();
-  UOpKey key = uop_key(body);
+  UOpKey key = with_schedule_knobs(uop_key(body));
   bool use_cache = tg_getenv_int("SCACHE", 1) != 0;
   UOp *lin = use_cache ? cache_get(key) : NULL;
   *hit = lin != NULL;
