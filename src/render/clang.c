@@ -165,7 +165,9 @@ const RuleSet *render_pm_range_checks(void) {
 
 static const RuleSet *clang_extra_matcher(void) {
   static RuleSet *pm;
-  if (!pm) pm = pm_concat(PM_NEW("clang_extra_matcher", clang_extra_rules), render_pm_range_checks());
+  static RuleSet *tinygrads;
+  if (!tinygrads) tinygrads = PM_NEW("clang_extra_matcher", clang_extra_rules);
+  if (!pm) pm = pm_concat(tinygrads, render_pm_range_checks());
   return pm;
 }
 
