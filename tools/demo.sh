@@ -4,8 +4,8 @@
 # tinygrad's settings (batch 512, Adam lr 1e-3), on Debian's dataset-fashion-mnist when installed, else on the subset
 # shipped in data/. With the full dataset it trains 900 steps (Adam's lr drops to a tenth after step 600: without it
 # the accuracy hovers around 90%, 90.45% and 89.96% at step 900 in two runs) and evaluates on all 10,000 test images
-# every 100 steps. Measured on this 2-core machine: 90.90% test accuracy after 900 steps, 0.24 s/step (make demo 3 min
-# 56 s wall; 0.28 s/step before the pool view and the weight-gradient loop orders, 0.65 s/step before the vector
+# every 100 steps. Measured on this 2-core machine: 91.01% test accuracy after 900 steps, 0.24 s/step (make demo 4 min
+# 2 s wall; 0.28 s/step before the pool view and the weight-gradient loop orders, 0.65 s/step before the vector
 # accumulators and the split weight gradients; 91.15% at 0.32 s/step with the weight gradients' output gradient not yet
 # channel-inner: the sums run in another order).
 # With the subset it trains 200 steps.
