@@ -1091,6 +1091,18 @@ static void test_cpu_loop_order(void) {
               "matmul over panels: [%s]", got);
     opt_sched_free(&s);
   }
+  /* A^T @ B with the rows read as vectors (the MLP's first weight gradient, (512x128)^T @ (512x784)): the row blocks
+   * go outside the vector panels (SWAP), and the THREAD split takes the panels, the first axis it divides (49 row
+   * blocks are not a multiple of the thread count) */
+  tg_tensor *atb = tg_matmul(tg_transpose(fl(512, 128), 0, 1), fl(512, 784));
+  if (heuristic_of_last(atb, &ren, &s, &nk)) {
+    char got[512];
+    format_opts(s.applied, s.napplied, got, sizeof got);
+    bool thread_on_panels = false;
+    for (int k = 0; k < s.napplied; k++) thread_on_panels |= s.applied[k].op == OPT_THREAD && s.applied[k].axis == 1;
+    CHECK_MSG(applied_has(&s, (Opt){OPT_SWAP, 0, 1}) && thread_on_panels, "A^T @ B loop order: [%s]", got);
+    opt_sched_free(&s);
+  }
   /* a conv weight gradient split into partials: they are stored partial-major (schedule/earliest.c split_reduceop),
    * so the partial axis is the first kernel's outermost loop without a SWAP, shared out over the cores, and an
    * output tile's stores share cache lines (the store stride of the partial axis is the 36864 outputs, not 1) */
