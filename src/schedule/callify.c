@@ -90,7 +90,7 @@ static UOp *contiguous_view(CallifyCtx *c, UOp *x) {
    * than 1 reads the buffer out of order when nothing could undo it: no second reorder, and only RESHAPEs (which keep
    * every element in order) between it and x, no SHRINK that could drop the out-of-order pair. */
   int reorders = 0;
-  bool shrunk_after = false; /* a SHRINK between x and cur */
+  bool shrunk_after = false, undoable = false; /* a SHRINK between x and cur; one after a reorder */
   for (UOp *cur = x; cur != buf; cur = cur->src[0]) {
     if (cur->op == TG_OP_SHRINK) shrunk_after = true;
     bool grows = cur->op == TG_OP_PAD || cur->op == TG_OP_EXPAND, reorder = cur->op == TG_OP_PERMUTE || cur->op == TG_OP_FLIP;
@@ -107,11 +107,15 @@ static UOp *contiguous_view(CallifyCtx *c, UOp *x) {
     for (int i = 0; i < arg.ndim; i++) {
       int64_t axis = cur->op == TG_OP_PERMUTE ? arg.d[i] : i;
       if (axis < 0 || axis >= before.ndim || before.d[axis] <= 1) continue;
-      if (cur->op == TG_OP_FLIP ? arg.d[i] != 0 : axis < last) { reorders += shrunk_after ? 2 : 1; break; }
+      if (cur->op == TG_OP_FLIP ? arg.d[i] != 0 : axis < last) {
+        reorders++;
+        undoable |= shrunk_after;
+        break;
+      }
       last = axis;
     }
   }
-  if (reorders == 1) return NULL;
+  if (reorders == 1 && !undoable) return NULL;
   UOpScope sc = uop_scope_begin();
   /* index x's flattened view with one range and push it down to the buffer */
   Shape flat = {1, {numel}};

@@ -258,10 +258,11 @@ static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
   if (!first) return NULL;
   int last = rs.ndim;
   if (cpu_product) {
-    /* (not in tinygrad) the partials are stored partial-major: tinygrad's layout puts the partial axis innermost, so
-     * the first kernel, which loops over partials outermost (opt_heuristic.c cpu_batch_outer), writes one float per
-     * cache line per output, and each line comes back from memory for every partial (16 times). Partial-major, an
-     * output tile's stores share lines. Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient at batch
+    /* (not in tinygrad) the partials are stored partial-major: tinygrad's layout puts the partial axis innermost,
+     * and the first kernel, which loops over the partials outermost (so each slice of the inputs is read once for
+     * all output tiles), then writes one float per cache line per output, each line coming back from memory for
+     * every partial (16 times). Partial-major, the partial axis is the output's first (outermost without a SWAP)
+     * and an output tile's stores share lines. Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient at batch
      * 512, 128 partials): 49.6-50.1 -> 33.4-33.8 ms. */
     int64_t to_front[TG_MAX_DIMS], back[TG_MAX_DIMS];
     to_front[0] = last;
