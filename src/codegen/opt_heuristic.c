@@ -615,9 +615,10 @@ static bool cpu_dot_tiles(OptScheduler *s, Shape *sh) {
 }
 
 /* ---- CPU adaptation: a batch-like loop outermost ----
- * A reduce kernel's LOOP axis that every buffer access reads (a batch of independent products: split_reduceop's
- * partial axis of a conv weight gradient) goes outermost, where it shares out the inputs: the output tiles inside
- * then reuse one batch's inputs from cache, while with it inside every output tile streams the whole input again. */
+ * A reduce kernel's LOOP axis that every buffer access reads (a batch of independent products) goes outermost,
+ * where it shares out the inputs: the output tiles inside then reuse one batch's inputs from cache, while with it
+ * inside every output tile streams the whole input again. split_reduceop's partial axis of a conv weight gradient
+ * is such an axis, already first since the partials are stored partial-major (schedule/earliest.c). */
 static void cpu_batch_outer(OptScheduler *s, Shape *sh) {
   shape_load(s, sh);
   if (s->ren->has_local || !unrollable_count(sh) || sh->n < 2 || sh->type[0] != AXIS_WEAK) return;
