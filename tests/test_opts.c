@@ -1103,6 +1103,18 @@ static void test_cpu_loop_order(void) {
     CHECK_MSG(applied_has(&s, (Opt){OPT_SWAP, 0, 1}) && thread_on_panels, "A^T @ B loop order: [%s]", got);
     opt_sched_free(&s);
   }
+  /* a 3x3 conv over 28-pixel rows: one vector of output channels x 14 pixels (not two vectors x 7), kx unrolled */
+  static const int64_t pad1[2] = {1, 1};
+  tg_tensor *conv = tg_conv2d(mk(TG_FLOAT32, 2, 32, 28, 28), mk(TG_FLOAT32, 64, 32, 3, 3), NULL, 1, NULL, pad1, NULL);
+  CHECK_MSG(conv != NULL, "conv: %s", tg_last_error());
+  if (conv && heuristic_of_last(conv, &ren, &s, &nk)) {
+    char got[512];
+    format_opts(s.applied, s.napplied, got, sizeof got);
+    CHECK_MSG(applied_has(&s, (Opt){OPT_UPCAST, 1, 16}) && applied_has(&s, (Opt){OPT_UPCAST, 3, 14}) &&
+                  applied_has(&s, (Opt){OPT_UNROLL, 2, 0}) && !applied_has(&s, (Opt){OPT_UPCAST, 1, 2}),
+              "conv 2x32x28x28 3x3 tile: [%s]", got);
+    opt_sched_free(&s);
+  }
   /* a conv weight gradient split into partials: they are stored partial-major (schedule/earliest.c split_reduceop),
    * so the partial axis is the first kernel's outermost loop without a SWAP, shared out over the cores, and an
    * output tile's stores share cache lines (the store stride of the partial axis is the 36864 outputs, not 1) */

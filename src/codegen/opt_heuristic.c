@@ -315,16 +315,19 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
        * output pixels along a row, which the input reads through a sliding window (a reduce axis with unit stride
        * next to them); each row's input is one broadcast load. Measured (2 cores, AVX-512, 64x32x28x28 3x3, GFLOPS
        * with the pad and weight copies): 2 vectors x 7 pixels 213-220, 2 x 4 pixels 202-210, 4 x 4 188-199, 2
-       * vectors x 4 batch rows (what the matmul rule below picks) 138-151 */
+       * vectors x 4 batch rows (what the matmul rule below picks) 138-151. A row of more than 8 pixels takes one
+       * vector and up to 16 pixels (same accumulator count, half the weights per tile: 18 KiB stay in L1): later,
+       * the same conv's best times, interleaved A/B, 2 vectors x 7 pixels 5.72 ms (median 6.33), 1 vector x 14
+       * pixels 5.40 (5.88); the CNN step's 24- and 20-pixel convs (12 and 10 pixels) unchanged */
       int window_rows = 0;
       bool window = false;
       RangeArg window_ra = {0};
       for (int j = 0; j < sh->n && !window; j++)
         if ((window = is_reduce_type(sh->type[j]) && has_unit_term(bcast, sh->rngs.data[j]))) window_ra = *sh->rngs.data[j]->arg.range;
-      static const int window_cands[5] = {8, 7, 6, 5, 4};
+      static const int window_cands[9] = {16, 14, 12, 10, 8, 7, 6, 5, 4};
       for (int k = 0; k < sh->n && window && r < 0; k++)
         if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && has_unit_term(bcast, sh->rngs.data[k]) &&
-            (window_rows = largest_divisor(sh->size[k], window_cands, 5)))
+            (window_rows = largest_divisor(sh->size[k], window_cands, 9)))
           r = k;
       for (int k = 0; k < sh->n && r < 0; k++)
         if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k] &&
@@ -378,7 +381,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
         int64_t b_bytes = (last_red >= 0 ? sh->size[last_red] : 1) * vs * itemsize; /* one K x N matrix of B */
         bool wide = !whole && vamt == w && !contiguous_rows && sh->size[r] % 4 == 0 &&
                     (p >= 0 ? sh->size[p] % 2 == 0 : b_bytes <= ((int64_t)2 << 20) && (vs / w) % 2 == 0);
-        bool window_wide = window_rows && !whole && vamt == w && (vs / w) % 2 == 0;
+        bool window_wide = window_rows && window_rows <= 8 && !whole && vamt == w && (vs / w) % 2 == 0;
         shape_load(s, sh);
         if (window_wide) {
           int si = axis_of(sh, &vec_ra);
