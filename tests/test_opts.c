@@ -1069,6 +1069,7 @@ static void test_cpu_loop_order(void) {
   if (heuristic_of_last(far, &ren, &s, &nk)) {
     CHECK_MSG(s.napplied >= 1 && s.applied[0].op == OPT_SWAP && s.applied[0].axis == 0 && s.applied[0].arg == 1,
               "panel copy of 256x1024: the row loop is not swapped outside");
+    CHECK_MSG(applied_has(&s, (Opt){OPT_UPCAST, 0, 16}), "panel copy of 256x1024: not 16 rows per step");
     opt_sched_free(&s);
   }
   /* rows 2 KiB apart: left alone */
