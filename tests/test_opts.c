@@ -1104,6 +1104,19 @@ static void test_cpu_loop_order(void) {
     CHECK_MSG(applied_has(&s, (Opt){OPT_SWAP, 0, 1}) && thread_on_panels, "A^T @ B loop order: [%s]", got);
     opt_sched_free(&s);
   }
+  /* a sum over (N, H*W) of (N, C, H*W), BatchNorm's statistics: with a row of 400 the two-axis reduce is left to the
+   * loop vectorizer (no UPCAST/UNROLL); with a row of 64 it keeps the register tiles */
+  for (int len = 400; len >= 64; len = len == 400 ? 64 : 0) {
+    static const int axes02[2] = {0, 2};
+    tg_tensor *bn = tg_sum(mk(TG_FLOAT32, 8, 32, len, 0), axes02, 2, false);
+    if (!heuristic_of_last(bn, &ren, &s, &nk)) continue;
+    char got[512];
+    format_opts(s.applied, s.napplied, got, sizeof got);
+    bool tiles = false;
+    for (int k = 0; k < s.napplied; k++) tiles |= s.applied[k].op == OPT_UPCAST || s.applied[k].op == OPT_UNROLL;
+    CHECK_MSG(tiles == (len == 64), "sum over (0, 2) of 8x32x%d: [%s]", len, got);
+    opt_sched_free(&s);
+  }
   /* a 3x3 conv over 28-pixel rows: one vector of output channels x 14 pixels (not two vectors x 7), kx unrolled */
   static const int64_t pad1[2] = {1, 1};
   tg_tensor *conv = tg_conv2d(mk(TG_FLOAT32, 2, 32, 28, 28), mk(TG_FLOAT32, 64, 32, 3, 3), NULL, 1, NULL, pad1, NULL);

@@ -571,7 +571,12 @@ static bool cpu_row_reduce(OptScheduler *s, Shape *sh) {
   UOp *red = opt_first_reduce(s->ast);
   int last = last_unrollable(sh);
   /* ADD only: a MAX reduce (tinygrad's select, NaN-propagating) is not a reduction the vectorizer recognizes */
-  if (!red || red->arg.red.op != TG_OP_ADD || last < 0 || sh->size[last] < 64 || unrollable_count(sh) != 1) return false;
+  /* with more reduce axes (batch statistics over (N, H, W)) the loop is entered once per outer step, and its vector
+   * lanes are added up each time: 128 elements at least. Measured (2 cores, AVX-512, the CNN step's BatchNorm
+   * statistics, ms per step): a 400-element row (4 kernels) 9.35 -> 6.12 (tinygrad's greedy float4 tiles before),
+   * 144 elements 2.15 -> 1.66, 64 elements 0.30 -> 0.44 (so 64 keeps the tiles) */
+  int min_len = unrollable_count(sh) == 1 ? 64 : 128;
+  if (!red || red->arg.red.op != TG_OP_ADD || last < 0 || sh->size[last] < min_len) return false;
   UOp *rng = sh->rngs.data[last];
   UOpVec slice = {0};
   uop_toposort(red->src[0], NULL, NULL, &slice);
