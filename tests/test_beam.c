@@ -100,6 +100,14 @@ static void test_matmul_search_and_cache(void) {
   char *key = beam_cache_key(ast, ren, 2);
   char *stored = rt_cache_get(BEAM_CACHE_TABLE, key);
   CHECK_MSG(stored && *stored, "no BEAM result cached under %s", key);
+  /* the key holds the heuristic's opts: a renderer whose heuristic tiles differently (8-byte vectors: 2 lanes, same
+   * device) gets another key, so a winner searched against one heuristic is not reused against another */
+  CHECK_MSG(strstr(key, "|hc=UPCAST,") != NULL, "key without the heuristic's opts: %s", key);
+  Renderer narrow = *ren;
+  narrow.vector_bytes = 8;
+  char *narrow_key = beam_cache_key(ast, &narrow, 2);
+  CHECK_MSG(strcmp(key, narrow_key) != 0, "same key for two heuristics: %s", key);
+  tg_free(narrow_key);
 
   /* 2. a second search: a cache hit, with no compiler process and no timing, giving valid opts */
   Opt opts[OPT_LIST_MAX];

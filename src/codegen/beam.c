@@ -18,12 +18,13 @@
 #include "codegen/linearize.h"
 #include "runtime/runtime.h"
 
-#define BEAM_CACHE_FORMAT "beam5" /* bump when the opt axis numbering or the search changes: old entries stop matching
+#define BEAM_CACHE_FORMAT "beam6" /* bump when the opt axis numbering or the search changes: old entries stop matching
                                     * (beam2: the first round also times the heuristic, UPCAST 8/16 actions;
                                     * beam3: SWAP applies to LOOP axes on the CPU, LOOP actions, the heuristic's matmul
                                     * tiles changed; beam4: vector accumulators change what a list of opts compiles
                                     * to, so winners searched before are stale; beam5: the heuristic the search starts
-                                    * from tiles matmuls 2 vectors x 8 rows and unrolls conv windows) */
+                                    * from tiles matmuls 2 vectors x 8 rows and unrolls conv windows; beam6: the key
+                                    * holds the heuristic's opts for the kernel, see beam_cache_key) */
 
 static BeamStats stats;
 BeamStats beam_stats(void) { return stats; }
@@ -447,21 +448,38 @@ static int by_time(const void *pa, const void *pb) {
  * the cache entry: "UPCAST,0,4;UNROLL,0,4" (empty: no opts)
  * ================================================================================================================ */
 
-char *beam_cache_key(UOp *ast, const Renderer *ren, int amt) {
-  char hex[33];
-  uop_key_hex(uop_key(ast), hex);
-  StrBuf b;
-  sb_init(&b);
-  sb_printf(&b, "%s|ast=%s|amt=%d|allow_test_size=1|device=%s|suffix=%s", BEAM_CACHE_FORMAT, hex, amt,
-            ren->device ? ren->device : "", ren->suffix ? ren->suffix : "");
-  return sb_take(&b);
-}
-
 static char *opts_serialize(const Opt *opts, int n) {
   StrBuf b;
   sb_init(&b);
   for (int i = 0; i < n; i++)
     sb_printf(&b, "%s%s,%d,%d", i ? ";" : "", opt_op_name((OptOp)opts[i].op), (int)opts[i].axis, (int)opts[i].arg);
+  return sb_take(&b);
+}
+
+/* The key holds the heuristic's opts for the kernel ("hc="): every search times the heuristic's kernel as a rival
+ * and keeps it unless something beats it, so a winner found against an older heuristic can be slower than what the
+ * kernel now gets without BEAM (seen: matmul_2048's panel copy kept a 1.7-2.3 ms winner after the heuristic's copy
+ * went to 1.3-1.5 ms). A changed heuristic then searches that kernel again; other kernels keep their entries. */
+char *beam_cache_key(UOp *ast, const Renderer *ren, int amt) {
+  char hex[33];
+  uop_key_hex(uop_key(ast), hex);
+  char *hc = NULL;
+  UOpScope sc = uop_scope_begin();
+  UOp *base_ast = cg_optimize(opt_ast_with_opts(ast, NULL, 0), ren);
+  if (base_ast) {
+    OptScheduler h;
+    opt_sched_init(&h, base_ast, ren);
+    opt_hand_coded(&h);
+    hc = opts_serialize(h.applied, h.napplied);
+    opt_sched_free(&h);
+  }
+  tg_clear_error();
+  uop_scope_end(sc);
+  StrBuf b;
+  sb_init(&b);
+  sb_printf(&b, "%s|ast=%s|amt=%d|hc=%s|allow_test_size=1|device=%s|suffix=%s", BEAM_CACHE_FORMAT, hex, amt,
+            hc ? hc : "?", ren->device ? ren->device : "", ren->suffix ? ren->suffix : "");
+  tg_free(hc);
   return sb_take(&b);
 }
 
