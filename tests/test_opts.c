@@ -153,6 +153,13 @@ static void build_cases(void) {
     const tg_tensor *awrt[1] = {ax};
     if (tg_gradient(tg_sum(tg_avg_pool2d(ax, k32, s21, NULL, true), NULL, 0, false), awrt, 1, &ga) == TG_OK)
       add1("avgpool_bwd_2x1x6x5_k3x2_s2x1", ga);
+    /* eval mode: conv, a per-channel epilogue (BatchNorm's shape: subtract, multiply, divide by a square root), relu
+     * and the 2x2 max-pool in one kernel (a sum nested in a max) */
+    int64_t none2[2] = {0, 0};
+    tg_tensor *ex = mk(TG_FLOAT32, 2, 3, 8, 8), *ew = mk(TG_FLOAT32, 32, 3, 3, 3), *es = mk(TG_FLOAT32, 1, 32, 1, 1);
+    tg_tensor *ec = tg_conv2d(ex, ew, NULL, 1, NULL, none2, NULL);
+    tg_tensor *epi = tg_div(tg_mul(tg_sub(ec, es), es), tg_sqrt(tg_add(es, tg_const_float(1e-5))));
+    add1("conv_bn_relu_pool_2x3x8x8_k3", tg_max_pool2d(tg_relu(epi), k2, NULL, NULL, NULL));
     /* a small CNN's backward: conv -> relu -> conv -> relu -> maxpool (the input gradient has nested reduces whose
      * lanes once ended one loop twice) */
     tg_tensor *cx = mk(TG_FLOAT32, 1, 3, 7, 7), *cw = mk(TG_FLOAT32, 4, 3, 3, 3), *cw2 = mk(TG_FLOAT32, 4, 4, 3, 3);
@@ -1116,6 +1123,36 @@ static void test_cpu_loop_order(void) {
     for (int k = 0; k < s.napplied; k++) tiles |= s.applied[k].op == OPT_UPCAST || s.applied[k].op == OPT_UNROLL;
     CHECK_MSG(tiles == (len == 64), "sum over (0, 2) of 8x32x%d: [%s]", len, got);
     opt_sched_free(&s);
+  }
+  /* a conv with a per-channel epilogue and the max-pool fused after it (a sum nested in a max, eval mode): its sums
+   * keep vector accumulators (cg_expand substitutes the inner REDUCE's lanes inside the outer one's), and its tile
+   * is the conv window's (opt_heuristic.c: rows that step by 2 pixels) */
+  {
+    int64_t none2[2] = {0, 0}, k22[2] = {2, 2};
+    tg_tensor *es = mk(TG_FLOAT32, 1, 32, 1, 1);
+    tg_tensor *ec = tg_conv2d(mk(TG_FLOAT32, 2, 32, 12, 12), mk(TG_FLOAT32, 32, 32, 5, 5), NULL, 1, NULL, none2, NULL);
+    tg_tensor *epi = tg_div(tg_mul(tg_sub(ec, es), es), tg_sqrt(tg_add(es, tg_const_float(1e-5))));
+    tg_tensor *pooled = tg_max_pool2d(tg_relu(epi), k22, NULL, NULL, NULL);
+    CHECK_MSG(pooled != NULL, "conv + pool: %s", tg_last_error());
+    if (pooled && heuristic_of_last(pooled, &ren, &s, &nk)) {
+      char got[512];
+      format_opts(s.applied, s.napplied, got, sizeof got);
+      UOp *klin = sched_kernels(uop_sink(&pooled->uop, 1));
+      UOp *lin = klin && klin->nsrc ? lower_linear(klin->src[klin->nsrc - 1]->src[0], s.applied, s.napplied, &ren) : NULL;
+      int vector_accs = 0, scalar_accs = 0;
+      for (uint32_t k = 0; lin && k < lin->nsrc; k++) {
+        UOp *u = lin->src[k];
+        if (u->op != TG_OP_BUFFER || u->nsrc != 1 || u->src[0]->op != TG_OP_CAST || u->src[0]->src[0]->op != TG_OP_CONST)
+          continue;
+        if (u->src[0]->src[0]->arg.c.i > 1) vector_accs++;
+        else scalar_accs++;
+      }
+      CHECK_MSG(lin != NULL && vector_accs > 0, /* the max over the pool window keeps scalar lanes */
+                "conv + pool [%s]: %d vector accumulators, %d scalar ones", got, vector_accs, scalar_accs);
+      /* its pooled pixels step by 2 input pixels and still take the window tile (kx unrolled), not batch rows */
+      CHECK_MSG(applied_has(&s, (Opt){OPT_UNROLL, 2, 0}), "conv + pool: no window tile: [%s]", got);
+      opt_sched_free(&s);
+    }
   }
   /* a 3x3 conv over 28-pixel rows: one vector of output channels x 14 pixels (not two vectors x 7), kx unrolled */
   static const int64_t pad1[2] = {1, 1};

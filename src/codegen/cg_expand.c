@@ -367,9 +367,15 @@ static UOp *expand_end(RwCtx *rw, UOp *e, UOp **m) {
     UOp *body = at_lane(e->src[0], &up, l);
     if (reds.len) {
       UOpVec from = {0}, to = {0};
+      /* reds is in topological order: a REDUCE nested in another (a conv's sum inside the max of the pool fused
+       * after it) comes first, and the outer one's lane gets the inner one's lane value (a vector accumulator's
+       * lane) too; substituted only at the top, the outer lane would keep the inner REDUCE as a scalar lane.
+       * beautiful_mnist's eval conv2 + relu + BatchNorm + pool, 500 images: 99 -> 43 ms */
       for (size_t k = 0; k < reds.len; k++) {
         tg_vec_push(&from, at_lane(reds.data[k], &up, l));
-        tg_vec_push(&to, reduce_at_lane(c, reds.data[k], &up, &vaxis[k], l));
+        UOp *lane_red = reduce_at_lane(c, reds.data[k], &up, &vaxis[k], l);
+        if (k) lane_red = uop_substitute(lane_red, from.data, to.data, k);
+        tg_vec_push(&to, lane_red);
       }
       body = uop_substitute(body, from.data, to.data, from.len);
       tg_vec_free(&from); tg_vec_free(&to);
