@@ -460,27 +460,34 @@ static char *opts_serialize(const Opt *opts, int n) {
  * and keeps it unless something beats it, so a winner found against an older heuristic can be slower than what the
  * kernel now gets without BEAM (seen: matmul_2048's panel copy kept a 1.7-2.3 ms winner after the heuristic's copy
  * went to 1.3-1.5 ms). A changed heuristic then searches that kernel again; other kernels keep their entries. */
-char *beam_cache_key(UOp *ast, const Renderer *ren, int amt) {
+static char *key_with_heuristic(UOp *ast, const Renderer *ren, int amt, const OptScheduler *heuristic) {
   char hex[33];
   uop_key_hex(uop_key(ast), hex);
-  char *hc = NULL;
-  UOpScope sc = uop_scope_begin();
-  UOp *base_ast = cg_optimize(opt_ast_with_opts(ast, NULL, 0), ren);
-  if (base_ast) {
-    OptScheduler h;
-    opt_sched_init(&h, base_ast, ren);
-    opt_hand_coded(&h);
-    hc = opts_serialize(h.applied, h.napplied);
-    opt_sched_free(&h);
-  }
-  tg_clear_error();
-  uop_scope_end(sc);
+  char *hc = heuristic ? opts_serialize(heuristic->applied, heuristic->napplied) : NULL;
   StrBuf b;
   sb_init(&b);
   sb_printf(&b, "%s|ast=%s|amt=%d|hc=%s|allow_test_size=1|device=%s|suffix=%s", BEAM_CACHE_FORMAT, hex, amt,
             hc ? hc : "?", ren->device ? ren->device : "", ren->suffix ? ren->suffix : "");
   tg_free(hc);
   return sb_take(&b);
+}
+
+/* the kernel with no opts (cg_optimize'd, as the search and the heuristic start from it); NULL on failure */
+static UOp *base_ast_of(UOp *ast, const Renderer *ren) { return cg_optimize(opt_ast_with_opts(ast, NULL, 0), ren); }
+
+char *beam_cache_key(UOp *ast, const Renderer *ren, int amt) {
+  UOpScope sc = uop_scope_begin();
+  UOp *base_ast = base_ast_of(ast, ren);
+  OptScheduler h;
+  if (base_ast) {
+    opt_sched_init(&h, base_ast, ren);
+    opt_hand_coded(&h);
+  }
+  tg_clear_error();
+  char *key = key_with_heuristic(ast, ren, amt, base_ast ? &h : NULL);
+  if (base_ast) opt_sched_free(&h);
+  uop_scope_end(sc);
+  return key;
 }
 
 static bool parse_int32(const char *s, const char *end, int32_t *out) {
@@ -566,7 +573,8 @@ static tg_status verify_winner(UOp *ast, const OptScheduler *heuristic, OptSched
   return st;
 }
 
-static tg_status search(UOp *ast, const OptScheduler *base, int amt, OptScheduler *best_out) {
+static tg_status search(UOp *ast, const OptScheduler *base, const OptScheduler *heuristic, int amt,
+                        OptScheduler *best_out) {
   const Renderer *ren = base->ren;
   OptVec actions = {0};
   build_actions(&actions, ren);
@@ -583,9 +591,6 @@ static tg_status search(UOp *ast, const OptScheduler *base, int amt, OptSchedule
   opt_sched_copy(&first, base);
   tg_vec_push(&beam, first);
   tg_vec_push(&beam_tm, INFINITY);
-  OptScheduler heuristic; /* the hand-coded heuristic's kernel: a first-round candidate, and the final check's rival */
-  opt_sched_copy(&heuristic, base);
-  opt_hand_coded(&heuristic);
   SeenSet seen = {0};
   Scratch scratch = {0};
   tg_status st = TG_OK;
@@ -603,9 +608,9 @@ static tg_status search(UOp *ast, const OptScheduler *base, int amt, OptSchedule
      * without BEAM (tinygrad starts from the naive kernel only; measured here, BEAM=2 then ended at 57 GFLOPS on a
      * 256 matmul against the heuristic's 195) */
     size_t heuristic_at = SIZE_MAX;
-    if (first_round && heuristic.napplied) {
+    if (first_round && heuristic->napplied) {
       OptScheduler hc;
-      opt_sched_copy(&hc, &heuristic);
+      opt_sched_copy(&hc, heuristic);
       heuristic_at = scheds.len;
       tg_vec_push(&scheds, hc);
     }
@@ -701,8 +706,7 @@ static tg_status search(UOp *ast, const OptScheduler *base, int amt, OptSchedule
     for (size_t i = 0; i < ncands; i++) candidate_free(&cands[i]);
     tg_free(cands);
   }
-  if (st == TG_OK) st = verify_winner(ast, &heuristic, &beam.data[0], &scratch, device, beam_debug);
-  opt_sched_free(&heuristic);
+  if (st == TG_OK) st = verify_winner(ast, heuristic, &beam.data[0], &scratch, device, beam_debug);
   if (st == TG_OK) {
     opt_sched_copy(best_out, &beam.data[0]);
     if (beam_debug) {
@@ -748,15 +752,17 @@ tg_status beam_search(UOp *ast, const Renderer *ren, int amt, Opt *out_opts, int
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "beam_search: a kernel SINK and a renderer are needed");
   if (amt < 1) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "beam_search: beam width %d (at least 1)", amt);
   UOpScope sc = uop_scope_begin();
-  UOp *base_ast = cg_optimize(opt_ast_with_opts(ast, NULL, 0), ren);
+  UOp *base_ast = base_ast_of(ast, ren);
   if (!base_ast) {
     tg_status st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_RUNTIME;
     uop_scope_end(sc);
     return st;
   }
-  OptScheduler base;
+  OptScheduler base, heuristic; /* the heuristic's kernel: part of the key, a first-round candidate, the final rival */
   opt_sched_init(&base, base_ast, ren);
-  char *key = beam_cache_key(ast, ren, amt);
+  opt_sched_copy(&heuristic, &base);
+  opt_hand_coded(&heuristic);
+  char *key = key_with_heuristic(ast, ren, amt, &heuristic);
   bool use_cache = tg_getenv_int("CACHELEVEL", 2) >= 1;
   tg_status st = TG_OK;
   if (use_cache && !tg_getenv_int("IGNORE_BEAM_CACHE", 0) && cached_opts(key, &base, out_opts, n_out)) {
@@ -764,7 +770,7 @@ tg_status beam_search(UOp *ast, const Renderer *ren, int amt, Opt *out_opts, int
   } else {
     stats.searches++;
     OptScheduler best;
-    st = search(ast, &base, amt, &best);
+    st = search(ast, &base, &heuristic, amt, &best);
     if (st == TG_OK) {
       *n_out = best.napplied;
       memcpy(out_opts, best.applied, (size_t)best.napplied * sizeof(Opt));
@@ -779,6 +785,7 @@ tg_status beam_search(UOp *ast, const Renderer *ren, int amt, Opt *out_opts, int
     }
   }
   tg_free(key);
+  opt_sched_free(&heuristic);
   opt_sched_free(&base);
   uop_scope_end(sc);
   return st;

@@ -362,7 +362,11 @@ static UOp *expand_end(RwCtx *rw, UOp *e, UOp **m) {
     if (reads) tg_vec_push(&reds, u);
   }
   VecAxis *vaxis = tg_malloc((reds.len + 1) * sizeof(VecAxis));
-  for (size_t k = 0; k < reds.len; k++) vector_axis_of(c, reds.data[k], &up, AXIS_UPCAST, &vaxis[k]);
+  bool *nests = tg_calloc(reds.len + 1, sizeof(bool)); /* holds an earlier (inner) REDUCE of reds */
+  for (size_t k = 0; k < reds.len; k++) {
+    vector_axis_of(c, reds.data[k], &up, AXIS_UPCAST, &vaxis[k]);
+    for (size_t j = 0; j < k && !nests[k]; j++) nests[k] = uop_in_backward_slice(reds.data[k], reds.data[j]);
+  }
   for (int64_t l = 0; l < n; l++) {
     UOp *body = at_lane(e->src[0], &up, l);
     if (reds.len) {
@@ -374,7 +378,7 @@ static UOp *expand_end(RwCtx *rw, UOp *e, UOp **m) {
       for (size_t k = 0; k < reds.len; k++) {
         tg_vec_push(&from, at_lane(reds.data[k], &up, l));
         UOp *lane_red = reduce_at_lane(c, reds.data[k], &up, &vaxis[k], l);
-        if (k) lane_red = uop_substitute(lane_red, from.data, to.data, k);
+        if (nests[k]) lane_red = uop_substitute(lane_red, from.data, to.data, k);
         tg_vec_push(&to, lane_red);
       }
       body = uop_substitute(body, from.data, to.data, from.len);
@@ -382,7 +386,7 @@ static UOp *expand_end(RwCtx *rw, UOp *e, UOp **m) {
     }
     tg_vec_push(&lanes, body);
   }
-  tg_vec_free(&topo); tg_vec_free(&reds); tg_free(vaxis);
+  tg_vec_free(&topo); tg_vec_free(&reds); tg_free(vaxis); tg_free(nests);
   UOp *body = lanes.len == 1 ? lanes.data[0] : uop_new(TG_OP_GROUP, DT_VOID, lanes.data, lanes.len, arg_none());
   if (keep.len == 1) ret = body;
   else {

@@ -324,7 +324,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
       RangeArg window_ra = {0};
       for (int j = 0; j < sh->n && !window; j++)
         if ((window = is_reduce_type(sh->type[j]) && has_unit_term(bcast, sh->rngs.data[j]))) window_ra = *sh->rngs.data[j]->arg.range;
-      static const int window_cands[9] = {16, 14, 12, 10, 8, 7, 6, 5, 4};
+      static const int window_cands[] = {16, 14, 12, 10, 8, 7, 6, 5, 4};
       /* the rows may step by 2 input pixels (a conv with stride 2, or one fused with the 2x2 max-pool after it in
        * eval mode, where the BatchNorm folds into it): the window still shares most loads between rows. Measured (2
        * cores, AVX-512, beautiful_mnist's eval conv2 + relu + BatchNorm + pool, 500 images, vector accumulators):
@@ -332,7 +332,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
       for (int k = 0; k < sh->n && window && r < 0; k++) {
         int64_t step = term_coef(bcast, sh->rngs.data[k]);
         if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && (step == 1 || step == 2) &&
-            (window_rows = largest_divisor(sh->size[k], window_cands, 9)))
+            (window_rows = largest_divisor(sh->size[k], window_cands, (int)TG_ARRAY_LEN(window_cands))))
           r = k;
       }
       for (int k = 0; k < sh->n && r < 0; k++)
