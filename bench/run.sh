@@ -123,10 +123,10 @@ if [ ${#mm_need[@]} -gt 0 ]; then
   { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends \
       "${mm_need[@]}"; } >/dev/null 2>&1 || echo "bench: could not install ${mm_need[*]}; those peers may not run"
 fi
-# Rounds of BENCH_SECONDS each side, interleaved in time: peer, ours, peer, ours (and one more peer round between the two BEAM rounds below).
-# This 2-core machine is shared: a side slowed by someone else's load in one round is not slowed in the other, so
-# each side keeps its best figure over its rounds; the peer's best is taken over all of its rounds (a handicapped
-# peer is never the one compared).
+# Rounds of BENCH_SECONDS each side, interleaved in time: peer, ours, peer, ours (and one more peer round between the
+# two BEAM rounds below). This 2-core machine is shared: a side slowed by someone else's load in one round is not
+# slowed in the other, so each side keeps its best figure over its rounds; the peer's best is taken over all of its
+# rounds (a handicapped peer is never the one compared).
 run_mm_peers() {
   local out
   out=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \
