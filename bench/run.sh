@@ -123,10 +123,6 @@ if [ ${#mm_need[@]} -gt 0 ]; then
   { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends \
       "${mm_need[@]}"; } >/dev/null 2>&1 || echo "bench: could not install ${mm_need[*]}; those peers may not run"
 fi
-# Rounds of BENCH_SECONDS each side, interleaved in time: peer, ours, peer, ours (and one more peer round between the
-# two BEAM rounds below). This 2-core machine is shared: a side slowed by someone else's load in one round is not
-# slowed in the other, so each side keeps its best figure over its rounds; the peer's best is taken over all of its
-# rounds (a handicapped peer is never the one compared).
 run_mm_peers() {
   local out
   out=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \
@@ -134,19 +130,11 @@ run_mm_peers() {
     echo "bench: matmul peers failed:" >&2; echo "$out" | tail -5 | sed 's/^/  /' >&2; }
   echo "$out"
 }
-mm_peer=$(run_mm_peers)
-echo "$mm_peer" | awk '$1 == "info" { $1 = ""; print "bench: peer" $0 " (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE unset)" }'
-echo "$mm_peer" | awk '$1 == "skip" { $1 = ""; print "bench: peer not run:" $0 }'
-mm_ours=$("$B/bench_matmul" -t "$mm_secs" $mm_figs $conv_fig)
-mm_peer="$mm_peer
-$(run_mm_peers)"
-mm_ours="$mm_ours
-$("$B/bench_matmul" -t "$mm_secs" $mm_figs $conv_fig)"
 # figure values: "<name> <GFLOPS> GFLOPS ..." (ours), "<name> <peer> <GFLOPS> GFLOPS" (peers); an error line has none
 mm_value() {  # the best of our rounds in the output $2
   echo "$2" | awk -v n="$1" '$1 == n && $3 == "GFLOPS" && (b == "" || $2 + 0 > b + 0) { b = $2 } END { if (b != "") print b }'
 }
-mm_peer_value() {  # the best of the peer's runs
+mm_peer_value() {  # the best of the peer's rounds
   echo "$mm_peer" | awk -v n="$1" -v p="$2" '$1 == n && $2 == p && $4 == "GFLOPS" && (b == "" || $3 + 0 > b + 0) { b = $3 }
     END { if (b != "") print b }'
 }
@@ -171,6 +159,71 @@ mm_lines() {
     fi
   done
 }
+mm_field() {  # the value of key $2 ("first_s") in figure $1's line of the output $3
+  echo "$3" | awk -v n="$1" -v k="$2=" '$1 == n { for (i = 4; i <= NF; i++) if (index($i, k) == 1) print substr($i, length(k) + 1) }'
+}
+kernels_in() {  # kernels compiled into the sqlite cache $1 (rows of its rt_kernel tables)
+  "$torch_py" -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+tables = [t for (t,) in c.execute("select name from sqlite_master where type = ?", ("table",))]
+names = [t for t in tables if t.startswith("rt_kernel")]
+print(sum(c.execute("select count(*) from \"%s\"" % t).fetchone()[0] for t in names))' "$1" 2>/dev/null || echo 0
+}
+
+# BEAM=2: first the search of matmul_1024 in a fresh cache (IGNORE_BEAM_CACHE=1 too), then the same in a new process
+# (a cache hit: no search, no compile). A search shows as tinygrad's BEAM_DEBUG "BEAM_SEARCH" line or as more than
+# the one matmul kernel compiled into the fresh cache; without either, BEAM did not run.
+beam_dir=$(mktemp -d)
+beam_why=""; kernels_compiled=0
+if [ "${BENCH_BEAM:-1}" = 0 ]; then
+  beam_why="BEAM=2 runs skipped (BENCH_BEAM=0)"
+else
+  beam_out=$(CACHEDB="$beam_dir/cache.db" BEAM=2 IGNORE_BEAM_CACHE=1 BEAM_DEBUG=1 timeout "$beam_cap" \
+    "$B/bench_matmul" -t 0 matmul_1024 2>&1); beam_rc=$?
+  kernels_compiled=$(kernels_in "$beam_dir/cache.db")
+  if [ $beam_rc -eq 124 ]; then
+    beam_why="BEAM could not run: the search of matmul_1024 passed the ${beam_cap} s cap (BENCH_BEAM_TIMEOUT)"
+  elif [ -n "$(mm_error matmul_1024 "$beam_out")" ]; then
+    beam_why="BEAM could not run: $(mm_error matmul_1024 "$beam_out")"
+  elif [ -z "$(mm_value matmul_1024 "$beam_out")" ]; then
+    beam_why="BEAM could not run: bench_matmul exited $beam_rc: $(echo "$beam_out" | tail -1)"
+  elif ! echo "$beam_out" | grep -q BEAM_SEARCH && [ "$kernels_compiled" -le 1 ]; then
+    beam_why="BEAM could not run: the library ignored BEAM=2 (no BEAM_SEARCH line under BEAM_DEBUG=1,"
+    beam_why="$beam_why $kernels_compiled kernel compiled: no search was made)"
+  fi
+fi
+if [ -z "$beam_why" ]; then
+  cached_out=$(CACHEDB="$beam_dir/cache.db" BEAM=2 BEAM_DEBUG=1 timeout "$beam_cap" \
+    "$B/bench_matmul" -t 0 matmul_1024 2>&1)
+  kernels_after=$(kernels_in "$beam_dir/cache.db")
+fi
+rm -rf "$beam_dir"
+
+# The figures: BENCH_ROUNDS rounds (default 3), each the peers, then ours with the heuristic, then ours with BEAM=2
+# (each BEAM figure in its own capped process, on the user's cache: a later round or make bench finds the searches
+# done), every round BENCH_SECONDS per figure on each side. This 2-core machine is shared: a side slowed by someone
+# else's load in one round is not slowed in the others, so each side keeps its best round; the same number of rounds
+# each, interleaved in time.
+rounds=${BENCH_ROUNDS:-3}
+mm_peer=""; mm_ours=""
+declare -A beam_out_of beam_capped
+for ((round = 1; round <= rounds; round++)); do
+  mm_peer="$mm_peer
+$(run_mm_peers)"
+  mm_ours="$mm_ours
+$("$B/bench_matmul" -t "$mm_secs" $mm_figs $conv_fig)"
+  [ -n "$beam_why" ] && continue
+  for fig in $beam_figs; do
+    [ -n "${beam_capped[$fig]:-}" ] && continue
+    fig_out=$(BEAM=2 timeout "$beam_cap" "$B/bench_matmul" -t "$mm_secs" "$fig" 2>&1); beam_rc=$?
+    [ $beam_rc -eq 124 ] && beam_capped[$fig]="BEAM=2 stopped by the ${beam_cap} s cap (BENCH_BEAM_TIMEOUT)"
+    beam_out_of[$fig]="${beam_out_of[$fig]:-}
+$fig_out"
+  done
+done
+echo "$mm_peer" | awk '$1 == "info" && !seen[$0]++ {
+  $1 = ""; print "bench: peer" $0 " (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE unset)" }'
+echo "$mm_peer" | awk '$1 == "skip" && !seen[$0]++ { $1 = ""; print "bench: peer not run:" $0 }'
 for fig in $mm_figs $conv_fig; do mm_lines "$fig" "$fig" "$mm_ours" ""; done
 
 # peak float32 FLOP/s of this machine: physical cores x clock x floats per vector x FMA units per core x 2 flops
@@ -218,38 +271,6 @@ mm_peak_line() {  # $1 the line's name, $2 our output
 }
 mm_peak_line matmul_peak_fraction "$mm_ours"
 
-# BEAM=2: first the search of matmul_1024 in a fresh cache (IGNORE_BEAM_CACHE=1 too), then the same in a new process
-# (a cache hit: no search, no compile), then the figures. A search shows as tinygrad's BEAM_DEBUG "BEAM_SEARCH" line
-# or as more than the one matmul kernel compiled into the fresh cache; without either, BEAM did not run.
-mm_field() {  # the value of key $2 ("first_s") in figure $1's line of the output $3
-  echo "$3" | awk -v n="$1" -v k="$2=" '$1 == n { for (i = 4; i <= NF; i++) if (index($i, k) == 1) print substr($i, length(k) + 1) }'
-}
-kernels_in() {  # kernels compiled into the sqlite cache $1 (rows of its rt_kernel tables)
-  "$torch_py" -c 'import sqlite3, sys
-c = sqlite3.connect(sys.argv[1])
-tables = [t for (t,) in c.execute("select name from sqlite_master where type = ?", ("table",))]
-names = [t for t in tables if t.startswith("rt_kernel")]
-print(sum(c.execute("select count(*) from \"%s\"" % t).fetchone()[0] for t in names))' "$1" 2>/dev/null || echo 0
-}
-beam_dir=$(mktemp -d)
-beam_why=""; kernels_compiled=0
-if [ "${BENCH_BEAM:-1}" = 0 ]; then
-  beam_why="BEAM=2 runs skipped (BENCH_BEAM=0)"
-else
-  beam_out=$(CACHEDB="$beam_dir/cache.db" BEAM=2 IGNORE_BEAM_CACHE=1 BEAM_DEBUG=1 timeout "$beam_cap" \
-    "$B/bench_matmul" -t 0 matmul_1024 2>&1); beam_rc=$?
-  kernels_compiled=$(kernels_in "$beam_dir/cache.db")
-  if [ $beam_rc -eq 124 ]; then
-    beam_why="BEAM could not run: the search of matmul_1024 passed the ${beam_cap} s cap (BENCH_BEAM_TIMEOUT)"
-  elif [ -n "$(mm_error matmul_1024 "$beam_out")" ]; then
-    beam_why="BEAM could not run: $(mm_error matmul_1024 "$beam_out")"
-  elif [ -z "$(mm_value matmul_1024 "$beam_out")" ]; then
-    beam_why="BEAM could not run: bench_matmul exited $beam_rc: $(echo "$beam_out" | tail -1)"
-  elif ! echo "$beam_out" | grep -q BEAM_SEARCH && [ "$kernels_compiled" -le 1 ]; then
-    beam_why="BEAM could not run: the library ignored BEAM=2 (no BEAM_SEARCH line under BEAM_DEBUG=1,"
-    beam_why="$beam_why $kernels_compiled kernel compiled: no search was made)"
-  fi
-fi
 if [ -n "$beam_why" ]; then
   echo "bench beam_search_matmul_1024 ours=n/a s peer=none ($beam_why)"
   echo "bench beam_cached_matmul_1024 ours=n/a s peer=none ($beam_why)"
@@ -259,28 +280,13 @@ else
   first=$(mm_field matmul_1024 first_s "$beam_out"); run_ms=$(mm_field matmul_1024 best_ms "$beam_out")
   echo "bench beam_search_matmul_1024 ours=$first s peer=none (first realize with BEAM=2, fresh CACHEDB," \
     "IGNORE_BEAM_CACHE=1: search + compile + one run of ${run_ms} ms; $kernels_compiled kernels compiled)"
-  cached_out=$(CACHEDB="$beam_dir/cache.db" BEAM=2 BEAM_DEBUG=1 timeout "$beam_cap" \
-    "$B/bench_matmul" -t 0 matmul_1024 2>&1)
-  cached=$(mm_field matmul_1024 first_s "$cached_out"); after=$(kernels_in "$beam_dir/cache.db")
+  cached=$(mm_field matmul_1024 first_s "$cached_out")
   note="first realize in a new process on that cache, one run of the kernel included"
   echo "$cached_out" | grep -q BEAM_SEARCH && note="$note; NOTE: it searched again"
-  [ "$after" != "$kernels_compiled" ] && note="$note; NOTE: it compiled $((after - kernels_compiled)) new kernels"
+  [ "$kernels_after" != "$kernels_compiled" ] &&
+    note="$note; NOTE: it compiled $((kernels_after - kernels_compiled)) new kernels"
   if [ -n "$cached" ]; then echo "bench beam_cached_matmul_1024 ours=$cached s peer=none ($note)"
   else echo "bench beam_cached_matmul_1024 ours=n/a s peer=none (failed: $(mm_error matmul_1024 "$cached_out"))"; fi
-  # each figure in its own capped process, on the user's cache (a later make bench finds the searches done); two
-  # rounds with a peer round between them (the second round finds the first's searches in the cache)
-  declare -A beam_out_of beam_capped
-  for round in 1 2; do
-    if [ $round = 2 ]; then mm_peer="$mm_peer
-$(run_mm_peers)"; fi
-    for fig in $beam_figs; do
-      [ -n "${beam_capped[$fig]:-}" ] && continue
-      fig_out=$(BEAM=2 timeout "$beam_cap" "$B/bench_matmul" -t "$mm_secs" "$fig" 2>&1); beam_rc=$?
-      [ $beam_rc -eq 124 ] && beam_capped[$fig]="BEAM=2 stopped by the ${beam_cap} s cap (BENCH_BEAM_TIMEOUT)"
-      beam_out_of[$fig]="${beam_out_of[$fig]:-}
-$fig_out"
-    done
-  done
   beam_figs_out=""
   for fig in $beam_figs; do
     mm_lines "$fig" "${fig}_beam2" "${beam_out_of[$fig]}" "${beam_capped[$fig]:-}"
@@ -289,5 +295,4 @@ ${beam_out_of[$fig]}"
   done
   mm_peak_line matmul_peak_fraction_beam2 "$beam_figs_out"
 fi
-rm -rf "$beam_dir"
 exit 0
