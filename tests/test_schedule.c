@@ -393,6 +393,46 @@ static void check_matmul_panels(void) {
   tg_scope_end(ts);
 }
 
+/* ---- transposed_operand (schedule/earliest.c), a CPU adaptation tinygrad does not have ----
+ * A @ B^T (a Linear's x @ W.T) with B a whole buffer of at most 2 MiB, N a multiple of 16 floats, 64+ rows and a
+ * reduce of 64+ gets one more kernel: the copy of B^T. Nothing else does; the product is unchanged. */
+static void check_matmul_transposed(void) {
+  tg_scope ts = tg_scope_begin();
+  tg_tensor *x = tg_rand(TG_SHAPE(512, 784), TG_FLOAT32), *w = tg_rand(TG_SHAPE(128, 784), TG_FLOAT32);
+  tg_tensor *w10 = tg_rand(TG_SHAPE(10, 784), TG_FLOAT32), *x32 = tg_rand(TG_SHAPE(32, 784), TG_FLOAT32);
+  tg_tensor *xs = tg_rand(TG_SHAPE(512, 32), TG_FLOAT32), *ws = tg_rand(TG_SHAPE(128, 32), TG_FLOAT32);
+  CHECK(tg_realize(x) == TG_OK && tg_realize(w) == TG_OK && tg_realize(w10) == TG_OK && tg_realize(x32) == TG_OK &&
+        tg_realize(xs) == TG_OK && tg_realize(ws) == TG_OK);
+  sched_cache_clear();
+  CHECK_EQ_INT(kernels_of(tg_matmul(x, tg_transpose(w, 0, 1))), 2);
+  CHECK_EQ_INT(kernels_of(tg_matmul(x, tg_transpose(w10, 0, 1))), 1); /* 10 columns: not a vector */
+  CHECK_EQ_INT(kernels_of(tg_matmul(x32, tg_transpose(w, 0, 1))), 1); /* 32 rows */
+  CHECK_EQ_INT(kernels_of(tg_matmul(xs, tg_transpose(ws, 0, 1))), 1); /* a reduce of 32 */
+  CHECK_EQ_INT(kernels_of(tg_matmul(x, tg_contiguous(tg_transpose(w, 0, 1)))), 2); /* its own copy, a plain A @ B */
+  setenv("MATMUL_TRANSPOSE", "0", 1); /* no cache clear: the schedule cache key includes the knob */
+  CHECK_EQ_INT(kernels_of(tg_matmul(x, tg_transpose(w, 0, 1))), 1);
+  tg_tensor *plain = tg_matmul(x, tg_transpose(w, 0, 1));
+  CHECK(tg_realize(plain) == TG_OK);
+  unsetenv("MATMUL_TRANSPOSE");
+  tg_tensor *moved = tg_matmul(x, tg_transpose(w, 0, 1));
+  CHECK(tg_realize(moved) == TG_OK);
+  float *hx = host_floats(x, 512 * 784), *hw = host_floats(w, 128 * 784);
+  float *hp = host_floats(plain, 512 * 128), *hq = host_floats(moved, 512 * 128);
+  CHECK(hx && hw && hp && hq);
+  if (hx && hw && hp && hq) {
+    int bad = 0;
+    for (int i = 0; i < 512; i += 7)
+      for (int j = 0; j < 128; j += 3) {
+        double want = 0;
+        for (int k = 0; k < 784; k++) want += (double)hx[i * 784 + k] * hw[j * 784 + k];
+        bad += fabs(hq[i * 128 + j] - want) > 1e-4 * want || fabs(hp[i * 128 + j] - want) > 1e-4 * want;
+      }
+    CHECK_MSG(bad == 0, "x @ W^T through the transposed copy: %d sampled entries off", bad);
+  }
+  free(hx), free(hw), free(hp), free(hq);
+  tg_scope_end(ts);
+}
+
 /* split_reduceop on the CPU (schedule/earliest.c): a plain reduce whose output has CPU_SPLIT_MIN_OUTPUT (4096) elements
  * or more is not split (its outputs are enough to spread over the cores); a smaller output is, as in tinygrad, and so
  * is a sum of products of any size. */
@@ -533,6 +573,7 @@ void suite_schedule(void) {
   check_memory_plan();
   check_kernel_count_table();
   check_matmul_panels();
+  check_matmul_transposed();
   check_cpu_split();
   check_contiguous_backward_root();
   check_contiguous_views();
