@@ -359,6 +359,21 @@ static bool matrix_read(UOp *opnd, UOp *const *mul_idx, size_t mul_n, const Shap
   return linear_coefs(idx, n, &out->bs, out->coef, xs->ndim);
 }
 
+/* opnd with its base buffer read through a copy in another layout: the base viewed as `view` (n dims), permuted by
+ * `perm` (its own inverse), made contiguous, permuted back and viewed as the base again; equal values, and the
+ * operand's own movement ops are rebuilt over it */
+static UOp *through_copy(UOp *opnd, const MatRead *b, const int64_t *view, const int64_t *perm, int n) {
+  UOp *base = b->base;
+  UOp *src[2] = {base, shape_to_uop(view, n)};
+  UOp *v = uop_new(TG_OP_RESHAPE, base->dtype, src, 2, arg_none());
+  v = uop_new(TG_OP_PERMUTE, base->dtype, &v, 1, arg_ints(ARG_PERM, perm, (size_t)n));
+  v = uop_new(TG_OP_CONTIGUOUS, base->dtype, &v, 1, arg_none());
+  v = uop_new(TG_OP_PERMUTE, base->dtype, &v, 1, arg_ints(ARG_PERM, perm, (size_t)n));
+  src[0] = v, src[1] = shape_to_uop(b->bs.d, b->bs.ndim);
+  v = uop_new(TG_OP_RESHAPE, base->dtype, src, 2, arg_none());
+  return rebuild_chain(opnd, base, v);
+}
+
 /* opnd (read as b) through panels when it is B of the rule above and the other factor (read as a) reads the reduce
  * axis contiguously (A row-major); NULL otherwise */
 static UOp *packed_operand(UOp *opnd, const MatRead *b, const MatRead *a, const Shape *xs, int nred) {
@@ -375,19 +390,8 @@ static UOp *packed_operand(UOp *opnd, const MatRead *b, const MatRead *a, const 
   if (xs->d[u] != cols || cols % panel != 0 || (cols * isz) % 4096 != 0 || shape_numel(&b->bs) != rows * cols ||
       rows * cols * isz <= PACK_MIN_BYTES)
     return NULL;
-  UOp *base = b->base;
-  int64_t mat[2] = {rows, cols}, split[3] = {rows, cols / panel, panel}, perm[3] = {1, 0, 2};
-  UOp *src[2] = {base, shape_to_uop(mat, 2)};
-  UOp *v = uop_new(TG_OP_RESHAPE, base->dtype, src, 2, arg_none());
-  src[0] = v, src[1] = shape_to_uop(split, 3);
-  v = uop_new(TG_OP_RESHAPE, base->dtype, src, 2, arg_none());
-  v = uop_new(TG_OP_PERMUTE, base->dtype, &v, 1, arg_ints(ARG_PERM, perm, 3));
-  v = uop_new(TG_OP_CONTIGUOUS, base->dtype, &v, 1, arg_none());
-  v = uop_new(TG_OP_PERMUTE, base->dtype, &v, 1, arg_ints(ARG_PERM, perm, 3));
-  src[0] = v, src[1] = shape_to_uop(b->bs.d, b->bs.ndim);
-  v = uop_new(TG_OP_RESHAPE, base->dtype, src, 2, arg_none());
-  /* the operand's own movement ops, now over the panels */
-  return rebuild_chain(opnd, base, v);
+  int64_t split[3] = {rows, cols / panel, panel}, perm[3] = {1, 0, 2};
+  return through_copy(opnd, b, split, perm, 3);
 }
 
 /* ---- CPU adaptation (not in tinygrad): A @ B^T with a small B reads B through a transposed copy ----
@@ -418,18 +422,12 @@ static UOp *transposed_operand(UOp *opnd, const MatRead *b, const MatRead *a, co
   if (b->coef[u] != depth || shape_numel(&b->bs) != depth * cols || (cols * isz) % PACK_LINE_BYTES != 0 ||
       depth < 64 || rows < 64 || depth * cols * isz > PACK_MIN_BYTES)
     return NULL;
-  UOp *base = b->base;
   int64_t mat[2] = {cols, depth}, perm[2] = {1, 0};
-  UOp *src[2] = {base, shape_to_uop(mat, 2)};
-  UOp *v = uop_new(TG_OP_RESHAPE, base->dtype, src, 2, arg_none());
-  v = uop_new(TG_OP_PERMUTE, base->dtype, &v, 1, arg_ints(ARG_PERM, perm, 2));
-  v = uop_new(TG_OP_CONTIGUOUS, base->dtype, &v, 1, arg_none());
-  v = uop_new(TG_OP_PERMUTE, base->dtype, &v, 1, arg_ints(ARG_PERM, perm, 2));
-  src[0] = v, src[1] = shape_to_uop(b->bs.d, b->bs.ndim);
-  v = uop_new(TG_OP_RESHAPE, base->dtype, src, 2, arg_none());
-  return rebuild_chain(opnd, base, v);
+  return through_copy(opnd, b, mat, perm, 2);
 }
 
+/* the rule: a sum of a product of two matrix reads gets its B in panels (packed_operand) or its small B^T as B
+ * (transposed_operand) */
 static UOp *pack_matmul_operand(RwCtx *rw, UOp *red, UOp **m) {
   TG_UNUSED(rw);
   UOp *x = m[0];
