@@ -23,6 +23,10 @@ else
 fi
 
 value() { echo "$2" | awk -v n="$1" '$1 == n { print $2; exit }'; }
+best_value() {  # the largest value of name $1 in the output $2 (over its rounds); $3: the unit its lines must have
+  echo "$2" | awk -v n="$1" -v u="${3:-}" '$1 == n && (u == "" || $3 == u) && (b == "" || $2 + 0 > b + 0) { b = $2 }
+    END { if (b != "") print b }'
+}
 unit() { echo "$2" | awk -v n="$1" '$1 == n { print $3; exit }'; }
 
 for name in rewrite_sym intern_fresh intern_hit; do
@@ -91,9 +95,6 @@ $out"
 $out"
 done
 [ -n "$train_failed" ] && { echo "bench: $B/bench_train failed"; train=""; }
-best_value() {  # the largest value of name $1 over the rounds in $2
-  echo "$2" | awk -v n="$1" '$1 == n && (b == "" || $2 + 0 > b + 0) { b = $2 } END { if (b != "") print b }'
-}
 for name in train_cnn train_mlp; do
   o=$(best_value "$name" "$train"); [ -z "$o" ] && continue
   p=$(best_value "$name" "$torch_out")
@@ -143,9 +144,7 @@ run_mm_peers() {
   echo "$out"
 }
 # figure values: "<name> <GFLOPS> GFLOPS ..." (ours), "<name> <peer> <GFLOPS> GFLOPS" (peers); an error line has none
-mm_value() {  # the best of our rounds in the output $2
-  echo "$2" | awk -v n="$1" '$1 == n && $3 == "GFLOPS" && (b == "" || $2 + 0 > b + 0) { b = $2 } END { if (b != "") print b }'
-}
+mm_value() { best_value "$1" "$2" GFLOPS; }  # the best of our rounds in the output $2 (error lines have no unit)
 mm_peer_value() {  # the best of the peer's rounds
   echo "$mm_peer" | awk -v n="$1" -v p="$2" '$1 == n && $2 == p && $4 == "GFLOPS" && (b == "" || $3 + 0 > b + 0) { b = $3 }
     END { if (b != "") print b }'
