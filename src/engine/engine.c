@@ -189,7 +189,7 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
   UOp *to_lower = beam_kernel_ast(ast, ren); /* BEAM>=1: the AST carrying the searched opts */
   UOp *lowered = to_lower ? cg_lower(to_lower, ren) : NULL;
   UOp *linear = lowered ? cg_linearize(lowered) : NULL;
-  char *src = linear ? render_c(ren, linear) : NULL;
+  char *src = linear ? ren->render(ren, linear) : NULL;
   if (!src) {
     st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_RUNTIME;
     uop_scope_end(sc);

@@ -219,6 +219,7 @@ const Renderer *renderer_clang(void) {
     if (!fp8 && !dt_is_weak(dt) && d != TG_VOID) r.supported_dtypes |= 1u << d;
   }
   r.extra_matcher = clang_extra_matcher;
+  r.render = render_c;
   built = true;
   return &r;
 }

@@ -12,8 +12,9 @@
 /* What a device's code generator can express (tinygrad's Renderer class attributes). Static, lives for the
  * process. The codegen reads it to choose decompositions: an ALU op not in code_for_op is rewritten into ops that
  * are (e.g. EXP2/LOG2/SIN into polynomials, MAX into a WHERE, RECIPROCAL into FDIV). */
-typedef struct Renderer {
-  const char *device;          /* "CPU" */
+typedef struct Renderer Renderer;
+struct Renderer {
+  const char *device;          /* "CPU", "CUDA" */
   const char *suffix;          /* tinygrad Renderer.suffix: "" for C */
   bool has_local;              /* workgroup-local indices (SPECIAL lidx): false on the CPU */
   bool has_threads;            /* the THREAD axis runs over cores (core_id Variable): CPU, unless THREADS=0 */
@@ -33,7 +34,19 @@ typedef struct Renderer {
    * for none. For the CPU: float64->half/bf16 and bf16->half go through float32; bfloat16 ALU is done in float32;
    * bf16<->float casts are integer bit manipulation (no compiler intrinsics). */
   const RuleSet *(*extra_matcher)(void);
-} Renderer;
+  /* Render a linearized kernel to the device's source language (render_c for the CPU). Heap string or NULL with
+   * tg_last_error() set. */
+  char *(*render)(const Renderer *ren, UOp *linear);
+};
+
+/* The renderer of a device ("CPU", "CPU:1", "CUDA", "CUDA:1"): the kernels of a buffer on that device are lowered
+ * with it. NULL with tg_last_error() for a device that has none (unknown name, or a backend not built yet). */
+const Renderer *renderer_for_device(const char *device);
+
+/* A linearized kernel's launch dimensions (tinygrad ProgramInfo global_size / local_size): the bounds of its SPECIAL
+ * indices, gidx<n> -> global[n] (blocks), lidx<n> -> local[n] (threads per block); 1 where there is none (every CPU
+ * kernel: {1,1,1} and {1,1,1}). False with tg_last_error() for a symbolic bound. */
+bool render_launch_dims(UOp *linear, int64_t global[3], int64_t local[3]);
 
 static inline bool renderer_supports_dtype(const Renderer *r, const DType *d) {
   return (r->supported_dtypes >> d->scalar->id) & 1u;
