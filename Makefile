@@ -1,5 +1,7 @@
 # tinygrad.c — build. `make` builds the libraries, tests and tools; `make test` runs every suite (optimized build,
-# then the ASan+UBSan build); `make demo` runs the demonstration; `make bench` prints the benchmark lines.
+# then the ASan+UBSan build); `make test-gpu` runs the GPU suites (tests/gpu_suites.def; needs an NVIDIA GPU, else
+# each suite says SKIPPED and the status is non-zero unless TG_GPU_OPTIONAL=1); `make demo` runs the demonstration;
+# `make bench` prints the benchmark lines.
 CC ?= cc
 WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wswitch -Werror
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -Isrc
@@ -10,6 +12,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 
 LIB_SRC := $(sort $(wildcard src/*/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
+GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
 TOOLS := fuzz_symbolic demo_symbolic demo_tensor
 BENCHES := bench_rewrite bench_tensor bench_train
 BENCHES += bench_matmul
@@ -18,11 +21,12 @@ EXAMPLES := beautiful_mnist
 B := build
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/%.o)
+GPU_TEST_OBJ := $(GPU_TEST_SRC:%.c=$(B)/%.o)
 SAN_LIB_OBJ := $(LIB_SRC:%.c=$(B)/san/%.o)
 SAN_TEST_OBJ := $(TEST_SRC:%.c=$(B)/san/%.o)
 
-.PHONY: all lib test test-fast test-san demo bench fuzz fuzz-long fuzz-idx fuzz-safetensors clean
-all: lib $(B)/run_tests $(TOOLS:%=$(B)/%) $(BENCHES:%=$(B)/%) $(EXAMPLES:%=$(B)/%)
+.PHONY: all lib test test-fast test-san test-gpu demo bench fuzz fuzz-long fuzz-idx fuzz-safetensors clean
+all: lib $(B)/run_tests $(B)/run_tests_gpu $(TOOLS:%=$(B)/%) $(BENCHES:%=$(B)/%) $(EXAMPLES:%=$(B)/%)
 
 lib: $(B)/libtinygrad.a $(B)/libtinygrad.so
 
@@ -41,6 +45,8 @@ $(B)/libtinygrad.so: $(LIB_OBJ)
 
 $(B)/run_tests: $(TEST_OBJ) $(B)/libtinygrad.a
 	$(CC) $(CFLAGS_ALL) -o $@ $(TEST_OBJ) $(B)/libtinygrad.a $(LDLIBS)
+$(B)/run_tests_gpu: $(GPU_TEST_OBJ) $(B)/libtinygrad.a
+	$(CC) $(CFLAGS_ALL) -o $@ $(GPU_TEST_OBJ) $(B)/libtinygrad.a $(LDLIBS)
 $(B)/run_tests_san: $(SAN_TEST_OBJ) $(SAN_LIB_OBJ)
 	$(CC) $(CFLAGS_ALL) $(SAN) -o $@ $^ $(LDLIBS)
 $(B)/%: tools/%.c $(B)/libtinygrad.a
@@ -57,6 +63,9 @@ $(B)/%: examples/%.c $(B)/libtinygrad.a
 # every suite twice: optimized, then under ASan+UBSan; one closing line with the totals
 test: $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic
 	@bash tests/run_all.sh $(B)
+
+test-gpu: $(B)/run_tests_gpu
+	$(B)/run_tests_gpu
 
 test-fast: $(B)/run_tests
 	$(B)/run_tests
@@ -96,4 +105,4 @@ fuzz-safetensors: $(B)/fuzz_safetensors
 clean:
 	rm -rf $(B)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(SAN_LIB_OBJ:.o=.d) $(SAN_TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(GPU_TEST_OBJ:.o=.d) $(SAN_LIB_OBJ:.o=.d) $(SAN_TEST_OBJ:.o=.d)

@@ -61,7 +61,11 @@ const char *tg_version(void);
  *
  * Shapes are arrays of int64_t with a count (ndim). Axes are ints; negative axes count from the end. TG_SHAPE(...) and
  * TG_AXES(...) expand to "array, count" for literal lists: tg_reshape(t, TG_SHAPE(2, 3)). A 0-d shape is NULL, 0.
- * Dtype arguments use TG_VOID for "the default" (tinygrad's dtype=None). The device is always "CPU" for now.
+ * Dtype arguments use TG_VOID for "the default" (tinygrad's dtype=None).
+ * Devices: every tensor with storage lives on a device ("CPU", "CPU:1", "CUDA", "CUDA:1"); creation puts it on the
+ * default device (DEV as in tinygrad, e.g. DEV=CUDA; else CPU), the *_on creation calls on a named one, and tg_to
+ * copies (a COPY in the schedule). An op whose inputs live on different devices fails when it is realized, as in
+ * tinygrad ("all buffers must be on the same device").
  * Not thread-safe: build and realize tensors from one thread. */
 
 
@@ -88,14 +92,30 @@ int64_t tg_numel(const tg_tensor *t);              /* -1 for NULL */
 tg_dtype tg_get_dtype(const tg_tensor *t);         /* TG_VOID for NULL */
 const char *tg_dtype_name(tg_dtype d);             /* "float", "int", ... (tinygrad's names) */
 size_t tg_dtype_itemsize(tg_dtype d);              /* 0 for void and the weak dtypes */
-const char *tg_device(const tg_tensor *t);         /* "CPU", or NULL for a device-less (weak scalar) tensor */
+const char *tg_device(const tg_tensor *t);         /* "CPU", "CUDA:1", or NULL for a device-less (weak scalar) tensor */
 char *tg_graph_str(const tg_tensor *t);            /* the UOp graph as text (src/uop/print.c); free with tg_str_free */
 void tg_str_free(char *s);
+
+/* ---- devices ---- */
+/* The device creation uses: tg_set_default_device's choice, else DEV's device part (DEV=CUDA, DEV=cuda:PTX ->
+ * "CUDA"), else "CPU". Never NULL. */
+const char *tg_default_device(void);
+/* Names are canonicalized ("cuda:1" -> "CUDA:1", "CUDA:0" -> "CUDA"); an unknown name is an error (nothing changes).
+ * The device is not opened here: a missing GPU shows when memory is first needed there. */
+tg_status tg_set_default_device(const char *device);
+/* t on `device` (tinygrad Tensor.to): the same tensor when it is there already (or has no device), else a COPY that
+ * realizes as a device copy (host to device, device to host, device to device). NULL with an error for a bad name. */
+tg_tensor *tg_to(const tg_tensor *t, const char *device);
+/* Can CUDA be used (driver loaded, a GPU present)? false with the reason in *why (a static string) when not. */
+bool tg_cuda_available(const char **why);
 
 /* ---- creation ---- */
 /* Copies numel*itemsize bytes of host data in the given dtype (any strong dtype; half/bfloat16/fp8 as their bits). */
 tg_tensor *tg_from_data(const void *data, tg_dtype dtype, const int64_t *shape, size_t ndim);
 tg_tensor *tg_from_floats(const float *data, const int64_t *shape, size_t ndim);
+/* The same on a named device (tinygrad's device=); NULL device: the default. */
+tg_tensor *tg_from_data_on(const void *data, tg_dtype dtype, const int64_t *shape, size_t ndim, const char *device);
+tg_tensor *tg_empty_on(const int64_t *shape, size_t ndim, tg_dtype dtype, const char *device);
 tg_tensor *tg_empty(const int64_t *shape, size_t ndim, tg_dtype dtype);  /* uninitialized buffer */
 tg_tensor *tg_zeros(const int64_t *shape, size_t ndim, tg_dtype dtype);
 tg_tensor *tg_ones(const int64_t *shape, size_t ndim, tg_dtype dtype);

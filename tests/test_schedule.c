@@ -260,12 +260,15 @@ static void check_sched_linear(void) {
   CHECK(sched_apply_map(&r, asg) == uop_parse(VIEW48(BUF(4, 32))));
   sched_result_free(&r);
 
-  /* errors: a weak dtype cannot be stored; a cross-device COPY is not supported yet */
+  /* a cross-device COPY is one COPY call (destination, source); errors: a weak dtype cannot be stored */
   UOp *weak = uop_parse("(ADD.weakfloat " VIEW48(BUF(5, 32)) " (CONST.weakfloat=f:1.0))");
   TG_UNUSED(weak);
   UOp *cp = uop_parse("(COPY.float=s:CUDA " BUF(6, 32) ")");
-  CHECK(sched_linear(uop_sink(&cp, 1), test_buffer, NULL, &r) != TG_OK);
-  CHECK(strstr(tg_last_error(), "not supported yet") != NULL);
+  CHECK(sched_linear(uop_sink(&cp, 1), test_buffer, NULL, &r) == TG_OK);
+  CHECK(r.linear && r.linear->nsrc == 1 && r.linear->src[0]->src[0]->op == TG_OP_COPY &&
+        r.linear->src[0]->nsrc == 3 && r.linear->src[0]->src[2] == uop_parse(BUF(6, 32)) &&
+        strcmp(r.linear->src[0]->src[1]->arg.param->device, "CUDA") == 0);
+  sched_result_free(&r);
   CHECK(sched_linear(root, test_buffer, NULL, &r) == TG_ERR_INVALID_ARGUMENT); /* not a SINK */
   sched_cache_clear();
   uop_scope_end(sc);

@@ -1,5 +1,8 @@
 /* engine.c — realize (tinygrad engine/realize.py): schedule the tensor graph, lower + linearize + render every new
- * kernel, compile them in one compiler process, allocate the buffers and launch the kernels in order.
+ * kernel with its device's renderer, compile them per device in one batch (the CPU: one compiler process; CUDA:
+ * NVRTC on threads), allocate the buffers on their devices and run the CALLs in order through the device
+ * interface: kernels as launches (grid/block from the kernel's SPECIAL indices; the CPU's core_id pieces as
+ * grid[0]), COPY calls as device copies (host to device, device to host, device to device).
  *
  * Device memory: every global BUFFER node owns at most one runtime buffer, kept in a side table keyed by the node and
  * released by uop.c's buffer free hook when the node dies. Compiled kernels are cached by their (interned) kernel
@@ -8,6 +11,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "codegen/beam.h"
 #include "codegen/codegen.h"
@@ -103,7 +107,7 @@ static tg_status ensure_allocated(const UOp *u, RtBuffer **out) {
     return tg_set_error(TG_ERR_RUNTIME, "realize: cannot allocate %s %s (not a sized global BUFFER)", op_name(uop_op(u)),
                         u->dtype->name);
   RtBuffer *b;
-  tg_status st = rt_buffer_new(u->arg.param->device[0] ? u->arg.param->device : "CPU",
+  tg_status st = rt_buffer_new(u->arg.param->device[0] ? u->arg.param->device : tg_default_device(),
                                (size_t)numel * (size_t)dt_itemsize(u->dtype), &b);
   if (st != TG_OK) return st;
   buf_insert(u, b);
@@ -119,7 +123,8 @@ UOp *engine_new_buffer(const char *device, const DType *dtype, int64_t numel) {
   p.axis = -1;
   p.dtype = dtype;
   p.addrspace = ADDR_GLOBAL;
-  snprintf(p.device, sizeof p.device, "%s", device ? device : "CPU");
+  if (!device) device = tg_default_device();
+  if (!rt_device_canonical(device, p.device, sizeof p.device)) return NULL;
   UOp *n = uop_const_int(DT_WEAKINT, numel);
   return uop_new(TG_OP_BUFFER, dtype, &n, 1, arg_param(&p));
 }
@@ -154,14 +159,17 @@ tg_status engine_copyout(UOp *buffer, void *out, size_t nbytes) {
 
 typedef struct Kernel {
   UOp *ast;            /* kept */
+  RtDevice *dev;       /* where its buffers live */
   RtProgram *prog;
   char name[TG_NAME_MAX];
   int nparams;
   int64_t *param_slot; /* per parameter position: the PARAM slot of a buffer, or -1 for a value */
   int core_param;      /* position of core_id, or -1 */
   int ncores;
+  int64_t global[3], local[3]; /* launch dims: blocks and threads per block (CPU: {ncores,1,1}, {1,1,1}) */
   double flops;        /* estimated per launch (ALU ops times enclosing loop trips) */
   char *src;           /* for DEBUG=4 */
+  char core_name[TG_NAME_MAX]; /* the core_id parameter's name in src ("" without one) */
 } Kernel;
 
 static TG_VEC(Kernel *) kernels;
@@ -181,22 +189,47 @@ static int core_count(UOp *linear, int64_t *slot) {
   return 1;
 }
 
-/* Lower, linearize and render one kernel AST; the program is compiled later with the rest of the batch. */
+/* The device of a kernel: its buffers' (tinygrad: a kernel's buffers are on one device; the scheduler checked it). */
+static const char *kernel_device(UOp *ast) {
+  UOpVec topo = {0};
+  uop_toposort(ast, NULL, NULL, &topo);
+  const char *dev = NULL;
+  for (size_t i = 0; i < topo.len && !dev; i++) {
+    const UOp *u = topo.data[i];
+    if ((u->op == TG_OP_PARAM || u->op == TG_OP_BUFFER) && u->arg.kind == ARG_PARAM &&
+        u->arg.param->addrspace == ADDR_GLOBAL && u->arg.param->device[0])
+      dev = u->arg.param->device;
+  }
+  tg_vec_free(&topo);
+  return dev ? dev : tg_default_device();
+}
+
+/* Lower, linearize and render one kernel AST with its device's renderer; the program is compiled later with the
+ * rest of the batch. Host devices (the CPU) call kernels through a fixed-ABI entry compiled with them. */
 static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
-  const Renderer *ren = renderer_clang();
+  RtDevice *dev;
+  tg_status st = rt_device_open(kernel_device(ast), &dev);
+  if (st != TG_OK) return st;
+  const Renderer *ren = renderer_for_device(rt_device_name(dev));
+  if (!ren) return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_UNSUPPORTED;
   UOpScope sc = uop_scope_begin();
-  tg_status st = TG_OK;
   UOp *to_lower = beam_kernel_ast(ast, ren); /* BEAM>=1: the AST carrying the searched opts */
   UOp *lowered = to_lower ? cg_lower(to_lower, ren) : NULL;
   UOp *linear = lowered ? cg_linearize(lowered) : NULL;
   char *src = linear ? ren->render(ren, linear) : NULL;
+  Kernel *k = src ? tg_calloc(1, sizeof *k) : NULL;
+  if (k && !render_launch_dims(linear, k->global, k->local)) {
+    tg_free(k);
+    tg_free(src);
+    k = NULL, src = NULL;
+  }
   if (!src) {
     st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_RUNTIME;
     uop_scope_end(sc);
     return st;
   }
-  Kernel *k = tg_calloc(1, sizeof *k);
   k->ast = uop_keep(ast);
+  k->dev = dev;
   snprintf(k->name, sizeof k->name, "%s", render_kernel_name(linear));
   beam_print_applied_opts(k->name, lowered);
   RenderParamVec params = {0};
@@ -208,22 +241,31 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
   k->core_param = -1;
   for (size_t i = 0; i < params.len; i++) {
     k->param_slot[i] = params.data[i].is_value ? -1 : params.data[i].slot;
-    if (params.data[i].is_value && params.data[i].slot == core_slot) k->core_param = (int)i;
+    if (params.data[i].is_value && params.data[i].slot == core_slot) {
+      k->core_param = (int)i;
+      snprintf(k->core_name, sizeof k->core_name, "%s", params.data[i].name);
+    }
   }
   tg_vec_free(&params);
+  if (k->core_param >= 0) k->global[0] *= k->ncores; /* the CPU's THREAD pieces (tinygrad: global_size[0]) */
   k->flops = render_estimate_flops(linear);
-  char entry_name[TG_NAME_MAX + 8];
-  snprintf(entry_name, sizeof entry_name, "%s_entry", k->name);
-  char *entry = render_c_entry(linear, entry_name);
-  StrBuf b;
-  sb_init(&b);
-  sb_puts(&b, src);
-  sb_puts(&b, "\n");
-  sb_puts(&b, entry);
-  tg_free(src);
-  tg_free(entry);
-  k->src = sb_take(&b);
-  *entry_src = tg_strdup(entry_name);
+  *entry_src = NULL;
+  if (rt_device_is_host(dev)) {
+    char entry_name[TG_NAME_MAX + 8];
+    snprintf(entry_name, sizeof entry_name, "%s_entry", k->name);
+    char *entry = render_c_entry(linear, entry_name);
+    StrBuf b;
+    sb_init(&b);
+    sb_puts(&b, src);
+    sb_puts(&b, "\n");
+    sb_puts(&b, entry);
+    tg_free(src);
+    tg_free(entry);
+    k->src = sb_take(&b);
+    *entry_src = tg_strdup(entry_name);
+  } else {
+    k->src = src;
+  }
   uop_scope_end(sc);
   *out = k;
   return st;
@@ -243,6 +285,10 @@ static tg_status get_kernels(UOp *linear, Kernel **out) {
   tg_status st = TG_OK;
   for (uint32_t i = 0; i < linear->nsrc && st == TG_OK; i++) {
     UOp *ast = linear->src[i]->src[0];
+    if (ast->op == TG_OP_COPY) { /* a device copy: nothing to compile */
+      out[i] = NULL;
+      continue;
+    }
     void **hit = uopmap_get(&kernel_by_ast, ast);
     if (hit) {
       out[i] = *hit;
@@ -261,22 +307,37 @@ static tg_status get_kernels(UOp *linear, Kernel **out) {
     out[i] = k;
   }
   if (st == TG_OK && fresh.len) {
+    /* one batch per device, in order of first appearance */
     RtKernelSource *srcs = tg_calloc(fresh.len, sizeof *srcs);
     RtProgram **progs = tg_calloc(fresh.len, sizeof *progs);
-    for (size_t j = 0; j < fresh.len; j++) {
-      srcs[j].name = fresh.data[j]->name;
-      srcs[j].src = fresh.data[j]->src;
-      srcs[j].entry = entries.data[j];
-      if (tg_debug_level() >= 4) printf("%s\n", fresh.data[j]->src);
-    }
-    st = rt_compile_many(srcs, fresh.len, progs);
+    size_t *idx = tg_calloc(fresh.len, sizeof *idx);
+    bool *done = tg_calloc(fresh.len, sizeof *done);
     for (size_t j = 0; j < fresh.len && st == TG_OK; j++) {
-      fresh.data[j]->prog = progs[j];
+      if (done[j]) continue;
+      RtDevice *dev = fresh.data[j]->dev;
+      size_t m = 0;
+      for (size_t q = j; q < fresh.len; q++) {
+        if (done[q] || fresh.data[q]->dev != dev) continue;
+        done[q] = true;
+        idx[m] = q;
+        srcs[m].name = fresh.data[q]->name;
+        srcs[m].src = fresh.data[q]->src;
+        srcs[m].entry = entries.data[q];
+        srcs[m].core_param = fresh.data[q]->core_name[0] ? fresh.data[q]->core_name : NULL;
+        if (tg_debug_level() >= 4) printf("%s\n", fresh.data[q]->src);
+        m++;
+      }
+      st = rt_device_compile_many(dev, srcs, m, progs);
+      for (size_t q = 0; q < m && st == TG_OK; q++) fresh.data[idx[q]]->prog = progs[q];
+    }
+    for (size_t j = 0; j < fresh.len && st == TG_OK; j++) {
       uopmap_put(&kernel_by_ast, fresh.data[j]->ast, fresh.data[j]);
       tg_vec_push(&kernels, fresh.data[j]);
     }
     tg_free(srcs);
     tg_free(progs);
+    tg_free(idx);
+    tg_free(done);
   }
   if (st != TG_OK)
     for (size_t j = 0; j < fresh.len; j++) kernel_free(fresh.data[j]);
@@ -291,8 +352,9 @@ static tg_status get_kernels(UOp *linear, Kernel **out) {
 
 static long kernel_count;
 
-/* A CALL argument as a pointer: a global BUFFER, or a planned view of an arena, BITCAST(SHRINK(arena, offset, n)). */
-static tg_status resolve_arg(const UOp *a, void **ptr, size_t *nbytes) {
+/* A CALL argument as a device buffer and a byte range of it: a global BUFFER, or a planned view of an arena,
+ * BITCAST(SHRINK(arena, offset, n)) (on every device an address plus an offset). */
+static tg_status resolve_arg(const UOp *a, RtBuffer **buf, size_t *offset, size_t *nbytes) {
   RtBuffer *b;
   if (a->op == TG_OP_BITCAST && a->nsrc == 1 && a->src[0]->op == TG_OP_SHRINK && a->src[0]->nsrc == 3) {
     const UOp *sh = a->src[0];
@@ -304,26 +366,35 @@ static tg_status resolve_arg(const UOp *a, void **ptr, size_t *nbytes) {
     if (off < 0 || n < 0 || (size_t)(off + n) > rt_buffer_nbytes(b))
       return tg_set_error(TG_ERR_RUNTIME, "realize: arena view [%lld, +%lld) outside its arena of %zu bytes",
                           (long long)off, (long long)n, rt_buffer_nbytes(b));
-    *ptr = (char *)rt_buffer_ptr(b) + off;
+    *buf = b;
+    *offset = (size_t)off;
     *nbytes = (size_t)n;
     return TG_OK;
   }
   tg_status st = ensure_allocated(a, &b);
   if (st != TG_OK) return st;
-  *ptr = rt_buffer_ptr(b);
+  *buf = b;
+  *offset = 0;
   *nbytes = rt_buffer_nbytes(b);
   return TG_OK;
 }
 
+static void print_debug_line(const char *device, const char *name, int nargs, double sec, double flops, size_t bytes) {
+  double us = sec * 1e6;
+  printf("*** %-7.7s %4ld %-28s arg %3d mem %7.2f GB tm %9.2fus/%9.2fms (%9.2f GFLOPS %7.2f GB/s)\n", device,
+         kernel_count, name, nargs, (double)rt_mem_used() / 1e9, us, sec * 1e3, sec > 0 ? flops / sec / 1e9 : 0.0,
+         sec > 0 ? (double)bytes / sec / 1e9 : 0.0);
+}
+
 static tg_status run_call(UOp *call, Kernel *k) {
-  void *argbufs[RT_MAX_PARAMS];
+  uint64_t argbufs[RT_MAX_PARAMS];
   long long vals[RT_MAX_PARAMS];
   if (k->nparams > RT_MAX_PARAMS)
     return tg_set_error(TG_ERR_UNSUPPORTED, "realize: kernel %s takes %d parameters (at most %d)", k->name, k->nparams,
                         RT_MAX_PARAMS);
   size_t bytes = 0;
   for (int i = 0; i < k->nparams; i++) {
-    argbufs[i] = NULL;
+    argbufs[i] = 0;
     vals[i] = 0;
     int64_t slot = k->param_slot[i];
     if (slot < 0) {
@@ -335,20 +406,49 @@ static tg_status run_call(UOp *call, Kernel *k) {
     if (slot + 1 >= (int64_t)call->nsrc)
       return tg_set_error(TG_ERR_RUNTIME, "realize: kernel %s reads PARAM %lld but its CALL has %u buffers", k->name,
                           (long long)slot, call->nsrc - 1);
-    size_t nb = 0;
-    tg_status st = resolve_arg(call->src[1 + slot], &argbufs[i], &nb);
+    RtBuffer *b;
+    size_t off = 0, nb = 0;
+    tg_status st = resolve_arg(call->src[1 + slot], &b, &off, &nb);
     if (st != TG_OK) return st;
+    if (rt_buffer_device(b) != k->dev)
+      return tg_set_error(TG_ERR_RUNTIME, "realize: kernel %s runs on %s but its buffer %d is on %s", k->name,
+                          rt_device_name(k->dev), i, rt_device_name(rt_buffer_device(b)));
+    argbufs[i] = rt_buffer_addr(b) + off;
     bytes += nb;
   }
   double sec = 0;
-  tg_status st = rt_launch(k->prog, argbufs, vals, k->nparams, k->core_param, k->core_param >= 0 ? k->ncores : 1, &sec);
+  bool timed = tg_debug_level() >= 2;
+  tg_status st = rt_device_launch(k->dev, k->prog, argbufs, vals, k->nparams, k->global, k->local, timed ? &sec : NULL);
   if (st != TG_OK) return st;
   kernel_count++;
-  if (tg_debug_level() >= 2) {
-    double us = sec * 1e6;
-    printf("*** CPU %6ld %-28s arg %3d mem %7.2f GB tm %9.2fus/%9.2fms (%9.2f GFLOPS %7.2f GB/s)\n", kernel_count,
-           k->name, k->nparams, (double)rt_mem_used() / 1e9, us, sec * 1e3, sec > 0 ? k->flops / sec / 1e9 : 0.0,
-           sec > 0 ? (double)bytes / sec / 1e9 : 0.0);
+  if (timed) print_debug_line(rt_device_name(k->dev), k->name, k->nparams, sec, k->flops, bytes);
+  return TG_OK;
+}
+
+/* CALL(COPY, dst, src): tinygrad exec_copy (the device's transfer, or through the host). */
+static tg_status run_copy(UOp *call) {
+  if (call->nsrc != 3) return tg_set_error(TG_ERR_RUNTIME, "realize: a COPY call takes 2 buffers, got %u", call->nsrc - 1);
+  RtBuffer *dst, *src;
+  size_t doff, dn, soff, sn;
+  tg_status st = resolve_arg(call->src[1], &dst, &doff, &dn);
+  if (st == TG_OK) st = resolve_arg(call->src[2], &src, &soff, &sn);
+  if (st != TG_OK) return st;
+  if (dn != sn)
+    return tg_set_error(TG_ERR_RUNTIME, "realize: COPY of %zu bytes into a buffer of %zu bytes", sn, dn);
+  bool timed = tg_debug_level() >= 2;
+  struct timespec t0, t1;
+  if (timed) clock_gettime(CLOCK_MONOTONIC, &t0);
+  st = rt_transfer(dst, doff, src, soff, sn);
+  if (st == TG_OK && timed) st = rt_device_synchronize(rt_buffer_device(dst));
+  if (st != TG_OK) return st;
+  kernel_count++;
+  if (timed) {
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    char name[96];
+    snprintf(name, sizeof name, "copy %10zu, %7s <- %-7s", sn, rt_device_name(rt_buffer_device(dst)),
+             rt_device_name(rt_buffer_device(src)));
+    print_debug_line(rt_device_name(rt_buffer_device(dst)), name, 2, sec, 0, sn);
   }
   return TG_OK;
 }
@@ -374,7 +474,8 @@ tg_status engine_realize_assigns(UOp *const *roots, size_t n, UOp **out, UOpMap 
   UOp *linear = res.linear;
   Kernel **ks = tg_calloc(linear->nsrc + 1, sizeof *ks);
   st = get_kernels(linear, ks);
-  for (uint32_t i = 0; i < linear->nsrc && st == TG_OK; i++) st = run_call(linear->src[i], ks[i]);
+  for (uint32_t i = 0; i < linear->nsrc && st == TG_OK; i++)
+    st = ks[i] ? run_call(linear->src[i], ks[i]) : run_copy(linear->src[i]);
   tg_free(ks);
   UOpVec kept = {0};
   if (st == TG_OK) {

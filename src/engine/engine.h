@@ -1,15 +1,16 @@
 /* engine.h — realize: the glue from a tensor graph to numbers in memory (tinygrad engine/realize.py).
  *
- * engine_realize schedules the graph (src/schedule), lowers every kernel (src/codegen), renders it to C
- * (src/render), compiles all new kernels of the schedule in one compiler process and runs them on the CPU runtime's
- * thread pool (src/runtime). Device memory belongs to BUFFER UOps: a global BUFFER (ParamArg with a device, a unique
+ * engine_realize schedules the graph (src/schedule), lowers every kernel (src/codegen), renders it with its device's
+ * renderer (src/render), compiles the new kernels of the schedule in one batch per device and runs the calls through
+ * the device interface (src/runtime): kernel launches and COPY calls (device copies). Device memory belongs to BUFFER UOps: a global BUFFER (ParamArg with a device, a unique
  * slot number as its identity) owns one runtime buffer, allocated on first use and released when the node dies. */
 #ifndef TG_ENGINE_H
 #define TG_ENGINE_H
 
 #include "uop/uop.h"
 
-/* A new global BUFFER UOp of `numel` elements of `dtype` on `device` ("CPU"), with a fresh identity. No memory yet. */
+/* A new global BUFFER UOp of `numel` elements of `dtype` on `device` ("CPU", "CUDA:1"; NULL: the default
+ * device; canonicalized), with a fresh identity. No memory yet. NULL with an error for an unknown device name. */
 UOp *engine_new_buffer(const char *device, const DType *dtype, int64_t numel);
 /* A BUFFER filled with host data (nbytes = numel * itemsize). */
 UOp *engine_buffer_from_host(const char *device, const DType *dtype, int64_t numel, const void *data);

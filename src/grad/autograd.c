@@ -41,7 +41,7 @@ static bool check_wrt(const tg_tensor *t, int argi, bool need_storage) {
     terr("only float tensors have gradients (argument %d is %s)", argi, u->dtype->name);
     return false;
   }
-  if (need_storage && !t->has_device) {
+  if (need_storage && !t->device) {
     terr("a constant tensor (argument %d, shape %s) has no storage for a grad: backward fills only tensors with "
          "storage (tg_gradient works)", argi, fmt_shape(&t->shape));
     return false;
@@ -131,7 +131,7 @@ tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) {
     uopmap_init(&nodes);
     for (size_t i = 0; i < order.len; i++) uopmap_put(&nodes, order.data[i], (void *)1);
     for (tg_tensor *h = tensor_live_first(); h; h = h->next)
-      if (h->requires_grad && h->has_device && dt_is_float(h->uop->dtype) && !dt_is_weak(h->uop->dtype) &&
+      if (h->requires_grad && h->device && dt_is_float(h->uop->dtype) && !dt_is_weak(h->uop->dtype) &&
           in_graph(&nodes, h))
         tg_vec_push(&need, h);
     uopmap_free(&nodes);
@@ -160,7 +160,7 @@ tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) {
       uop_keep(grads[i]);
       uop_drop(t->grad->uop);
       t->grad->uop = grads[i];
-      t->grad->has_device = true;
+      t->grad->device = tdevice_name(grads[i]);
     } else {
       tctx_begin("tg_backward");
       t->grad = tctx_end_owned(grads[i]);

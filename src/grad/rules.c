@@ -255,11 +255,12 @@ static UOp *grad_contiguous_backward(RwCtx *rw, UOp *root, UOp **m) {
   return grads_of(rw, root, &g, 1);
 }
 
-/* COPY: copy the gradient back to the source's device (one device here: the same COPY node kind) */
+/* COPY: copy the gradient back to the source's device (tinygrad: ctx.copy_to_device(ret.src[0].device)) */
 static UOp *grad_copy(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
   UOp *ctx = incoming(rw);
-  UOp *g = uop_new(TG_OP_COPY, ctx->dtype, &ctx, 1, root->arg);
+  const char *dev = tdevice_name(root->src[0]);
+  UOp *g = dev ? uop_new(TG_OP_COPY, ctx->dtype, &ctx, 1, arg_str(dev)) : ctx;
   return grads_of(rw, root, &g, 1);
 }
 

@@ -168,13 +168,13 @@ static void prog_free(RtProgram *p) {
 }
 
 /* ---- the kernel's signature ---- */
-typedef struct ParsedParam { bool is_pointer; char *type, *name; } ParsedParam;
-typedef TG_VEC(ParsedParam) ParsedParams;
+typedef RtParsedParam ParsedParam;
+typedef RtParsedParams ParsedParams;
 
 static bool is_ident_char(char c) {
   return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
-static bool is_identifier(const char *s) {
+bool rt_is_identifier(const char *s) {
   if (!s || !*s || (*s >= '0' && *s <= '9')) return false;
   for (; *s; s++)
     if (!is_ident_char(*s)) return false;
@@ -190,13 +190,13 @@ static char *trimmed_copy(const char *s, size_t n) {
   return out;
 }
 
-static void parsed_free(ParsedParams *ps) {
+void rt_parsed_free(ParsedParams *ps) {
   for (size_t i = 0; i < ps->len; i++) tg_free(ps->data[i].type), tg_free(ps->data[i].name);
   tg_vec_free(ps);
 }
 
 /* Find the definition `name(...)` (the first whole-word `name` followed by '(') and split its parameters. */
-static tg_status parse_signature(const char *name, const char *src, ParsedParams *out) {
+tg_status rt_parse_signature(const char *name, const char *src, ParsedParams *out) {
   size_t nl = strlen(name);
   const char *open = NULL;
   for (const char *p = strstr(src, name); p; p = strstr(p + 1, name)) {
@@ -222,7 +222,7 @@ static tg_status parse_signature(const char *name, const char *src, ParsedParams
       bool empty = !*text || strcmp(text, "void") == 0;
       if (empty && (*p == ',' || out->len)) {
         tg_free(text);
-        parsed_free(out);
+        rt_parsed_free(out);
         return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_compile: kernel '%s': empty parameter", name);
       }
       if (!empty) {
@@ -231,14 +231,14 @@ static tg_status parse_signature(const char *name, const char *src, ParsedParams
         if (k == 0 || k == n || (text[k] >= '0' && text[k] <= '9')) {
           tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_compile: kernel '%s': cannot read parameter '%s'", name, text);
           tg_free(text);
-          parsed_free(out);
+          rt_parsed_free(out);
           return TG_ERR_INVALID_ARGUMENT;
         }
         ParsedParam pp = {strchr(text, '*') != NULL, trimmed_copy(text, k), tg_strdup(text + k)};
         tg_vec_push(out, pp);
         if (out->len > RT_MAX_PARAMS) {
           tg_free(text);
-          parsed_free(out);
+          rt_parsed_free(out);
           return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_compile: kernel '%s': more than %d parameters", name,
                               RT_MAX_PARAMS);
         }
@@ -249,6 +249,34 @@ static tg_status parse_signature(const char *name, const char *src, ParsedParams
     }
   }
   return TG_OK;
+}
+
+/* The width of a scalar parameter's C type, by its words: what the renderers write ("const int", "unsigned int",
+ * "long long", "unsigned char", "_Bool", "half", "float"). */
+int rt_scalar_type_bytes(const char *type) {
+  int longs = 0, bytes = 0;
+  char word[64];
+  for (const char *p = type; *p;) {
+    while (*p && !is_ident_char(*p)) p++;
+    size_t n = 0;
+    while (is_ident_char(*p)) {
+      if (n + 1 < sizeof word) word[n++] = *p;
+      p++;
+    }
+    word[n] = 0;
+    if (!n || !strcmp(word, "const") || !strcmp(word, "volatile") || !strcmp(word, "unsigned") ||
+        !strcmp(word, "signed") || !strcmp(word, "restrict") || !strcmp(word, "__restrict__"))
+      continue;
+    if (!strcmp(word, "long")) longs++;
+    else if (!strcmp(word, "char") || !strcmp(word, "bool") || !strcmp(word, "_Bool")) bytes = 1;
+    else if (!strcmp(word, "short") || !strcmp(word, "half") || !strcmp(word, "__fp16")) bytes = 2;
+    else if (!strcmp(word, "int") || !strcmp(word, "uint") || !strcmp(word, "float")) bytes = bytes ? bytes : 4;
+    else if (!strcmp(word, "double") || !strcmp(word, "size_t")) bytes = 8;
+    else return 0;
+  }
+  if (longs) return 8;
+  if (!bytes && strstr(type, "unsigned")) return 4; /* plain "unsigned" */
+  return bytes;
 }
 
 /* ---- loading ----
@@ -331,21 +359,24 @@ static unsigned char *read_file(const char *path, size_t *len) {
   return buf;
 }
 
-static RtProgram *program_from(void *handle, const char *symbol, const char *key, const char *name,
+static RtProgram *program_from(void *handle, const char *symbol, const char *key, const RtKernelSource *ks,
                                const ParsedParams *ps) {
+  const char *name = ks->name, *core_name = ks->core_param ? ks->core_param : "core_id";
   void *sym = dlsym(handle, symbol);
   if (!sym) return NULL;
   RtProgram *p = tg_calloc(1, sizeof *p);
   memcpy(&p->entry, &sym, sizeof p->entry); /* POSIX: a dlsym'ed function pointer round-trips through void * */
   p->key = tg_strdup(key);
   p->name = tg_strdup(name);
+  p->ops = &rt_cpu_ops;
   p->nparams = (int)ps->len;
   p->params = tg_calloc(ps->len ? ps->len : 1, sizeof *p->params);
   p->core_id_param = -1;
   for (size_t i = 0; i < ps->len; i++) {
     p->params[i].is_pointer = ps->data[i].is_pointer;
+    p->params[i].value_bytes = ps->data[i].is_pointer ? 8 : rt_scalar_type_bytes(ps->data[i].type);
     snprintf(p->params[i].name, sizeof p->params[i].name, "%s", ps->data[i].name);
-    if (!ps->data[i].is_pointer && strcmp(ps->data[i].name, "core_id") == 0) p->core_id_param = (int)i;
+    if (!ps->data[i].is_pointer && strcmp(ps->data[i].name, core_name) == 0) p->core_id_param = (int)i;
   }
   return p;
 }
@@ -555,7 +586,7 @@ static tg_status compile_batch(Request **miss, int nmiss) {
     snprintf(sym_names[i], sizeof sym_names[i], "tg_e%d", i);
     keys[i] = miss[i]->key;
     syms[i] = sym_names[i];
-    miss[i]->prog = program_from(h, sym_names[i], miss[i]->key, miss[i]->ks->name, &miss[i]->params);
+    miss[i]->prog = program_from(h, sym_names[i], miss[i]->key, miss[i]->ks, &miss[i]->params);
     if (!miss[i]->prog)
       st = tg_set_error(TG_ERR_RUNTIME, "rt_compile: kernel '%s': entry '%s' missing from the compiled library",
                         miss[i]->ks->name, miss[i]->ks->entry ? miss[i]->ks->entry : sym_names[i]);
@@ -578,7 +609,7 @@ static tg_status compile_batch(Request **miss, int nmiss) {
 static tg_status compile_many_locked(const RtKernelSource *kernels, size_t n, RtProgram **out) {
   for (size_t i = 0; i < n; i++) {
     const RtKernelSource *k = &kernels[i];
-    if (!is_identifier(k->name) || !k->src || (k->entry && !is_identifier(k->entry)))
+    if (!rt_is_identifier(k->name) || !k->src || (k->entry && !rt_is_identifier(k->entry)))
       return tg_set_error(TG_ERR_INVALID_ARGUMENT,
                           "rt_compile: kernel %zu: a name and entry must be C identifiers and the source non-NULL "
                           "(name '%s')", i, k->name ? k->name : "(null)");
@@ -595,11 +626,12 @@ static tg_status compile_many_locked(const RtKernelSource *kernels, size_t n, Rt
     Request *r = &reqs[i];
     r->ks = &kernels[i];
     r->miss_index = -1;
-    st = parse_signature(r->ks->name, r->ks->src, &r->params);
+    st = rt_parse_signature(r->ks->name, r->ks->src, &r->params);
     if (st != TG_OK) break;
     StrBuf kb;
     sb_init(&kb);
     sb_printf(&kb, RT_ABI "\n%s\n%s\n%s\n%s", cc_command, r->ks->name, r->ks->entry ? r->ks->entry : "", r->ks->src);
+    if (r->ks->core_param) sb_printf(&kb, "\ncore_param %s", r->ks->core_param);
     r->key = sb_take(&kb);
     if ((r->prog = prog_find(r->key))) {
       stats.memory_hits++;
@@ -612,7 +644,7 @@ static tg_status compile_many_locked(const RtKernelSource *kernels, size_t n, Rt
     char *symbol = NULL;
     if (rt_diskcache_lookup(r->key, &lib_id, &symbol)) {
       void *h = cached_lib(lib_id);
-      if (h && (r->prog = program_from(h, symbol, r->key, r->ks->name, &r->params))) {
+      if (h && (r->prog = program_from(h, symbol, r->key, r->ks, &r->params))) {
         prog_insert(r->prog);
         stats.disk_hits++;
       }
@@ -626,7 +658,7 @@ static tg_status compile_many_locked(const RtKernelSource *kernels, size_t n, Rt
   if (st == TG_OK)
     for (size_t i = 0; i < n; i++) out[i] = reqs[i].prog ? reqs[i].prog : miss[reqs[i].miss_index]->prog;
   for (size_t i = 0; i < n; i++) {
-    parsed_free(&reqs[i].params);
+    rt_parsed_free(&reqs[i].params);
     tg_free(reqs[i].key);
   }
   tg_free(reqs);
@@ -645,6 +677,13 @@ tg_status rt_compile_many(const RtKernelSource *kernels, size_t n, RtProgram **o
 tg_status rt_compile(const RtKernelSource *kernel, RtProgram **out) { return rt_compile_many(kernel, 1, out); }
 
 const char *rt_compile_log(void) { return last_log ? last_log : ""; }
+
+void rt_set_compile_log(char *log) {
+  pthread_mutex_lock(&compile_lock);
+  tg_free(last_log);
+  last_log = log;
+  pthread_mutex_unlock(&compile_lock);
+}
 
 const char *rt_program_name(const RtProgram *p) { return p->name; }
 int rt_program_nparams(const RtProgram *p) { return p->nparams; }

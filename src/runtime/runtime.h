@@ -1,8 +1,13 @@
-/* runtime.h — the CPU runtime (DESIGN.md decision 5; tinygrad runtime/ops_cpu.py, device.py, helpers.py cache):
- * device memory from a reusing allocator, kernels compiled in batches by the system C compiler and loaded with
- * dlopen, a disk cache of compiled code, and a persistent thread pool that runs a kernel's core_id pieces.
+/* runtime.h — the devices (DESIGN.md decisions 5 and 6; tinygrad device.py, runtime/ops_cpu.py, ops_cuda.py,
+ * helpers.py cache): a registry of devices by name, each one implementation of one device interface (allocate,
+ * copy in/out, transfer, compile a batch, launch, synchronize, timing), with a reusing allocator above it.
+ *   CPU ("CPU", "CPU:n"): memory from mmap/aligned_alloc, kernels compiled in batches by the system C compiler and
+ *     loaded with dlopen, a persistent thread pool that runs a kernel's core_id pieces.
+ *   CUDA ("CUDA", "CUDA:n"): libcuda.so.1 and NVRTC loaded with dlopen at run time (the build never needs CUDA), the
+ *     primary context and one stream per device, NVRTC to cubin for the device's arch, pinned staging for copies.
+ * Both share the disk cache of compiled code.
  *
- * Independent of the IR: it takes C source strings and raw pointers. Thread-safe (one lock per part); a launch
+ * Independent of the IR: it takes source strings and device addresses. Thread-safe (one lock per part); a launch
  * from several threads at once is serialized on the pool.
  *
  * Knobs (tinygrad's names): CC (compiler, default clang, else gcc, else cc), CACHELEVEL (0: no disk cache),
@@ -21,30 +26,46 @@
 typedef struct RtBuffer RtBuffer;
 #define RT_HUGE_THRESHOLD ((size_t)1 << 21)
 
-/* A buffer of nbytes on `device` (only "CPU"; NULL means "CPU"). nbytes 0 is allowed (a valid, empty buffer).
- * Contents are unspecified (a reused block keeps old bytes). Errors: unknown device (TG_ERR_UNSUPPORTED), out of
- * memory after flushing the pool (TG_ERR_OUT_OF_MEMORY); *out is NULL then. */
+/* A buffer of nbytes on `device` (a name rt_device_open takes; NULL means the default device). nbytes 0 is allowed
+ * (a valid, empty buffer). Contents are unspecified (a reused block keeps old bytes). Errors: unknown device
+ * (TG_ERR_UNSUPPORTED), a device that cannot be opened (its error), out of memory after flushing the pool
+ * (TG_ERR_OUT_OF_MEMORY; nothing else is lost); *out is NULL then. */
 tg_status rt_buffer_new(const char *device, size_t nbytes, RtBuffer **out);
+typedef struct RtDevice RtDevice;
+tg_status rt_buffer_new_on(RtDevice *device, size_t nbytes, RtBuffer **out);
 /* A view of `nbytes` bytes at `offset` inside `base` (tinygrad Buffer views). It keeps the base alive; freeing the
  * base first is fine. Errors: the range exceeds the base. */
 tg_status rt_buffer_view(RtBuffer *base, size_t offset, size_t nbytes, RtBuffer **out);
 /* Drop the caller's reference; the block goes back to the pool when no view holds it. NULL is a no-op. */
 void rt_buffer_free(RtBuffer *buf);
+/* The host pointer of a buffer on a host-memory device (the CPU); NULL on others (a CUdeviceptr is no pointer). */
 void *rt_buffer_ptr(const RtBuffer *buf);
+/* The device address (base + offset for views): what a launch takes. */
+uint64_t rt_buffer_addr(const RtBuffer *buf);
 size_t rt_buffer_nbytes(const RtBuffer *buf);
-/* Copy host bytes in / out. nbytes + offset must fit the buffer (error otherwise, nothing copied). */
+RtDevice *rt_buffer_device(const RtBuffer *buf);
+/* Copy host bytes in / out. nbytes + offset must fit the buffer (error otherwise, nothing copied). A copy in may
+ * still be in flight when it returns (CUDA: from pinned staging, the source may be reused at once); a copy out
+ * waits for the device's queued work first. */
 tg_status rt_copyin(RtBuffer *dst, size_t offset, const void *src, size_t nbytes);
 tg_status rt_copyout(const RtBuffer *src, size_t offset, void *dst, size_t nbytes);
+/* Device to device (tinygrad Allocator._transfer, or through the host between kinds): nbytes from src+src_off to
+ * dst+dst_off. Both ranges must fit. */
+tg_status rt_transfer(RtBuffer *dst, size_t dst_off, const RtBuffer *src, size_t src_off, size_t nbytes);
 
-/* Bytes of live (non-view) buffers: tinygrad GlobalCounters.mem_used. */
+/* Bytes of live (non-view) buffers on every device: tinygrad GlobalCounters.mem_used. */
 size_t rt_mem_used(void);
 /* Bytes held in the reuse pool, and the number of blocks there. */
 size_t rt_mem_cached(void);
 size_t rt_mem_cached_blocks(void);
-/* Release every pooled block to the OS (tinygrad LRUAllocator.free_cache). */
+/* The same for one device. */
+size_t rt_device_mem_used(RtDevice *d);
+size_t rt_device_mem_cached(RtDevice *d);
+/* Release every pooled block of every device (tinygrad LRUAllocator.free_cache). */
 void rt_free_cache(void);
-/* Cap on bytes obtained from the OS (live + pooled); 0 = no cap (default). Beyond it a raw allocation fails as if
- * the OS had refused, which triggers the flush-and-retry path. For memory budgets and for tests. */
+/* Cap on bytes each device obtains from its backend (live + pooled); 0 = no cap (default). Beyond it a raw
+ * allocation fails as if the device had refused, which triggers the flush-and-retry path. For memory budgets and
+ * for tests. */
 void rt_set_mem_limit(size_t bytes);
 
 /* ============================================================================================== compiler
@@ -58,6 +79,9 @@ typedef struct RtKernelSource {
   const char *name;   /* the kernel function, e.g. "E_4_4" */
   const char *src;
   const char *entry;  /* fixed-ABI entry symbol in src, or NULL */
+  /* CPU: the scalar parameter that receives the piece index of a split launch (tinygrad's core_id Variable, which
+   * the renderer names like any Variable, "data3_"); NULL: the one named core_id. Ignored by CUDA. */
+  const char *core_param;
 } RtKernelSource;
 
 /* A compiled kernel. Owned by the runtime and interned by (compiler, flags, name, src, entry): compiling the same
@@ -68,13 +92,14 @@ typedef struct RtProgram RtProgram;
 /* The kernel's parameters as parsed from its signature. */
 typedef struct RtParam {
   bool is_pointer;
+  int value_bytes;    /* a scalar's width as the signature declares it (4 for "const int"); 8 for a pointer */
   char name[64];      /* the parameter's name in the source ("data0_16", "core_id") */
 } RtParam;
 
 const char *rt_program_name(const RtProgram *p);
 int rt_program_nparams(const RtProgram *p);
 const RtParam *rt_program_param(const RtProgram *p, int i);
-/* Index of the scalar parameter named "core_id", or -1. */
+/* Index of the core_id parameter (RtKernelSource.core_param, else the one named "core_id"), or -1. */
 int rt_program_core_id_param(const RtProgram *p);
 
 /* Compile n kernels: those not in the in-process table or the disk cache go to ONE compiler process (one file per
@@ -103,6 +128,46 @@ tg_status rt_launch(const RtProgram *p, void *const *bufs, const long long *vals
 
 /* Threads of the pool including the caller (NUM_CPU_THREADS, default the online CPUs). */
 int rt_num_threads(void);
+
+/* ============================================================================================== devices
+ * tinygrad's Device registry. Names are canonicalized as tinygrad does ("cuda:1" -> "CUDA:1", "CUDA:0" -> "CUDA");
+ * "CPU" and "CPU:n" are the CPU (each its own memory pool), "CUDA" and "CUDA:n" the n-th NVIDIA GPU. A device is
+ * opened once, on first use, and lives for the process. Errors: an unknown name (TG_ERR_UNSUPPORTED), a device
+ * that cannot be opened (TG_ERR_RUNTIME: "no CUDA device: libcuda.so.1 not found", no GPU, index out of range). */
+tg_status rt_device_open(const char *name, RtDevice **out);
+const char *rt_device_name(const RtDevice *d);
+/* The canonical name into out (size n); false (with the error) for a name no backend takes. */
+bool rt_device_canonical(const char *name, char *out, size_t n);
+/* Whether the device's memory is host memory (rt_buffer_ptr works). */
+bool rt_device_is_host(const RtDevice *d);
+/* CUDA: "sm_90a" on Hopper (compute capability 9.0), "sm_XY" otherwise; "" elsewhere. */
+const char *rt_device_arch(const RtDevice *d);
+
+/* Compile a batch for the device: the CPU compiles C (rt_compile_many); CUDA compiles CUDA C with NVRTC to cubin on
+ * several threads, cached on disk by NVRTC version + arch + options + source, and loads it into the device's
+ * context. A CUDA kernel is `extern "C" __global__ void <name>(...)`; its parameters are read from that signature
+ * (pointers are device buffers, scalars are passed by value at their declared width). NVRTC failures carry the
+ * NVRTC log (rt_compile_log). */
+tg_status rt_device_compile_many(RtDevice *d, const RtKernelSource *kernels, size_t n, RtProgram **out);
+/* Launch on the device: bufs[i] is the device address of pointer parameter i, vals[i] the value of scalar
+ * parameter i (both indexed by parameter position). grid counts blocks, block threads per block (CUDA); on the CPU
+ * block must be {1,1,1} and grid[0] is the number of core_id pieces (1 without a core_id parameter). Asynchronous
+ * where the device is (CUDA), unless `seconds` is given: then it waits and stores the kernel's time (CUDA: events
+ * around the launch; CPU: the wall time). */
+tg_status rt_device_launch(RtDevice *d, const RtProgram *p, const uint64_t *bufs, const long long *vals, int nargs,
+                           const int64_t grid[3], const int64_t block[3], double *seconds);
+/* Wait for every queued copy and kernel of the device. */
+tg_status rt_device_synchronize(RtDevice *d);
+
+/* Can CUDA be used here? false with the reason (a static string: "libcuda.so.1 not found", "no CUDA device found",
+ * the driver's error) when not. Opens "CUDA" to find out. */
+bool rt_cuda_available(const char **why);
+/* Can NVRTC be loaded? false with the reason. Independent of the driver: a machine without a GPU may compile. */
+bool rt_nvrtc_available(const char **why);
+/* Compile one CUDA C kernel to cubin for `arch` ("sm_90a") without a device (tinygrad DEV=NULL:CUDA): the cubin's
+ * bytes into *cubin (heap, caller frees). The disk cache is used as for rt_device_compile_many. Errors:
+ * NVRTC absent (TG_ERR_UNSUPPORTED), a compile failure (TG_ERR_RUNTIME, the NVRTC log in the message). */
+tg_status rt_nvrtc_compile(const char *name, const char *src, const char *arch, unsigned char **cubin, size_t *len);
 
 /* ============================================================================================== key/value cache
  * Small text values kept in the compile cache's database (tinygrad diskcache_get / diskcache_put), e.g. BEAM results:

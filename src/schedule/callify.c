@@ -7,6 +7,7 @@
  *   - DETACH / CONTIGUOUS_BACKWARD are dropped;
  *   - all writes are collected under one SINK, and every global BUFFER in it is replaced by PARAM(slot), slots in
  *     visit order, so the body's key is the same whichever buffers it runs on (the schedule cache key).
+ *   - COPY(x, device) becomes a new buffer on the device written by a flat copy of x (tinygrad pm_copy_to_store).
  * Not yet: precompiled FUNCTIONs, contiguous views of buffers folded to SHRINK views, Variables, DISK copies. */
 #include "schedule/sched_internal.h"
 
@@ -42,7 +43,7 @@ static UOp *store_into_new_buffer(CallifyCtx *c, UOp *x, UOp *orig, tg_status *s
   int64_t numel = shape_numel(&sh);
   if (numel == 0) return x; /* nothing to store: a size-0 value stays as it is (tinygrad drops the contiguous) */
   const char *dev = sched_device(orig);
-  UOp *buf = c->nb(dev ? dev : "CPU", dt_strong(orig->dtype), numel, c->nbctx);
+  UOp *buf = c->nb(dev ? dev : tg_default_device(), dt_strong(orig->dtype), numel, c->nbctx);
   if (!buf) { *st = tg_set_error(TG_ERR_OUT_OF_MEMORY, "schedule: could not create a buffer of %lld elements", (long long)numel); return NULL; }
   tg_vec_push(&c->res->new_buffers, uop_keep(buf));
   UOp *view = buf;
@@ -169,6 +170,43 @@ static UOp *rebuild(CallifyCtx *c, UOp *x) {
   return r;
 }
 
+/* tinygrad pm_copy_to_store (convert_copy_to_store): COPY(x, device) becomes a fresh buffer on `device` written by a
+ * flat copy of x, AFTER(buf, STORE(buf, x.flatten())) viewed in x's shape. x must be a whole buffer (tinygrad:
+ * has_buffer_identity), else it is made contiguous on its own device first. The copy kernel reads one device and
+ * writes the other; sched_copy_calls turns it into a COPY call. A copy to x's own device is x. */
+static UOp *callify_copy(CallifyCtx *c, UOp *x, UOp *src, tg_status *st) {
+  const char *to = x->arg.kind == ARG_STR ? x->arg.str : NULL, *from = sched_device(x->src[0]);
+  if (!to) { *st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "COPY without a target device"); return NULL; }
+  if (!from) { *st = unsupported("a COPY of a value without a device"); return NULL; }
+  if (strcmp(to, from) == 0) return src;
+  Shape sh;
+  if (sched_shape_of(x, &c->shapes, &sh) != SHAPE_OK) { *st = TG_ERR_INVALID_ARGUMENT; return NULL; }
+  int64_t numel = shape_numel(&sh);
+  if (numel == 0) return src;
+  if (!sched_has_buffer_identity(src, true)) {
+    src = store_into_new_buffer(c, src, x->src[0], st); /* contiguous on the source's device */
+    if (!src) return NULL;
+  }
+  UOp *buf = c->nb(to, dt_strong(x->dtype), numel, c->nbctx);
+  if (!buf) { *st = tg_set_error(TG_ERR_OUT_OF_MEMORY, "schedule: could not create a buffer of %lld elements", (long long)numel); return NULL; }
+  tg_vec_push(&c->res->new_buffers, uop_keep(buf));
+  UOp *flat_src[2] = {src, shape_to_uop(&numel, 1)};
+  UOp *flat = uop_new(TG_OP_RESHAPE, src->dtype, flat_src, 2, arg_none());
+  UOp *ss[2] = {buf, flat};
+  UOp *store = uop_new(TG_OP_STORE, DT_VOID, ss, 2, arg_none());
+  UOp *view = buf;
+  if (sh.ndim != 1) {
+    UOp *vs[2] = {buf, shape_to_uop(sh.d, sh.ndim)};
+    view = uop_new(TG_OP_RESHAPE, buf->dtype, vs, 2, arg_none());
+  }
+  UOp *as[2] = {view, store}; /* the copy's value in x's shape, after the flat store */
+  UOp *after = uop_new(TG_OP_AFTER, buf->dtype, as, 2, arg_none());
+  tg_vec_push(&c->assigns, after);
+  tg_vec_push(&c->res->map_from, uop_keep(x));
+  tg_vec_push(&c->res->map_to, uop_keep(view));
+  return after;
+}
+
 static UOp *callify_node(CallifyCtx *c, UOp *x, tg_status *st) {
   UOp *y = rebuild(c, x);
   switch (uop_op(x)) {
@@ -208,7 +246,7 @@ static UOp *callify_node(CallifyCtx *c, UOp *x, tg_status *st) {
     tg_vec_push(&c->res->map_to, uop_keep(assign_view(y)));
     return y;
   }
-  case TG_OP_COPY: *st = unsupported("COPY between devices"); return NULL;
+  case TG_OP_COPY: return callify_copy(c, x, y->src[0], st);
   case TG_OP_FUNCTION: case TG_OP_CALL: *st = unsupported("FUNCTION/CALL in a tensor graph"); return NULL;
   case TG_OP_BUFFER:
     if (x->arg.kind == ARG_PARAM && x->arg.param->addrspace == ADDR_ALU) { *st = unsupported("a Variable"); return NULL; }

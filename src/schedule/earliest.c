@@ -162,10 +162,7 @@ static UOp *rop(UOp *x, TgOp op, const int *axes, int naxes) {
 }
 
 /* the value lives on the CPU device ("CPU", "CPU:n"); the CPU adaptations below apply there only */
-static bool on_cpu(UOp *u) {
-  const char *dev = sched_device(u);
-  return dev && (strcmp(dev, "CPU") == 0 || strncmp(dev, "CPU:", 4) == 0);
-}
+static bool on_cpu(UOp *u) { return sched_device_is_cpu(sched_device(u)); }
 
 /* Follows x down through its movement ops (and DETACH/CUSTOM_GRAD, which pass their value through), turning idx (one
  * expression per dimension of x) into an index of the node below them: that node, or NULL when a movement op cannot

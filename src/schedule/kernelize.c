@@ -252,7 +252,7 @@ UOp *sched_limit_bufs(UOp *sink) {
   if (!pm) pm = PM_NEW("limit buffers", limit_rules);
   const char *dev = sched_device(sink);
   int64_t max_bufs = tg_getenv_int("MAX_KERNEL_BUFFERS", 0);
-  if (!max_bufs && dev && strncmp(dev, "CPU", 3) == 0) max_bufs = 31;
+  if (!max_bufs && sched_device_is_cpu(dev)) max_bufs = 31;
   if (!max_bufs) return sink;
   UOpVec topo = {0};
   uop_toposort(sink, NULL, NULL, &topo);

@@ -554,7 +554,7 @@ UOp *sched_run_rangeify(UOp *tsink) {
   uopmap_init(&c.ending);
   shape_cache_init(&c.shapes);
   c.sink_device = sched_device(tsink);
-  if (!c.sink_device) c.sink_device = "CPU";
+  if (!c.sink_device) c.sink_device = tg_default_device();
 
   UOpVec topo = {0};
   uop_toposort(tsink, not_kernel_body, NULL, &topo);

@@ -4,6 +4,7 @@
 #define TG_SCHED_INTERNAL_H
 
 #include "schedule/schedule.h"
+#include "schedule/sched_device.h"
 #include "tensor/shape.h"
 #include "uop/pattern.h"
 

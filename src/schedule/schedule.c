@@ -215,6 +215,102 @@ static UOpKey with_schedule_knobs(UOpKey key) {
   return key;
 }
 
+/* ---------------------------------------------------------------------------------------------------------------
+ * tinygrad pm_copy_from_store: a kernel whose buffers are on two devices must be a plain copy,
+ *   SINK(END(STORE(INDEX(dst, r), INDEX(src, r)), r))   (or INDEX(., 0) without END for one element),
+ * which becomes CALL(COPY(src, arg=dst's device), dst, src): the engine runs it as a device copy. Any other kernel
+ * over buffers on several devices is tinygrad's error. */
+
+static const char *param_device(const UOp *u) {
+  return (u->op == TG_OP_PARAM || u->op == TG_OP_BUFFER) && u->arg.kind == ARG_PARAM &&
+                 u->arg.param->addrspace == ADDR_GLOBAL && u->arg.param->device[0]
+             ? u->arg.param->device
+             : NULL;
+}
+
+/* The copy's (dst, src) PARAMs, or false when the kernel is not a plain copy. */
+static bool match_copy(UOp *ast, UOp **dst, UOp **src) {
+  if (ast->op != TG_OP_SINK || ast->nsrc != 1) return false;
+  UOp *st = ast->src[0], *r = NULL;
+  if (st->op == TG_OP_END) {
+    if (st->nsrc != 2 || st->src[1]->op != TG_OP_RANGE) return false;
+    r = st->src[1];
+    st = st->src[0];
+  }
+  if (st->op != TG_OP_STORE || st->nsrc != 2) return false;
+  UOp *a = st->src[0], *b = st->src[1];
+  if (a->op != TG_OP_INDEX || b->op != TG_OP_INDEX || a->nsrc != 2 || b->nsrc != 2 || a->src[1] != b->src[1])
+    return false;
+  UOp *idx = a->src[1];
+  if (r ? idx != r : !(idx->op == TG_OP_CONST && idx->arg.kind == ARG_CONST && idx->arg.c.kind == CK_INT && idx->arg.c.i == 0))
+    return false;
+  if (!param_device(a->src[0]) || !param_device(b->src[0]) || a->src[0]->dtype != b->src[0]->dtype) return false;
+  *dst = a->src[0];
+  *src = b->src[0];
+  return true;
+}
+
+/* A kernel's buffers (its CALL's PARAM sources) on more than one device: the only kernels that need a look. */
+static bool call_spans_devices(const UOp *call) {
+  const char *first = NULL;
+  for (uint32_t k = 1; k < call->nsrc; k++) {
+    const char *d = param_device(call->src[k]);
+    if (!d) continue;
+    if (!first) first = d;
+    else if (strcmp(first, d) != 0) return true;
+  }
+  return false;
+}
+
+UOp *sched_copy_calls(UOp *lin) {
+  UOpVec calls = {0};
+  bool changed = false, failed = false;
+  for (uint32_t i = 0; i < lin->nsrc && !failed; i++) {
+    UOp *call = lin->src[i];
+    UOp *ast = call->src[0];
+    if (ast->op != TG_OP_SINK || !call_spans_devices(call)) {
+      tg_vec_push(&calls, call);
+      continue;
+    }
+    const char *devs[8];
+    int ndev = 0;
+    UOpVec topo = {0};
+    uop_toposort(ast, NULL, NULL, &topo);
+    for (size_t k = 0; k < topo.len; k++) {
+      const char *d = param_device(topo.data[k]);
+      if (!d) continue;
+      int j = 0;
+      while (j < ndev && strcmp(devs[j], d) != 0) j++;
+      if (j == ndev && ndev < 8) devs[ndev++] = d;
+    }
+    tg_vec_free(&topo);
+    if (ndev < 2) {
+      tg_vec_push(&calls, call);
+      continue;
+    }
+    UOp *dst, *src;
+    int64_t ds, ss;
+    if (!match_copy(ast, &dst, &src) || (ds = dst->arg.param->slot) < 0 || (ss = src->arg.param->slot) < 0 ||
+        ds + 1 >= (int64_t)call->nsrc || ss + 1 >= (int64_t)call->nsrc) {
+      StrBuf m;
+      sb_init(&m);
+      for (int j = 0; j < ndev; j++) sb_printf(&m, "%s'%s'", j ? ", " : "", devs[j]);
+      tg_set_error(TG_ERR_INVALID_ARGUMENT, "all buffers must be on the same device: [%s] (move tensors with tg_to)",
+                   m.s);
+      sb_free(&m);
+      failed = true;
+      break;
+    }
+    UOp *copy = uop_new(TG_OP_COPY, dst->dtype, &src, 1, arg_str(dst->arg.param->device));
+    UOp *cs[3] = {copy, call->src[1 + ds], call->src[1 + ss]};
+    tg_vec_push(&calls, uop_new(TG_OP_CALL, DT_VOID, cs, 3, arg_none()));
+    changed = true;
+  }
+  UOp *ret = failed ? NULL : changed ? uop_new(TG_OP_LINEAR, DT_VOID, calls.data, calls.len, arg_none()) : lin;
+  tg_vec_free(&calls);
+  return ret;
+}
+
 static UOp *schedule_body(UOp *body, bool *hit) {
   double start = now_ms();
   UOpKey key = with_schedule_knobs(uop_key(body));
@@ -295,7 +391,7 @@ static UOp *resolve_call(UOp *call, const CallifyResult *cr, UOpMap *fresh, Sche
       } else {
         Shape sh;
         int64_t numel = s->nsrc && uop_as_shape(s->src[0], &sh) ? shape_numel(&sh) : 1;
-        UOp *nbuf = nb(s->arg.param->device[0] ? s->arg.param->device : "CPU", s->dtype, numel, ctx);
+        UOp *nbuf = nb(s->arg.param->device[0] ? s->arg.param->device : tg_default_device(), s->dtype, numel, ctx);
         if (!nbuf) goto done;
         uopmap_put(fresh, s, nbuf);
         out->new_buffers = tg_realloc(out->new_buffers, (out->nnew + 1) * sizeof(UOp *));
@@ -322,6 +418,7 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   UOpScope sc = uop_scope_begin();
   bool hit = false;
   UOp *lin = cr.args.len || cr.body->nsrc ? schedule_body(cr.body, &hit) : uop_new(TG_OP_LINEAR, DT_VOID, NULL, 0, arg_none());
+  if (lin) lin = sched_copy_calls(lin);
   if (!lin) {
     uop_scope_end(sc);
     sched_callify_free(&cr);

@@ -15,8 +15,11 @@
  * The kernel ASTs are exactly tinygrad's (KernelInfo name "test": the kernel name E_/r_... is computed by codegen
  * from the lowered ranges, as tinygrad's get_program does). tests/test_schedule.c compares them node for node.
  *
+ * A COPY between devices becomes a buffer on the target written by a plain copy kernel (callify), which sched_linear
+ * turns into a COPY call (sched_copy_calls); the engine runs it as a device copy.
+ *
  * Not supported yet (each a TG_ERR_UNSUPPORTED "not supported yet" error, never a wrong schedule): bound Variables and
- * symbolic shapes, COPY between devices and multi-device tensors, precompiled FUNCTIONs and custom kernels, partial
+ * symbolic shapes, multi-device (sharded) tensors, precompiled FUNCTIONs and custom kernels, partial
  * (LOCAL, PCONTIG) realization. */
 #ifndef TG_SCHEDULE_H
 #define TG_SCHEDULE_H
@@ -64,6 +67,11 @@ UOp *sched_apply_map(const SchedResult *r, UOp *u);
  * BUFFERs) before resolution, i.e. tinygrad's create_schedule(get_kernel_graph(callified sink)). Owned by the
  * caller's scope; NULL with tg_last_error() on error. */
 UOp *sched_kernels(UOp *sink);
+
+/* tinygrad pm_copy_from_store (sched_linear applies it): every kernel over buffers on two devices that is a plain
+ * copy becomes CALL(COPY(src PARAM, arg=destination device), dst, src); any other kernel over several devices is
+ * tinygrad's error ("all buffers must be on the same device: [...]"), NULL with tg_last_error(). */
+UOp *sched_copy_calls(UOp *lin);
 
 /* The schedule cache (SCACHE=0 disables it): number of entries, and drop them all (tests, exit). */
 size_t sched_cache_size(void);

@@ -1,6 +1,7 @@
 /* rand.c — random tensors as tinygrad makes them (mixin/rand.py): threefry2x32 over a per-device key
- * [sha256(device index) low word, seed] and a 64-bit counter that every call advances by the number of 32-bit words
- * it draws; the bits fill a float's mantissa ((bits >> (bitsize - nmant)) | bits(1.0), minus 1), randn is Box-Muller
+ * [sha256(device index) low word, seed] (the index counts devices in the order they first draw numbers) and a
+ * per-device 64-bit counter that every call advances by the number of 32-bit words it draws; both live on the
+ * tensor's device; the bits fill a float's mantissa ((bits >> (bitsize - nmant)) | bits(1.0), minus 1), randn is Box-Muller
  * over two uniforms, uniform/randint/normal scale them. The same seed gives tinygrad's numbers.
  *
  * One deviation in form, not in value: tinygrad keeps the counter in a device tensor advanced with assign; here it
@@ -10,21 +11,28 @@
 #include <math.h>
 
 #include "engine/engine.h"
+#include "runtime/runtime.h"
 
 static uint64_t g_seed;      /* Tensor._seed (tinygrad starts from the time; we start from 0 until seeded) */
-static uint64_t g_counter;   /* the CPU device's rng counter */
 
-/* low 32 bits of int.from_bytes(sha256((0).to_bytes(4, "big")), "big"): the key word of the first device */
-#define DEVICE0_KEY_WORD 0x14b81119u
+/* low 32 bits of int.from_bytes(sha256((i).to_bytes(4, "big")), "big"): the key word of the i-th device */
+static const uint32_t device_key_words[8] = {0x14b81119u, 0x764f528du, 0xdb12cf1au, 0x0f79f7d3u,
+                                             0x900b0937u, 0x3eaa7569u, 0x7c0172cbu, 0x28a3a23bu};
+
+/* Tensor._device_seeds / _device_rng_counters: per device, in order of first use (forgotten by tg_manual_seed) */
+typedef struct RngState { const char *device; uint64_t counter; } RngState;
+static RngState rng_states[TG_ARRAY_LEN(device_key_words)];
+static size_t rng_count;
+static const char *rand_device; /* the device the next t_rand draws on (NULL: the default device) */
 
 void tg_manual_seed(uint64_t seed) {
   g_seed = seed;
-  g_counter = 0;
+  rng_count = 0;
 }
 
-static UOp *u32_buffer(uint32_t a, uint32_t b) {
+static UOp *u32_buffer(const char *device, uint32_t a, uint32_t b) {
   uint32_t data[2] = {a, b};
-  return engine_buffer_from_host("CPU", DT_UINT32, 2, data);
+  return engine_buffer_from_host(device, DT_UINT32, 2, data);
 }
 
 static UOp *idx_int(UOp *x, int64_t i) {
@@ -90,10 +98,21 @@ static UOp *bits_to_rand(UOp *bits, const Shape *s, const DType *dt) {
 static UOp *t_rand(const Shape *s, const DType *dt) {
   if (!dt_is_float(dt) || dt_is_weak(dt) || mantissa_bits(dt) < 0) return terr("rand only supports concrete float dtypes, got %s", dt->name);
   int64_t num = (shape_numel(s) * dt_itemsize(dt) + 3) / 4;
-  UOp *key = u32_buffer(DEVICE0_KEY_WORD, (uint32_t)g_seed);
-  UOp *counter = u32_buffer((uint32_t)g_counter, (uint32_t)(g_counter >> 32));
+  char canon[TG_NAME_MAX];
+  if (!rt_device_canonical(rand_device ? rand_device : tg_default_device(), canon, sizeof canon)) return NULL;
+  const char *dev = tdevice_intern(canon);
+  size_t i = 0;
+  while (i < rng_count && rng_states[i].device != dev) i++;
+  if (i == rng_count) {
+    if (rng_count == TG_ARRAY_LEN(rng_states))
+      return terr_unsupported("random numbers on more than 8 devices");
+    rng_states[rng_count++] = (RngState){dev, 0};
+  }
+  RngState *r = &rng_states[i];
+  UOp *key = u32_buffer(dev, device_key_words[i], (uint32_t)g_seed);
+  UOp *counter = u32_buffer(dev, (uint32_t)r->counter, (uint32_t)(r->counter >> 32));
   if (!key || !counter) return NULL;
-  g_counter += (uint64_t)num;
+  r->counter += (uint64_t)num;
   return t_contiguous(bits_to_rand(random_bits(key, counter, num), s, dt));
 }
 
@@ -177,13 +196,20 @@ tg_tensor *tg_normal(const int64_t *shape, size_t ndim, double mean, double std,
 tg_tensor *tg_rand_like(const tg_tensor *t) {
   tctx_begin("tg_rand_like");
   UOp *x = tin(t, 1);
-  return tctx_end(x ? t_rand(&t->shape, x->dtype) : NULL);
+  rand_device = t ? t->device : NULL; /* tinygrad rand_like: on self.device */
+  UOp *r = x ? t_rand(&t->shape, x->dtype) : NULL;
+  rand_device = NULL;
+  return tctx_end(r);
 }
 
 tg_tensor *tg_randn_like(const tg_tensor *t) {
   tctx_begin("tg_randn_like");
   UOp *x = tin(t, 1), *r = NULL;
   if (x && dt_is_weak(x->dtype)) r = terr("randn_like requires a concrete dtype, got %s", x->dtype->name);
-  else if (x) r = t_randn(&t->shape, x->dtype);
+  else if (x) {
+    rand_device = t->device;
+    r = t_randn(&t->shape, x->dtype);
+    rand_device = NULL;
+  }
   return tctx_end(r);
 }

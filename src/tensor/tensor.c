@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "engine/engine.h"
+#include "runtime/runtime.h"
 
 /* ------------------------------------------------------------------------------------------------ live handles */
 
@@ -18,12 +19,12 @@ static size_t live_count;
 typedef TG_VEC(tg_tensor *) HandleVec;
 static TG_VEC(HandleVec) scopes;
 
-static tg_tensor *handle_new(UOp *u, const Shape *s, bool has_device) {
+static tg_tensor *handle_new(UOp *u, const Shape *s, const char *device) {
   tg_tensor *t = tg_calloc(1, sizeof *t);
   t->uop = uop_keep(u);
   t->shape = *s;
   t->rc = 1;
-  t->has_device = has_device;
+  t->device = device;
   t->next = live_head;
   if (live_head) live_head->prev = t;
   live_head = t;
@@ -90,8 +91,9 @@ static struct {
   const char *op;
   UOpScope scope;
   ShapeCache cache;
-  UOpMap device; /* node -> 1 (no device) / 2 (has one), seeded by the inputs */
+  UOpMap device; /* node -> its interned device name, or &no_device; seeded by the inputs */
 } ctx;
+static char no_device; /* the device memo's "none" */
 
 void tctx_begin(const char *op) {
   if (ctx.depth++ > 0) return;
@@ -114,7 +116,7 @@ static void ctx_close(void) {
 tg_tensor *tctx_end(UOp *result) {
   tg_tensor *t = NULL;
   Shape s;
-  if (result && tshape(result, &s)) t = handle_new(result, &s, tdevice(result));
+  if (result && tshape(result, &s)) t = handle_new(result, &s, tdevice_name(result));
   ctx_close();
   return t;
 }
@@ -152,7 +154,7 @@ UOp *tin(const tg_tensor *t, int i) {
     return NULL;
   }
   shape_cache_seed(&ctx.cache, t->uop, &t->shape);
-  uopmap_put(&ctx.device, t->uop, (void *)(uintptr_t)(t->has_device ? 2 : 1));
+  uopmap_put(&ctx.device, t->uop, t->device ? (void *)t->device : (void *)&no_device);
   return t->uop;
 }
 
@@ -174,25 +176,60 @@ static bool device_unknown(const UOp *u, void *unused) {
   return uopmap_get(&ctx.device, u) == NULL;
 }
 
-/* tinygrad's UOp.device is not None: some BUFFER below (memoized per call, stopping at the inputs) */
+const char *tdevice_intern(const char *canonical) {
+  static TG_VEC(char *) names;
+  for (size_t i = 0; i < names.len; i++)
+    if (strcmp(names.data[i], canonical) == 0) return names.data[i];
+  tg_vec_push(&names, tg_strdup(canonical));
+  return names.data[names.len - 1];
+}
+
+/* a node's own device: a global BUFFER's (a Variable has none), a COPY's target */
+static const char *own_device(const UOp *n, bool *has_own) {
+  *has_own = false;
+  if (n->op == TG_OP_BUFFER && n->arg.kind == ARG_PARAM) {
+    *has_own = true;
+    return n->arg.param->device[0] ? tdevice_intern(n->arg.param->device) : NULL;
+  }
+  if (n->op == TG_OP_COPY && n->arg.kind == ARG_STR) {
+    *has_own = true;
+    return tdevice_intern(n->arg.str);
+  }
+  return NULL;
+}
+
+/* tinygrad's UOp.device (memoized per call, stopping at the inputs, whose devices tin() seeded) */
+const char *tdevice_name(UOp *u) {
+  if (!u) return NULL;
+  UOpVec order = {0};
+  UOpMap local;
+  UOpMap *memo = ctx.depth ? &ctx.device : &local;
+  if (!ctx.depth) uopmap_init(&local);
+  if (ctx.depth) uop_toposort(u, device_unknown, NULL, &order);
+  else uop_toposort(u, NULL, NULL, &order);
+  for (size_t i = 0; i < order.len; i++) {
+    UOp *n = order.data[i];
+    if (uopmap_get(memo, n)) continue;
+    bool has_own;
+    const char *dev = own_device(n, &has_own);
+    for (uint32_t k = 0; k < n->nsrc && !has_own && !dev; k++) {
+      void **v = uopmap_get(memo, n->src[k]);
+      if (v && *v != (void *)&no_device) dev = *v;
+    }
+    uopmap_put(memo, n, dev ? (void *)dev : (void *)&no_device);
+  }
+  tg_vec_free(&order);
+  void **v = uopmap_get(memo, u);
+  const char *r = v && *v != (void *)&no_device ? *v : NULL;
+  if (!ctx.depth) uopmap_free(&local);
+  return r;
+}
+
+/* tinygrad's UOp.device is not None: some BUFFER below */
 bool tdevice(UOp *u) {
   if (!u) return false;
   if (ctx.depth == 0) return uop_op_in_backward_slice_with_self(u, TG_OP_BUFFER);
-  UOpVec order = {0};
-  uop_toposort(u, device_unknown, NULL, &order);
-  for (size_t i = 0; i < order.len; i++) {
-    UOp *n = order.data[i];
-    if (uopmap_get(&ctx.device, n)) continue;
-    bool has = (n->op == TG_OP_BUFFER || n->op == TG_OP_COPY) && !(n->arg.kind == ARG_PARAM && !n->arg.param->device[0]);
-    for (uint32_t k = 0; k < n->nsrc && !has; k++) {
-      void **v = uopmap_get(&ctx.device, n->src[k]);
-      has = v && (uintptr_t)*v == 2;
-    }
-    uopmap_put(&ctx.device, n, (void *)(uintptr_t)(has ? 2 : 1));
-  }
-  tg_vec_free(&order);
-  void **v = uopmap_get(&ctx.device, u);
-  return v && (uintptr_t)*v == 2;
+  return tdevice_name(u) != NULL;
 }
 
 bool resolve_dim(UOp *u, int dim, bool extra, int *out) {
@@ -227,7 +264,7 @@ int tg_ndim(const tg_tensor *t) { return t ? t->shape.ndim : -1; }
 const int64_t *tg_shape(const tg_tensor *t) { return t ? t->shape.d : NULL; }
 int64_t tg_numel(const tg_tensor *t) { return t ? shape_numel(&t->shape) : -1; }
 tg_dtype tg_get_dtype(const tg_tensor *t) { return t ? t->uop->dtype->id : TG_VOID; }
-const char *tg_device(const tg_tensor *t) { return t && t->has_device ? "CPU" : NULL; }
+const char *tg_device(const tg_tensor *t) { return t ? t->device : NULL; }
 
 int64_t tg_size(const tg_tensor *t, int axis) {
   if (!t) return -1;
@@ -306,13 +343,14 @@ static bool check_shape_arg(const int64_t *shape, size_t ndim, Shape *out) {
 
 /* ----------------------------------------------------------------------------------------------------- creation */
 
-/* tinygrad Tensor.empty: new_buffer(size).reshape(shape) */
-static UOp *t_empty(const Shape *s, const DType *dt) {
+/* tinygrad Tensor.empty: new_buffer(size).reshape(shape), on `device` (NULL: the default) */
+static UOp *t_empty_on(const Shape *s, const DType *dt, const char *device) {
   if (dt_is_weak(dt) || dt == DT_VOID) return terr("cannot create storage for weak dtype %s", dt->name);
-  UOp *buf = engine_new_buffer("CPU", dt, shape_numel(s));
+  UOp *buf = engine_new_buffer(device ? device : tg_default_device(), dt, shape_numel(s));
   if (!buf) return NULL;
   return t_reshape(buf, s->d, s->ndim);
 }
+static UOp *t_empty(const Shape *s, const DType *dt) { return t_empty_on(s, dt, NULL); }
 
 /* tinygrad Tensor.full: const(fill, dt).reshape((1,)*n).expand(shape), then (buffer=True) stored into a new buffer */
 static UOp *t_full(const Shape *s, Const fill, const DType *dt, bool buffer, bool explicit_dtype) {
@@ -329,11 +367,26 @@ static UOp *t_full(const Shape *s, Const fill, const DType *dt, bool buffer, boo
   return uop_new(TG_OP_AFTER, NULL, af, 2, arg_none());
 }
 
-tg_tensor *tg_empty(const int64_t *shape, size_t ndim, tg_dtype dtype) {
+tg_tensor *tg_empty(const int64_t *shape, size_t ndim, tg_dtype dtype) { return tg_empty_on(shape, ndim, dtype, NULL); }
+
+tg_tensor *tg_empty_on(const int64_t *shape, size_t ndim, tg_dtype dtype, const char *device) {
   tctx_begin("tg_empty");
   Shape s;
   const DType *dt;
-  UOp *r = check_shape_arg(shape, ndim, &s) && user_dtype(dtype, dt_default_float(), &dt) ? t_empty(&s, dt) : NULL;
+  UOp *r = check_shape_arg(shape, ndim, &s) && user_dtype(dtype, dt_default_float(), &dt) ? t_empty_on(&s, dt, device) : NULL;
+  return tctx_end(r);
+}
+
+/* tinygrad Tensor.to: the same value when it is on `device` already (or has no device), else COPY(x, device) */
+tg_tensor *tg_to(const tg_tensor *t, const char *device) {
+  tctx_begin("tg_to");
+  UOp *x = tin(t, 1), *r = NULL;
+  char canon[TG_NAME_MAX];
+  if (x && !device) r = terr("device is NULL");
+  else if (x && !rt_device_canonical(device, canon, sizeof canon)) r = NULL;
+  else if (x && (!t->device || strcmp(t->device, canon) == 0)) r = x;
+  else if (x && dt_is_weak(x->dtype)) r = terr("cannot copy a weak dtype (%s) to %s", x->dtype->name, canon);
+  else if (x) r = uop_new(TG_OP_COPY, x->dtype, &x, 1, arg_str(canon));
   return tctx_end(r);
 }
 
@@ -377,6 +430,10 @@ tg_tensor *tg_ones_like(const tg_tensor *t, tg_dtype dtype) { return like_common
 tg_tensor *tg_empty_like(const tg_tensor *t, tg_dtype dtype) { return like_common("tg_empty_like", t, const_int(0), dtype, true); }
 
 tg_tensor *tg_from_data(const void *data, tg_dtype dtype, const int64_t *shape, size_t ndim) {
+  return tg_from_data_on(data, dtype, shape, ndim, NULL);
+}
+
+tg_tensor *tg_from_data_on(const void *data, tg_dtype dtype, const int64_t *shape, size_t ndim, const char *device) {
   tctx_begin("tg_from_data");
   Shape s;
   const DType *dt;
@@ -385,7 +442,7 @@ tg_tensor *tg_from_data(const void *data, tg_dtype dtype, const int64_t *shape, 
     if (dt_is_weak(dt) || dt == DT_VOID) r = terr("cannot create storage for weak dtype %s", dt->name);
     else if (!data && shape_numel(&s) > 0) r = terr("data is NULL");
     else {
-      UOp *buf = engine_buffer_from_host("CPU", dt, shape_numel(&s), data);
+      UOp *buf = engine_buffer_from_host(device ? device : tg_default_device(), dt, shape_numel(&s), data);
       r = buf ? t_reshape(buf, s.d, s.ndim) : NULL;
     }
   }
@@ -558,7 +615,7 @@ tg_status tg_realize_many(tg_tensor *const *ts, size_t n) {
     UOp *u = tin(ts ? ts[i] : NULL, (int)i + 1);
     if (!u) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; break; }
     /* virtual values (no device, or weak) and plain buffers have nothing to compute */
-    if (!ts[i]->has_device || dt_is_weak(u->dtype) || has_buffer_identity(u, false)) continue;
+    if (!ts[i]->device || dt_is_weak(u->dtype) || has_buffer_identity(u, false)) continue;
     roots[k++] = u;
   }
   if (st == TG_OK && k) st = realize_uops(roots, k);
@@ -581,8 +638,8 @@ tg_tensor *tg_contiguous(const tg_tensor *t) {
   return tctx_end(t_contiguous(tin(t, 1)));
 }
 
-/* a device-less value gets a buffer: tinygrad's clone("CPU") (empty_like + AFTER(STORE)) */
-static UOp *clone_to_cpu(UOp *x) {
+/* a device-less value gets a buffer on the default device: tinygrad's clone() (empty_like + AFTER(STORE)) */
+static UOp *clone_to_default(UOp *x) {
   Shape s;
   if (!tshape(x, &s)) return NULL;
   UOp *ret = t_empty(&s, dt_strong(x->dtype));
@@ -593,7 +650,7 @@ static UOp *clone_to_cpu(UOp *x) {
   return uop_new(TG_OP_AFTER, NULL, af, 2, arg_none());
 }
 
-UOp *t_clone(UOp *x) { return x ? clone_to_cpu(x) : NULL; }
+UOp *t_clone(UOp *x) { return x ? clone_to_default(x) : NULL; }
 
 /* copy out a realized value: a BUFFER, or a contiguous range of one (tinygrad's buffer view: SHRINK of a 1-d BUFFER) */
 static tg_status copyout_view(UOp *v, void *out, size_t nbytes) {
@@ -628,7 +685,7 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
   if (need == 0) goto done;
   if (!out) { terr("out is NULL"); st = TG_ERR_INVALID_ARGUMENT; goto done; }
   bool same_value = x == t->uop; /* no cast was needed: the realized buffer can stand for t from now on */
-  x = tdevice(x) ? t_contiguous(x) : clone_to_cpu(x);
+  x = tdevice(x) ? t_contiguous(x) : clone_to_default(x);
   if (!x) { st = tg_last_status(); goto done; }
   UOp *buf = x;
   if (!has_buffer_identity(x, false)) {
@@ -711,7 +768,7 @@ tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
   UOp *dst = tin(t, 1), *src = tin(x, 2);
   tg_status st = TG_OK;
   if (!dst || !src) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; goto done; }
-  if (dt_is_weak(dst->dtype) || !t->has_device) {
+  if (dt_is_weak(dst->dtype) || !t->device) {
     terr("cannot assign into a tensor without storage (%s, dtype %s)", fmt_shape(&t->shape), dst->dtype->name);
     st = TG_ERR_INVALID_ARGUMENT;
     goto done;

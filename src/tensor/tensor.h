@@ -15,7 +15,8 @@ struct tg_tensor {
   UOp *uop;           /* kept (uop_keep) while the handle lives */
   Shape shape;
   int32_t rc;         /* references: the creator's (scope or caller) + tg_retain's */
-  bool has_device;    /* false for device-less values (weak scalars, consts) */
+  const char *device; /* "CPU", "CUDA:1" (interned, lives for the process); NULL for device-less values (weak
+                         scalars, consts) */
   struct tg_tensor *prev, *next; /* the list of live handles (realize updates every handle on a realized root) */
   struct tg_tensor *grad; /* autograd (src/grad): the accumulated gradient, a handle owned by this one (or NULL) */
   bool requires_grad;     /* tg_backward fills `grad` */
@@ -41,6 +42,11 @@ const char *tctx_op(void);
 bool tshape(UOp *u, Shape *out);
 int tndim(UOp *u);
 bool tdevice(UOp *u);                 /* has a device (some BUFFER below) */
+/* tinygrad's UOp.device: a BUFFER's own, a COPY's target, else the first source's that has one; NULL for none.
+ * Interned (lives for the process). */
+const char *tdevice_name(UOp *u);
+/* The process-lifetime copy of a canonical device name. */
+const char *tdevice_intern(const char *canonical);
 bool resolve_dim(UOp *u, int dim, bool extra, int *out); /* tinygrad _resolve_dim, errors on out of range */
 const char *fmt_shape(const Shape *s); /* rotating static buffers, for messages */
 const char *fmt_dims(const int64_t *d, int n);

@@ -1,0 +1,146 @@
+/* device.c — the device registry (tinygrad Device): names are canonicalized, each device is opened once by its
+ * backend's ops table, and every device call goes through that table. Also the default device: DEV (tinygrad's
+ * knob; its device part, "CUDA" of "CUDA:PTX"), else CPU, or what tg_set_default_device chose. */
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runtime/rt_internal.h"
+
+#define MAX_DEVICES 64
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static RtDevice *devices[MAX_DEVICES];
+static int ndevices;
+
+static const RtDeviceOps *const backends[] = {&rt_cpu_ops, &rt_cuda_ops};
+
+/* "cuda:1" -> "CUDA:1", "CUDA:0" -> "CUDA" (tinygrad _canonicalize), and the backend and index of the name. */
+static const RtDeviceOps *parse_name(const char *name, char *out, size_t n, int *index) {
+  if (!name || !*name) {
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "device: empty device name");
+    return NULL;
+  }
+  char kind[32];
+  size_t k = 0;
+  for (; name[k] && name[k] != ':' && k + 1 < sizeof kind; k++) kind[k] = (char)toupper((unsigned char)name[k]);
+  kind[k] = 0;
+  const char *rest = name[k] == ':' ? name + k + 1 : NULL;
+  const RtDeviceOps *ops = NULL;
+  for (size_t i = 0; i < TG_ARRAY_LEN(backends) && !ops; i++)
+    if (strcmp(kind, backends[i]->kind) == 0) ops = backends[i];
+  if (!ops || (name[k] && name[k] != ':')) {
+    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: device '%s' not supported yet (CPU, CPU:n, CUDA, CUDA:n)", name);
+    return NULL;
+  }
+  long idx = 0;
+  if (rest) {
+    char *end;
+    idx = strtol(rest, &end, 10);
+    if (!*rest || *end || idx < 0 || idx > 1023) {
+      tg_set_error(TG_ERR_INVALID_ARGUMENT, "device: '%s': expected %s or %s:<index>", name, kind, kind);
+      return NULL;
+    }
+  }
+  if (idx) snprintf(out, n, "%s:%ld", kind, idx);
+  else snprintf(out, n, "%s", kind);
+  *index = (int)idx;
+  return ops;
+}
+
+bool rt_device_canonical(const char *name, char *out, size_t n) {
+  int idx;
+  return parse_name(name, out, n, &idx) != NULL;
+}
+
+tg_status rt_device_open(const char *name, RtDevice **out) {
+  *out = NULL;
+  char canon[32];
+  int idx;
+  const RtDeviceOps *ops = parse_name(name, canon, sizeof canon, &idx);
+  if (!ops) return tg_last_status();
+  pthread_mutex_lock(&registry_lock);
+  for (int i = 0; i < ndevices; i++)
+    if (strcmp(devices[i]->name, canon) == 0) {
+      *out = devices[i];
+      pthread_mutex_unlock(&registry_lock);
+      return TG_OK;
+    }
+  tg_status st = TG_OK;
+  if (ndevices == MAX_DEVICES) {
+    st = tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: more than %d devices not supported yet", MAX_DEVICES);
+  } else {
+    RtDevice *d = tg_calloc(1, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", canon);
+    d->index = idx;
+    d->ops = ops;
+    st = ops->open(d);
+    if (st == TG_OK) {
+      devices[ndevices++] = d;
+      *out = d;
+      if (tg_debug_level() >= 1) printf("opened device %s\n", d->name);
+    } else {
+      tg_free(d); /* a failed open is tried again next time (its error each time) */
+    }
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return st;
+}
+
+void rt_device_each(void (*fn)(RtDevice *d, void *ctx), void *ctx) {
+  pthread_mutex_lock(&registry_lock);
+  for (int i = 0; i < ndevices; i++) fn(devices[i], ctx);
+  pthread_mutex_unlock(&registry_lock);
+}
+
+const char *rt_device_name(const RtDevice *d) { return d->name; }
+bool rt_device_is_host(const RtDevice *d) { return d->ops->host_memory; }
+const char *rt_device_arch(const RtDevice *d) { return d->arch; }
+
+tg_status rt_device_compile_many(RtDevice *d, const RtKernelSource *kernels, size_t n, RtProgram **out) {
+  if (!d) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_compile_many: NULL device");
+  return d->ops->compile_many(d, kernels, n, out);
+}
+
+tg_status rt_device_launch(RtDevice *d, const RtProgram *p, const uint64_t *bufs, const long long *vals, int nargs,
+                           const int64_t grid[3], const int64_t block[3], double *seconds) {
+  if (!d || !p) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_launch: NULL device or program");
+  if (p->ops != d->ops || (p->device && p->device != d))
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_launch: %s was compiled for %s, not %s", p->name,
+                        p->device ? p->device->name : p->ops->kind, d->name);
+  return d->ops->launch(d, p, bufs, vals, nargs, grid, block, seconds);
+}
+
+tg_status rt_device_synchronize(RtDevice *d) {
+  if (!d) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_synchronize: NULL device");
+  return d->ops->synchronize(d);
+}
+
+/* ---- the default device ---- */
+static char default_device[32];
+
+const char *tg_default_device(void) {
+  if (!default_device[0]) {
+    const char *dev = getenv("DEV");
+    char part[32] = "CPU";
+    if (dev && *dev) {
+      const char *plus = strrchr(dev, '+'); /* [IFACE+]DEVICE[:RENDERER[:ARCH]]: the DEVICE */
+      const char *s = plus ? plus + 1 : dev;
+      size_t k = 0;
+      for (; s[k] && s[k] != ':' && k + 1 < sizeof part; k++) part[k] = (char)toupper((unsigned char)s[k]);
+      part[k] = 0;
+    }
+    snprintf(default_device, sizeof default_device, "%s", part);
+  }
+  return default_device;
+}
+
+tg_status tg_set_default_device(const char *device) {
+  char canon[32];
+  if (!rt_device_canonical(device, canon, sizeof canon)) return tg_last_status();
+  snprintf(default_device, sizeof default_device, "%s", canon);
+  return TG_OK;
+}
+
+bool tg_cuda_available(const char **why) { return rt_cuda_available(why); }

@@ -1,0 +1,12 @@
+/* sched_device.h — what the scheduler asks about a device (kept apart from sched_internal.h: its source includes
+ * the renderer's header, whose names clash with the tensor shape helpers). */
+#ifndef TG_SCHED_DEVICE_H
+#define TG_SCHED_DEVICE_H
+
+#include <stdbool.h>
+
+/* The device's kernels are C for the host compiler (the CPU renderer): the CPU-only schedule adaptations
+ * (earliest.c, the kernel buffer limit) apply there only. NULL or "" (no device) is not. */
+bool sched_device_is_cpu(const char *device);
+
+#endif
