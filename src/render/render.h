@@ -83,6 +83,18 @@ const Renderer *renderer_clang(void);
  * (clang vectorizes the pad kernels it gates only then). The codegen parity test applies it to tinygrad's graphs. */
 const RuleSet *render_pm_range_checks(void);
 
+/* tinygrad's CUDARenderer for sm_90 (cuda.c): CStyleLanguage's ops with native SQRT/EXP2/LOG2/SIN/TRUNC/RECIPROCAL
+ * (no MAX, no FDIV), every dtype but fp8, has_local/has_shared, no THREAD axis, global_max (2^31-1, 65535, 65535),
+ * local_max (1024, 1024, 64), shared_max 49152 bytes. */
+const Renderer *renderer_cuda(void);
+
+/* Render a linearized kernel to CUDA C++ for NVRTC, as tinygrad's CUDARenderer.render, but with no #include: half and
+ * bfloat16 are defined in the source (cuda.c). The kernel is
+ *   extern "C" __global__ void __launch_bounds__(<threads per block>) <name>(float* data0_16, ..., const int data3_)
+ * with the parameters in render_params order (the launch passes kernelParams in that order); launch dimensions from
+ * render_launch_dims. Heap string, or NULL with tg_last_error() set. */
+char *render_cuda(const Renderer *ren, UOp *linear);
+
 /* Render a linearized kernel (a LINEAR whose sources are the cg_linearize list) to C source for the CPU, as tinygrad's
  * ClangRenderer.render: vector typedefs, then
  *   void <name>(float* restrict data0_16, const int core_id, ...) { ... }

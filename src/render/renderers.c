@@ -13,10 +13,7 @@ static bool device_is(const char *device, const char *base) {
 
 const Renderer *renderer_for_device(const char *device) {
   if (!device || !*device || device_is(device, "CPU")) return renderer_clang();
-  if (device_is(device, "CUDA")) {
-    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: render: device %s: the CUDA renderer is not built yet", device);
-    return NULL;
-  }
+  if (device_is(device, "CUDA")) return renderer_cuda();
   tg_set_error(TG_ERR_INVALID_ARGUMENT, "render: unknown device %s (known: CPU, CUDA)", device);
   return NULL;
 }
