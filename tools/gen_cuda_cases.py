@@ -117,6 +117,9 @@ def cases():
   yield "grouptop_local", lambda: f(64, 1024).sum(1), [Opt(OptOps.LOCAL, 0, 4), Opt(OptOps.GROUPTOP, 0, 16)]
   yield "grouptop_upcast", lambda: f(64, 1024).sum(1), [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.GROUPTOP, 0, 8)]
   yield "local2", lambda: f(64, 64) + f(64, 64).T, [Opt(OptOps.LOCAL, 0, 8), Opt(OptOps.LOCAL, 1, 4)]
+  yield "transpose_2d", lambda: f(64, 48).T.contiguous(), []
+  yield "grid_merge", lambda: f(5, 3, 70000).permute(2, 1, 0).contiguous(), []
+  yield "grid_locals", lambda: f(8, 16, 32).permute(2, 1, 0).contiguous(), [Opt(OptOps.LOCAL, 0, 4), Opt(OptOps.LOCAL, 1, 4), Opt(OptOps.LOCAL, 2, 8)]
   yield "cumsum", lambda: f(256).cumsum(), None
   yield "argmax", lambda: f(16, 64).argmax(1), None
   yield "conv2d", lambda: Tensor.empty(1, 4, 16, 16).conv2d(Tensor.empty(8, 4, 3, 3), padding=1), None

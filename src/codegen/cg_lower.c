@@ -14,10 +14,11 @@ UOp *cg_weak_const(const DType *like, Const v) {
 }
 
 /* ================================================================================================================
- * remove reduces: REDUCE(x, ranges) -> acc[0] = identity; loop { acc[0] = acc[0] op x }; value acc[0]
+ * remove reduces: REDUCE(x, ranges) -> acc[0] = identity; loop { acc[0] = acc[0] op x }; value acc[0] (a REDUCE over
+ * GROUP_REDUCE ranges first splits into two through a LOCAL buffer: cg_gpu.c)
  * ================================================================================================================ */
 
-typedef struct ReduceCtx { int64_t acc_num; } ReduceCtx;
+typedef struct ReduceCtx { int64_t acc_num, local_num; } ReduceCtx;
 
 static Const identity_element(TgOp op, const DType *d) {
   if (op == TG_OP_ADD) return dt_is_float(d) ? const_float(0.0) : dt_is_bool(d) ? const_bool(false) : const_int(0);
@@ -108,7 +109,15 @@ static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
   return ret;
 }
 
+/* a REDUCE over GROUP_REDUCE ranges: partials through a LOCAL buffer, then a second REDUCE (cg_gpu.c) */
+static UOp *group_reduce(RwCtx *rw, UOp *r, UOp **m) {
+  TG_UNUSED(m);
+  ReduceCtx *ctx = rw->ctx;
+  return cg_fix_group_for_reduce(r, &ctx->local_num);
+}
+
 static const Rule reduce_rules[] = {
+    RULE("r:(REDUCE _ _ ...)", group_reduce, NULL),
     /* a REDUCE over ranges becomes a register accumulator: init store, update store inside the loop, END */
     RULE("r:(REDUCE _ _ ...)", reduce_to_acc, NULL),
 };
@@ -119,56 +128,6 @@ UOp *cg_remove_reduces(UOp *sink) {
   ReduceCtx ctx = {0};
   UOp *ret = graph_rewrite(sink, pm, &ctx, 0, NULL, "remove reduces");
   return ret ? cg_merge_reduce_ends(ret) : NULL;
-}
-
-/* ================================================================================================================
- * gpudims for the CPU: the THREAD range becomes the core_id Variable
- * ================================================================================================================ */
-
-UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
-  UOpVec topo = {0}, globals = {0};
-  uop_toposort(sink, NULL, NULL, &topo);
-  UOp *ret = sink;
-  for (size_t i = 0; i < topo.len; i++) {
-    UOp *u = topo.data[i];
-    if (u->op == TG_OP_SPECIAL) goto done; /* already has gpudims */
-    if (u->op != TG_OP_RANGE) continue;
-    AxisType t = cg_axis_type(u);
-    if (t == AXIS_LOCAL || t == AXIS_WARP || t == AXIS_GROUP_REDUCE || t == AXIS_DEVICE) {
-      tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: %s axis not supported yet", axis_type_name(t));
-      ret = NULL;
-      goto done;
-    }
-    if (t == AXIS_GLOBAL || t == AXIS_THREAD) tg_vec_push(&globals, u);
-  }
-  if (globals.len == 0) goto done;
-  if (!ren->has_threads || globals.len > 1) {
-    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: GLOBAL dims without a thread device not supported yet");
-    ret = NULL;
-    goto done;
-  }
-  UOp *r = globals.data[0];
-  int64_t n;
-  if (!uop_ssimplify_int(r->src[0], &n)) {
-    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: a symbolic THREAD axis not supported yet");
-    ret = NULL;
-    goto done;
-  }
-  ParamArg p;
-  memset(&p, 0, sizeof p);
-  p.slot = -1;
-  p.multiple_of = 1;
-  p.axis = -1;
-  p.vmin = 0;
-  p.vmax = n - 1;
-  p.dtype = DT_INT32;
-  p.addrspace = ADDR_ALU;
-  strcpy(p.name, "core_id");
-  UOp *core_id = uop_cast(uop_new(TG_OP_PARAM, DT_INT32, NULL, 0, arg_param(&p)), r->dtype);
-  ret = uop_substitute(sink, &r, &core_id, 1);
-done:
-  tg_vec_free(&topo); tg_vec_free(&globals);
-  return ret;
 }
 
 /* ================================================================================================================
