@@ -183,6 +183,18 @@ static void test_cuda_cases(void) {
                 "%s: kernel name %s, tinygrad %s", name, got->arg.kind == ARG_KERNEL ? got->arg.kernel->name : "?",
                 cuda_cases[i].kname);
     }
+    if (cuda_cases[i].heuristic) { /* hand_coded_optimizations' GPU branch picks tinygrad's opts */
+      UOp *opt = cg_optimize(ast, ren);
+      StrBuf picked;
+      sb_init(&picked);
+      for (int k = 0; opt && opt->arg.kind == ARG_KERNEL && k < opt->arg.kernel->applied_opts; k++) {
+        Opt o = opt->arg.kernel->applied[k];
+        sb_printf(&picked, "%s%s:%d:%d", k ? "," : "", opt_op_name((OptOp)o.op), (int)o.axis, (int)o.arg);
+      }
+      CHECK_MSG(opt && strcmp(picked.s ? picked.s : "", cuda_cases[i].opts) == 0, "%s: heuristic picked %s, tinygrad %s",
+                name, picked.s ? picked.s : "(none)", cuda_cases[i].opts);
+      sb_free(&picked);
+    }
     uop_scope_end(sc);
   }
 }
