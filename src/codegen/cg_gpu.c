@@ -11,6 +11,7 @@
  *                  stores and loads the same LOCAL buffer ends its body with one (pm_implicit_barriers). */
 #include "cg_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,6 +32,16 @@ static UOp *flat_index(UOp *const *idx, const int64_t *dims, size_t n) {
     acc = acc ? uop_add(acc, term) : term;
   }
   return acc ? acc : uop_const_int(DT_WEAKINT, 0);
+}
+
+/* the reduce's identity: what a lane outside a padded range contributes */
+static UOp *reduce_identity(TgOp op, const DType *d) {
+  Const c = op == TG_OP_ADD   ? (dt_is_float(d) ? const_float(0.0) : dt_is_bool(d) ? const_bool(false) : const_int(0))
+            : op == TG_OP_MUL ? (dt_is_float(d) ? const_float(1.0) : dt_is_bool(d) ? const_bool(true) : const_int(1))
+            : dt_is_float(d)  ? const_float(-INFINITY)
+            : dt_is_bool(d)   ? const_bool(false)
+                              : const_int((int64_t)dt_min_int(d));
+  return cg_weak_const(d, c);
 }
 
 UOp *cg_fix_group_for_reduce(UOp *x, int64_t *local_num) {
@@ -54,6 +65,10 @@ UOp *cg_fix_group_for_reduce(UOp *x, int64_t *local_num) {
     for (size_t i = 0; i < rest.len; i++) tg_vec_push(&src, rest.data[i]);
     partial = uop_new(TG_OP_REDUCE, x->dtype, src.data, src.len, x->arg);
     tg_vec_free(&src);
+  } else if (partial->op == TG_OP_WHERE && uop_is_invalid(partial->src[2])) {
+    /* a padded lane (PADTO) still writes its slot of the buffer, with the identity: an Invalid value would gate the
+     * store away and the second reduce would read the slot unwritten (not tinygrad's: it loses those lanes) */
+    partial = uop_where(partial->src[0], partial->src[1], reduce_identity((TgOp)x->arg.red.op, x->dtype));
   }
   /* the second reduce's ranges: the group ranges again, as REDUCE ranges with id + 100 */
   for (size_t i = 0; i < gfr.len; i++) {

@@ -44,8 +44,9 @@ struct Renderer {
 const Renderer *renderer_for_device(const char *device);
 
 /* A linearized kernel's launch dimensions (tinygrad ProgramInfo global_size / local_size): the bounds of its SPECIAL
- * indices, gidx<n> -> global[n] (blocks), lidx<n> -> local[n] (threads per block); 1 where there is none (every CPU
- * kernel: {1,1,1} and {1,1,1}). False with tg_last_error() for a symbolic bound. */
+ * indices, gidx<n> -> global[n] (blocks), lidx<n> -> local[n] (threads per block); idx<n> (NOLOCALS: the flat id
+ * blockIdx*blockDim+threadIdx in a kernel with __launch_bounds__(1)) -> global[n] blocks of one thread; 1 where there
+ * is none (every CPU kernel: {1,1,1} and {1,1,1}). False with tg_last_error() for a symbolic bound. */
 bool render_launch_dims(UOp *linear, int64_t global[3], int64_t local[3]);
 
 static inline bool renderer_supports_dtype(const Renderer *r, const DType *d) {
