@@ -1,8 +1,9 @@
 /* cg_gpu.c — the codegen passes for devices with workgroups (tinygrad codegen/gpudims.py and the GPU parts of
  * codegen/__init__.py):
  *   group reduce   a REDUCE over GROUP_REDUCE ranges (GROUP/GROUPTOP opts) reduces its other ranges per thread, writes
- *                  the partials to a LOCAL (shared) buffer indexed by (LOCAL ranges, group ranges), and reduces the
- *                  buffer again over new REDUCE ranges (id + 100) — tinygrad fix_group_for_reduce + add_local_buffer;
+ *                  the partials to a LOCAL (shared) buffer indexed by (LOCAL ranges, group ranges, upcast lane), and
+ *                  reduces the buffer again over new REDUCE ranges (id + 100) — tinygrad fix_group_for_reduce +
+ *                  add_local_buffer; the lanes of one upcast reduce share the buffer (and its barrier);
  *   gpudims        GLOBAL ranges -> gidx<n> (block index; reversed: the innermost range is x), LOCAL / GROUP_REDUCE
  *                  -> lidx<n> (thread index), or flat idx<n> under NOLOCALS, merged or split to fit the device's
  *                  global_max / local_max (get_grouped_dims); a global STORE whose index misses a local range is done
@@ -44,31 +45,24 @@ static UOp *reduce_identity(TgOp op, const DType *d) {
   return cg_weak_const(d, c);
 }
 
-UOp *cg_fix_group_for_reduce(UOp *x, int64_t *local_num) {
+/* The group reduce of `n` sibling REDUCEs xs (the upcast lanes of one reduce: same ranges, same op and dtype) through
+ * ONE LOCAL buffer indexed (LOCAL ranges, group ranges, lane), as tinygrad's buffer of a shaped reduce: one barrier for
+ * all lanes, and the lanes of a thread side by side (vector stores and loads). out[k] replaces xs[k]. */
+static void group_reduce_lanes(UOp *const *xs, size_t n, int64_t *local_num, UOp **out) {
+  UOp *x = xs[0];
   UOpVec gfr = {0}, rest = {0}, topo = {0}, locals = {0}, loops = {0};
   for (uint32_t i = 1; i < x->nsrc; i++) {
     UOp *r = x->src[i];
     if (r->op == TG_OP_RANGE && cg_axis_type(r) == AXIS_GROUP_REDUCE) tg_vec_push(&gfr, r);
     else tg_vec_push(&rest, r);
   }
-  UOp *ret = NULL;
-  if (gfr.len == 0) goto done;
-  /* the LOCAL ranges the value lives in are axes of the buffer too (each thread of the group its own row) */
-  uop_toposort(x, NULL, NULL, &topo);
-  for (size_t i = 0; i < topo.len; i++)
-    if (topo.data[i]->op == TG_OP_RANGE && cg_axis_type(topo.data[i]) == AXIS_LOCAL) tg_vec_push(&locals, topo.data[i]);
-  /* the partial reduce over the other ranges (the value itself when there are none) */
-  UOp *partial = x->src[0];
-  if (rest.len) {
-    UOpVec src = {0};
-    tg_vec_push(&src, x->src[0]);
-    for (size_t i = 0; i < rest.len; i++) tg_vec_push(&src, rest.data[i]);
-    partial = uop_new(TG_OP_REDUCE, x->dtype, src.data, src.len, x->arg);
-    tg_vec_free(&src);
-  } else if (partial->op == TG_OP_WHERE && uop_is_invalid(partial->src[2])) {
-    /* a padded lane (PADTO) still writes its slot of the buffer, with the identity: an Invalid value would gate the
-     * store away and the second reduce would read the slot unwritten (not tinygrad's: it loses those lanes) */
-    partial = uop_where(partial->src[0], partial->src[1], reduce_identity((TgOp)x->arg.red.op, x->dtype));
+  /* the LOCAL ranges the values live in are axes of the buffer too (each thread of the group its own row) */
+  for (size_t k = 0; k < n; k++) {
+    topo.len = 0;
+    uop_toposort(xs[k], NULL, NULL, &topo);
+    for (size_t i = 0; i < topo.len; i++)
+      if (topo.data[i]->op == TG_OP_RANGE && cg_axis_type(topo.data[i]) == AXIS_LOCAL && !cg_vec_has(&locals, topo.data[i]))
+        tg_vec_push(&locals, topo.data[i]);
   }
   /* the second reduce's ranges: the group ranges again, as REDUCE ranges with id + 100 */
   for (size_t i = 0; i < gfr.len; i++) {
@@ -79,7 +73,7 @@ UOp *cg_fix_group_for_reduce(UOp *x, int64_t *local_num) {
   }
   size_t nd = locals.len + gfr.len;
   UOp **store_idx = tg_malloc(nd * sizeof(UOp *)), **load_idx = tg_malloc(nd * sizeof(UOp *));
-  int64_t *dims = tg_malloc(nd * sizeof(int64_t)), numel = 1;
+  int64_t *dims = tg_malloc(nd * sizeof(int64_t)), numel = (int64_t)n;
   for (size_t i = 0; i < nd; i++) {
     UOp *r = i < locals.len ? locals.data[i] : gfr.data[i - locals.len];
     store_idx[i] = r;
@@ -96,26 +90,100 @@ UOp *cg_fix_group_for_reduce(UOp *x, int64_t *local_num) {
   p.addrspace = ADDR_LOCAL;
   UOp *size = uop_const_int(DT_WEAKINT, numel);
   UOp *buf = uop_new(TG_OP_BUFFER, x->dtype, &size, 1, arg_param(&p));
-  /* buf[locals, group] = partial, for every (locals, group); then read buf[locals, loop] */
-  UOp *si[2] = {buf, flat_index(store_idx, dims, nd)};
-  UOp *st[2] = {uop_new(TG_OP_INDEX, x->dtype, si, 2, arg_none()), partial};
+  UOp *sbase = flat_index(store_idx, dims, nd), *lbase = flat_index(load_idx, dims, nd);
+  if (n > 1) {
+    sbase = uop_mul(sbase, uop_const_int(sbase->dtype, (int64_t)n));
+    lbase = uop_mul(lbase, uop_const_int(lbase->dtype, (int64_t)n));
+  }
+  /* buf[locals, group, k] = partial_k for every (locals, group); then read buf[locals, loop, k] */
+  UOpVec stores = {0};
+  for (size_t k = 0; k < n; k++) {
+    UOp *partial = xs[k]->src[0];
+    if (rest.len) { /* the partial reduce over the other ranges */
+      UOpVec src = {0};
+      tg_vec_push(&src, xs[k]->src[0]);
+      for (size_t i = 0; i < rest.len; i++) tg_vec_push(&src, rest.data[i]);
+      partial = uop_new_tagged(TG_OP_REDUCE, x->dtype, src.data, src.len, xs[k]->arg, xs[k]->tag);
+      tg_vec_free(&src);
+    } else if (partial->op == TG_OP_WHERE && uop_is_invalid(partial->src[2])) {
+      /* a padded lane (PADTO) still writes its slot, with the identity: an Invalid value would gate the store away and
+       * the second reduce would read the slot unwritten (not tinygrad's: it loses those lanes) */
+      partial = uop_where(partial->src[0], partial->src[1], reduce_identity((TgOp)x->arg.red.op, x->dtype));
+    }
+    UOp *at = n > 1 ? uop_add(sbase, uop_const_int(sbase->dtype, (int64_t)k)) : sbase;
+    UOp *si[2] = {buf, at};
+    UOp *st[2] = {uop_new(TG_OP_INDEX, x->dtype, si, 2, arg_none()), partial};
+    tg_vec_push(&stores, uop_new(TG_OP_STORE, DT_VOID, st, 2, arg_none()));
+  }
   UOpVec end_src = {0};
-  tg_vec_push(&end_src, uop_new(TG_OP_STORE, DT_VOID, st, 2, arg_none()));
+  tg_vec_push(&end_src, stores.len == 1 ? stores.data[0] : uop_new(TG_OP_GROUP, DT_VOID, stores.data, stores.len, arg_none()));
   for (size_t i = 0; i < nd; i++) tg_vec_push(&end_src, store_idx[i]);
   UOp *end = uop_new(TG_OP_END, DT_VOID, end_src.data, end_src.len, arg_none());
   UOp *af[2] = {buf, end};
-  UOp *li[2] = {uop_new(TG_OP_AFTER, buf->dtype, af, 2, arg_none()), flat_index(load_idx, dims, nd)};
-  UOpVec red = {0};
-  tg_vec_push(&red, uop_new(TG_OP_INDEX, x->dtype, li, 2, arg_none()));
-  for (size_t i = 0; i < loops.len; i++) tg_vec_push(&red, loops.data[i]);
+  UOp *written = uop_new(TG_OP_AFTER, buf->dtype, af, 2, arg_none());
   Arg ra = x->arg;
   ra.red.naxes = 0; /* horizontal reduces stay in the first reduce */
-  ret = uop_new(TG_OP_REDUCE, x->dtype, red.data, red.len, ra);
+  for (size_t k = 0; k < n; k++) {
+    UOp *at = n > 1 ? uop_add(lbase, uop_const_int(lbase->dtype, (int64_t)k)) : lbase;
+    UOp *li[2] = {written, at};
+    UOpVec red = {0};
+    tg_vec_push(&red, uop_new(TG_OP_INDEX, x->dtype, li, 2, arg_none()));
+    for (size_t i = 0; i < loops.len; i++) tg_vec_push(&red, loops.data[i]);
+    out[k] = uop_new_tagged(TG_OP_REDUCE, x->dtype, red.data, red.len, ra, xs[k]->tag);
+    tg_vec_free(&red);
+  }
   tg_free(store_idx); tg_free(load_idx); tg_free(dims);
-  tg_vec_free(&end_src); tg_vec_free(&red);
-done:
+  tg_vec_free(&stores); tg_vec_free(&end_src);
   tg_vec_free(&gfr); tg_vec_free(&rest); tg_vec_free(&topo); tg_vec_free(&locals); tg_vec_free(&loops);
-  return ret;
+}
+
+static bool has_group_range(const UOp *x) {
+  for (uint32_t i = 1; i < x->nsrc; i++)
+    if (x->src[i]->op == TG_OP_RANGE && cg_axis_type(x->src[i]) == AXIS_GROUP_REDUCE) return true;
+  return false;
+}
+
+static bool siblings(const UOp *a, const UOp *b) {
+  if (a->nsrc != b->nsrc || a->dtype != b->dtype || a->arg.red.op != b->arg.red.op || a->arg.red.naxes != b->arg.red.naxes)
+    return false;
+  for (uint32_t i = 1; i < a->nsrc; i++)
+    if (a->src[i] != b->src[i]) return false;
+  return cg_reduce_is_lane(a) && cg_reduce_is_lane(b);
+}
+
+/* one group at a time, the first in topological order: a later group reduce may read an earlier one's result, so it
+ * is built from the graph where that one is already lowered */
+UOp *cg_group_reduces(UOp *sink) {
+  int64_t local_num = 0;
+  for (;;) {
+    UOpVec topo = {0}, group = {0};
+    uop_toposort(sink, NULL, NULL, &topo);
+    size_t first = topo.len;
+    for (size_t i = 0; i < topo.len && first == topo.len; i++) {
+      UOp *x = topo.data[i];
+      if (x->op == TG_OP_REDUCE && x->nsrc >= 2 && x->arg.kind == ARG_REDUCE && has_group_range(x)) first = i;
+    }
+    if (first == topo.len) {
+      tg_vec_free(&topo);
+      return sink;
+    }
+    tg_vec_push(&group, topo.data[first]);
+    /* the lanes of one reduce: siblings that never read one another's result */
+    for (size_t k = first + 1; k < topo.len; k++) {
+      UOp *y = topo.data[k];
+      if (y->op != TG_OP_REDUCE || !siblings(topo.data[first], y)) continue;
+      bool independent = true;
+      for (size_t g = 0; g < group.len && independent; g++)
+        independent = !uop_in_backward_slice(y, group.data[g]) && !uop_in_backward_slice(group.data[g], y);
+      if (independent) tg_vec_push(&group, y);
+    }
+    UOp **to = tg_malloc(group.len * sizeof(UOp *));
+    group_reduce_lanes(group.data, group.len, &local_num, to);
+    sink = uop_substitute(sink, group.data, to, group.len);
+    tg_free(to);
+    tg_vec_free(&topo);
+    tg_vec_free(&group);
+  }
 }
 
 /* ================================================================================================================
@@ -163,8 +231,8 @@ static bool split_dims(int64_t *dims, size_t *n, const int64_t *max) {
 }
 
 static UOp *special(const char *prefix, size_t i, int64_t size) {
-  char name[16];
-  snprintf(name, sizeof name, "%s%zu", prefix, i);
+  char name[32];
+  snprintf(name, sizeof name, "%s%u", prefix, (unsigned)(i % 100));
   UOp *end = uop_const_int(DT_WEAKINT, size);
   return uop_new(TG_OP_SPECIAL, DT_WEAKINT, &end, 1, arg_str(name));
 }

@@ -44,7 +44,7 @@ UOp *cg_reduce_unparented(UOp *sink);                 /* pm_reduce_unparented (i
 const RuleSet *cg_pm_reduce_unparented(void);
 UOp *cg_remove_reduces(UOp *sink);                    /* REDUCE -> REG accumulator */
 UOp *cg_add_gpudims(UOp *sink, const Renderer *ren);  /* GLOBAL/LOCAL -> gidx/lidx SPECIALs; THREAD -> core_id */
-UOp *cg_fix_group_for_reduce(UOp *x, int64_t *local_num); /* GROUP_REDUCE: partials in LOCAL memory (NULL: none) */
+UOp *cg_group_reduces(UOp *sink);                     /* GROUP_REDUCE: partials through LOCAL memory */
 UOp *cg_add_implicit_barriers(UOp *sink);             /* BARRIER between LOCAL stores and loads */
 UOp *cg_add_loads(UOp *sink);                         /* LOAD around values read from memory */
 const RuleSet *cg_pm_lower_index_dtype(void);         /* weakint -> int / long */

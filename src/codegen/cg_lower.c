@@ -18,7 +18,7 @@ UOp *cg_weak_const(const DType *like, Const v) {
  * GROUP_REDUCE ranges first splits into two through a LOCAL buffer: cg_gpu.c)
  * ================================================================================================================ */
 
-typedef struct ReduceCtx { int64_t acc_num, local_num; } ReduceCtx;
+typedef struct ReduceCtx { int64_t acc_num; } ReduceCtx;
 
 static Const identity_element(TgOp op, const DType *d) {
   if (op == TG_OP_ADD) return dt_is_float(d) ? const_float(0.0) : dt_is_bool(d) ? const_bool(false) : const_int(0);
@@ -109,20 +109,13 @@ static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
   return ret;
 }
 
-/* a REDUCE over GROUP_REDUCE ranges: partials through a LOCAL buffer, then a second REDUCE (cg_gpu.c) */
-static UOp *group_reduce(RwCtx *rw, UOp *r, UOp **m) {
-  TG_UNUSED(m);
-  ReduceCtx *ctx = rw->ctx;
-  return cg_fix_group_for_reduce(r, &ctx->local_num);
-}
-
 static const Rule reduce_rules[] = {
-    RULE("r:(REDUCE _ _ ...)", group_reduce, NULL),
     /* a REDUCE over ranges becomes a register accumulator: init store, update store inside the loop, END */
     RULE("r:(REDUCE _ _ ...)", reduce_to_acc, NULL),
 };
 
 UOp *cg_remove_reduces(UOp *sink) {
+  sink = cg_group_reduces(sink); /* GROUP_REDUCE: partials through LOCAL memory first (cg_gpu.c) */
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("remove reduces", reduce_rules);
   ReduceCtx ctx = {0};
