@@ -15,6 +15,7 @@
 #include "runtime/runtime.h"
 #include "schedule/schedule.h"
 #include "test.h"
+#include "uop/parse.h"
 #include "tinygrad.h"
 
 /* An env knob set for a while and put back afterwards. */
@@ -297,7 +298,22 @@ static void test_compiler_rejects_some(const char *dir) {
   unlink(wrapper);
 }
 
+/* on a device with locals the search cannot time candidates yet: a clear error, not a CPU-timed answer */
+static void check_cuda_unsupported(void) {
+  UOpScope sc = uop_scope_begin();
+  UOp *ast = uop_parse("(SINK.void (END.void (STORE.void (INDEX.float (PARAM.float=param:0:-:1 (@0 CAST.int "
+                       "(CONST.weakint=i:64))) (@1 RANGE.int=rng:0:WEAK @0)) (CAST.float (CONST.weakfloat=f:1.0))) @1))");
+  CHECK(ast != NULL);
+  Opt opts[OPT_LIST_MAX];
+  int n = -1;
+  tg_status st = ast ? beam_search(ast, renderer_cuda(), 2, opts, &n) : TG_OK;
+  CHECK_MSG(st == TG_ERR_UNSUPPORTED && n == 0 && strstr(tg_last_error(), "BEAM on CUDA"), "BEAM on CUDA: %d %s", (int)st,
+            tg_last_error());
+  uop_scope_end(sc);
+}
+
 void suite_beam(void) {
+  check_cuda_unsupported();
   SavedEnv saved[] = {env_save("CACHEDB"), env_save("BEAM"), env_save("IGNORE_BEAM_CACHE"), env_save("CACHELEVEL")};
   char dir[] = "/tmp/tinygrad-beam-XXXXXX";
   if (!mkdtemp(dir)) {

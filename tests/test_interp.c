@@ -1,7 +1,10 @@
 /* test_interp.c — the kernel interpreter on hand-written lowered kernels with known answers: loops and register
  * accumulators, gated stores (IF/ENDIF from the linearizer) and gated loads, Variables as loop bounds, C casts and
  * bit casts at every width, half/bf16 rounding, vector loads and lanes, and the errors it must report instead of
- * crashing (division by zero, out-of-bounds access, unbound slots, ops it does not know). */
+ * crashing (division by zero, out-of-bounds access, unbound slots, ops it does not know).
+ * The GPU emulation (blocks, threads, shared memory, barriers): every kernel of tests/cuda_cases.h lowered for CUDA
+ * with tinygrad's opts computes what the CPU's naive kernel computes on the same random inputs; a group reduce with its
+ * BARRIER taken out is caught (stale shared memory). */
 #include <stdlib.h>
 
 #include "codegen/interp.h"
@@ -10,6 +13,10 @@
 #include "test.h"
 #include "uop/parse.h"
 #include "uop/uop.h"
+#include "codegen/codegen.h"
+#include "codegen/opt.h"
+
+#include "cuda_cases.h"
 
 /* sizes and constants in the lowered form: CAST(int, CONST weakint) */
 #define I(n) "(CAST.int (CONST.weakint=i:" #n "))"
@@ -237,7 +244,189 @@ static void check_vectors(void) {
   uop_scope_end(sc);
 }
 
+/* ---- the GPU emulation ---- */
+
+static char *joined(const char *const *pieces) {
+  StrBuf b;
+  sb_init(&b);
+  for (size_t i = 0; pieces[i]; i++) sb_puts(&b, pieces[i]);
+  return sb_take(&b);
+}
+
+int parse_opt_list(const char *text, Opt *out, int cap); /* tests/test_codegen.c */
+
+static uint64_t gpu_rng = 0x2545f4914f6cdd1dULL;
+static uint64_t gpu_rnd(void) {
+  gpu_rng ^= gpu_rng << 13, gpu_rng ^= gpu_rng >> 7, gpu_rng ^= gpu_rng << 17;
+  return gpu_rng;
+}
+
+#define GPU_SLOTS 16
+typedef struct GpuBufs { void *mem[GPU_SLOTS]; size_t nbytes[GPU_SLOTS]; const DType *dt[GPU_SLOTS]; bool out[GPU_SLOTS]; } GpuBufs;
+
+static bool gpu_bufs_init(GpuBufs *b, UOp *lin) {
+  memset(b, 0, sizeof *b);
+  RenderParamVec ps = {0};
+  render_params(lin, &ps);
+  bool ok = true;
+  for (size_t i = 0; i < ps.len && ok; i++) {
+    RenderParam *p = &ps.data[i];
+    ok = !p->is_value && p->slot >= 0 && p->slot < GPU_SLOTS && p->numel >= 0;
+    if (!ok) break;
+    size_t isz = (size_t)dt_itemsize(p->dtype), n = (size_t)p->numel;
+    b->nbytes[p->slot] = n * isz;
+    b->dt[p->slot] = p->dtype;
+    b->out[p->slot] = p->is_written;
+    b->mem[p->slot] = tg_calloc(n ? n : 1, isz);
+    for (size_t k = 0; k < n && !p->is_written; k++) {
+      double f = (double)(gpu_rnd() % 2001) / 1000.0 - 1.0;
+      int64_t v = (int64_t)(gpu_rnd() % 17) - 8;
+      char *e = (char *)b->mem[p->slot] + k * isz;
+      switch (p->dtype->scalar->id) {
+      case TG_FLOAT32: { float x = (float)f; memcpy(e, &x, 4); break; }
+      case TG_FLOAT16: { uint16_t h = tg_float_to_half_bits((float)f); memcpy(e, &h, 2); break; }
+      case TG_BFLOAT16: { uint16_t h = tg_float_to_bf16_bits((float)f); memcpy(e, &h, 2); break; }
+      case TG_FLOAT64: memcpy(e, &f, 8); break;
+      case TG_BOOL: *e = (char)(v & 1); break;
+      default: memcpy(e, &v, isz); break; /* little-endian: the low bytes */
+      }
+    }
+  }
+  tg_vec_free(&ps);
+  return ok;
+}
+
+static GpuBufs gpu_bufs_copy(const GpuBufs *b) {
+  GpuBufs c = *b;
+  for (int i = 0; i < GPU_SLOTS; i++)
+    if (b->mem[i]) {
+      c.mem[i] = tg_malloc(b->nbytes[i] ? b->nbytes[i] : 1);
+      memcpy(c.mem[i], b->mem[i], b->nbytes[i]);
+    }
+  return c;
+}
+
+static void gpu_bufs_free(GpuBufs *b) {
+  for (int i = 0; i < GPU_SLOTS; i++) tg_free(b->mem[i]);
+}
+
+static double elem_num(const GpuBufs *b, int s, size_t k, bool *fl) {
+  const char *e = (const char *)b->mem[s] + k * (size_t)dt_itemsize(b->dt[s]);
+  *fl = true;
+  switch (b->dt[s]->scalar->id) {
+  case TG_FLOAT32: { float x; memcpy(&x, e, 4); return x; }
+  case TG_FLOAT16: { uint16_t h; memcpy(&h, e, 2); return tg_half_bits_to_float(h); }
+  case TG_BFLOAT16: { uint16_t h; memcpy(&h, e, 2); return tg_bf16_bits_to_float(h); }
+  case TG_FLOAT64: { double x; memcpy(&x, e, 8); return x; }
+  default: *fl = false; return 0;
+  }
+}
+
+/* the written buffers agree: ints and bools exactly, floats within a tolerance for reordered sums */
+static bool gpu_same(const GpuBufs *want, const GpuBufs *got, char *why, size_t cap) {
+  for (int s = 0; s < GPU_SLOTS; s++) {
+    if (!want->out[s]) continue;
+    size_t isz = (size_t)dt_itemsize(want->dt[s]), n = want->nbytes[s] / isz;
+    bool half = want->dt[s]->scalar == DT_FLOAT16 || want->dt[s]->scalar == DT_BFLOAT16;
+    for (size_t k = 0; k < n; k++) {
+      bool fl;
+      double a = elem_num(want, s, k, &fl), b = elem_num(got, s, k, &fl);
+      bool same = fl ? (a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= (half ? 2e-2 : 1e-4) * (1 + fabs(a)))
+                     : memcmp((const char *)want->mem[s] + k * isz, (const char *)got->mem[s] + k * isz, isz) == 0;
+      if (!same) {
+        snprintf(why, cap, "buffer %d element %zu: %.9g, CPU %.9g", s, k, b, a);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+static void check_gpu_cases(void) {
+  int emulated = 0;
+  for (size_t i = 0; i < TG_ARRAY_LEN(cuda_cases); i++) {
+    UOpScope sc = uop_scope_begin();
+    const char *name = cuda_cases[i].name;
+    char *text = joined(cuda_cases[i].ast);
+    UOp *ast = uop_parse(text);
+    tg_free(text);
+    Opt opts[KERNEL_OPTS_MAX];
+    int n = parse_opt_list(cuda_cases[i].opts, opts, KERNEL_OPTS_MAX);
+    UOp *cpu = ast ? cg_lower(opt_ast_with_opts(ast, NULL, 0), renderer_clang()) : NULL;
+    UOp *gpu = ast && n >= 0 ? cg_lower(opt_ast_with_opts(ast, opts, n), renderer_cuda()) : NULL;
+    UOp *lcpu = cpu ? cg_linearize(cpu) : NULL, *lgpu = gpu ? cg_linearize(gpu) : NULL;
+    CHECK_MSG(lcpu && lgpu, "%s: lowering: %s", name, tg_last_error());
+    GpuBufs in;
+    if (lcpu && lgpu && gpu_bufs_init(&in, lcpu)) {
+      size_t total = 0;
+      for (int s = 0; s < GPU_SLOTS; s++) total += in.nbytes[s];
+      if (!tg_test_sanitized || total <= (1u << 20)) {
+        GpuBufs want = gpu_bufs_copy(&in), got = gpu_bufs_copy(&in);
+        tg_status a = interp_run(lcpu, want.mem, NULL, GPU_SLOTS), b = interp_run(lgpu, got.mem, NULL, GPU_SLOTS);
+        CHECK_MSG(a == TG_OK && b == TG_OK, "%s: interp: %s", name, tg_last_error());
+        char why[160] = "";
+        CHECK_MSG(a != TG_OK || b != TG_OK || gpu_same(&want, &got, why, sizeof why),
+                  "%s: the CUDA kernel (emulated) differs from the CPU's: %s", name, why);
+        emulated++;
+        gpu_bufs_free(&want);
+        gpu_bufs_free(&got);
+      }
+      gpu_bufs_free(&in);
+    }
+    uop_scope_end(sc);
+  }
+  CHECK(emulated >= 20);
+}
+
+/* a group reduce without its BARRIER reads shared memory before the other threads wrote it: the emulation notices */
+static void check_missing_barrier(void) {
+  UOpScope sc = uop_scope_begin();
+  for (size_t i = 0; i < TG_ARRAY_LEN(cuda_cases); i++) {
+    if (strcmp(cuda_cases[i].name, "group_sum_0") != 0) continue;
+    char *text = joined(cuda_cases[i].ast);
+    UOp *ast = uop_parse(text);
+    tg_free(text);
+    Opt opts[KERNEL_OPTS_MAX];
+    int n = parse_opt_list(cuda_cases[i].opts, opts, KERNEL_OPTS_MAX);
+    UOp *low = ast ? cg_lower(opt_ast_with_opts(ast, opts, n), renderer_cuda()) : NULL;
+    UOp *lin = low ? cg_linearize(low) : NULL;
+    CHECK(lin != NULL);
+    if (!lin) break;
+    UOpVec kept = {0};
+    int barriers = 0;
+    for (uint32_t k = 0; k < lin->nsrc; k++) {
+      if (lin->src[k]->op == TG_OP_BARRIER) barriers++;
+      else tg_vec_push(&kept, lin->src[k]);
+    }
+    CHECK_EQ_INT(barriers, 1);
+    UOp *nobar = uop_new(TG_OP_LINEAR, DT_VOID, kept.data, kept.len, arg_none());
+    tg_vec_free(&kept);
+    GpuBufs in;
+    CHECK(gpu_bufs_init(&in, lin));
+    GpuBufs a = gpu_bufs_copy(&in), b = gpu_bufs_copy(&in);
+    CHECK(interp_run(lin, a.mem, NULL, GPU_SLOTS) == TG_OK);
+    CHECK(interp_run(nobar, b.mem, NULL, GPU_SLOTS) == TG_OK);
+    char why[160];
+    CHECK_MSG(!gpu_same(&a, &b, why, sizeof why), "the group reduce without its barrier gave the same result");
+    gpu_bufs_free(&a);
+    gpu_bufs_free(&b);
+    gpu_bufs_free(&in);
+  }
+  /* a BARRIER after a shared store only some threads make: every thread reads what thread 0 wrote */
+  const char *div = "(SINK.void (STORE.void (INDEX.float " GBUF(0, "float", 4) " (@0 SPECIAL.int=s:lidx0 " I(4) ")) "
+                    "(LOAD.float (INDEX.float (AFTER.float (@1 BUFFER.float=param:0:-:2 " I(4) ") (BARRIER.void "
+                    "(STORE.void (INDEX.float @1 @0) " F(1.0) " (CMPLT.bool @0 " I(2) "))))  @0))))";
+  float out[4] = {0};
+  UOp *lin = lin_of(div);
+  void *bufs[1] = {out};
+  tg_status st = lin ? interp_run(lin, bufs, NULL, 1) : TG_OK;
+  CHECK_MSG(lin && (st != TG_OK || out[0] == 1.0f), "a barrier kernel: %s", tg_last_error());
+  uop_scope_end(sc);
+}
+
 void suite_interp(void) {
+  check_gpu_cases();
+  check_missing_barrier();
   check_gated_store();
   check_gated_load();
   check_variable_bound();

@@ -31,6 +31,7 @@
 #include "uop/parse.h"
 
 #include "opt_heuristic_cases.h"
+#include "nvrtc_check.h"
 
 /* THREAD counts up to 8 are legal whatever the machine (tinygrad's heuristic cases were made with the same value) */
 #define TEST_THREADS 8
@@ -760,6 +761,164 @@ static void run_cjobs(CaseData *cds, Stats *st) {
   tg_free(progs);
 }
 
+
+/* ================================================================================================================
+ * the same kernels on a device with locals: random lists of tinygrad's BEAM actions for a GPU (LOCAL, GROUP,
+ * GROUPTOP, UPCAST, UNROLL, PADTO, SWAP, NOLOCALS) and the GPU heuristic's list, lowered for the CUDA renderer (gpudims,
+ * shared-memory group reduces, barriers) and run by the interpreter's block/thread emulation against the CPU's naive
+ * result; the heuristic's kernel of each case also compiles with NVRTC where it can be loaded
+ * ================================================================================================================ */
+
+typedef struct GpuStats { long lists, by_op[OPT_OP_COUNT], with_barrier, with_locals, nvrtc, dropped; } GpuStats;
+
+static Opt pick_gpu_action(void) {
+  static const struct { OptOp op; int weight; } kinds[] = {{OPT_UPCAST, 20}, {OPT_UNROLL, 14}, {OPT_LOCAL, 22},
+                                                           {OPT_GROUP, 12}, {OPT_GROUPTOP, 12}, {OPT_PADTO, 6},
+                                                           {OPT_SWAP, 4}, {OPT_NOLOCALS, 2}};
+  int total = 0;
+  for (size_t i = 0; i < TG_ARRAY_LEN(kinds); i++) total += kinds[i].weight;
+  int w = rnd_below(total);
+  size_t k = 0;
+  while (w >= kinds[k].weight) w -= kinds[k++].weight;
+  int count = 0;
+  for (size_t i = 0; i < actions.len; i++) count += actions.data[i].op == (int32_t)kinds[k].op;
+  int pick = rnd_below(count);
+  for (size_t i = 0; i < actions.len; i++)
+    if (actions.data[i].op == (int32_t)kinds[k].op && pick-- == 0) return actions.data[i];
+  return actions.data[0];
+}
+
+/* threads per block: tinygrad BEAM_LOCAL_MAX (1024) bounds the WARP x LOCAL x GROUP_REDUCE product */
+static int64_t local_product(const OptScheduler *s) {
+  int n = opt_sched_len(s);
+  int64_t shape[64];
+  AxisType types[64];
+  if (n > 64) return 1 << 30;
+  opt_sched_shape(s, shape, types);
+  int64_t p = 1;
+  for (int i = 0; i < n; i++)
+    if (types[i] == AXIS_WARP || types[i] == AXIS_LOCAL || types[i] == AXIS_GROUP_REDUCE) p *= shape[i];
+  return p;
+}
+
+static int random_gpu_opts(const OptScheduler *base, int depth, Opt *out, GpuStats *st) {
+  OptScheduler s;
+  opt_sched_copy(&s, base);
+  int n = 0;
+  for (int tries = 0; tries < 60 && n < depth; tries++) {
+    Opt o = pick_gpu_action();
+    if (o.op == OPT_NOLOCALS && s.dont_use_locals) continue;
+    OptScheduler t;
+    opt_sched_copy(&t, &s);
+    if (opt_apply(&t, o) == TG_OK && upcast_product(&t) <= UPCAST_MAX && local_product(&t) <= 1024) {
+      opt_sched_free(&s);
+      s = t;
+      out[n++] = o;
+      continue;
+    }
+    st->dropped++;
+    opt_sched_free(&t);
+  }
+  opt_sched_free(&s);
+  return n;
+}
+
+static void check_gpu_case(int ci, const CaseData *cd, int nlists, GpuStats *st, bool verbose) {
+  const OptCase *c = &cases.data[ci];
+  const Renderer *ren = renderer_cuda();
+  const char *fixed = getenv("OPTS_LIST");
+  UOpScope sc = uop_scope_begin();
+  UOp *pre = cg_optimize(opt_ast_with_opts(c->ast, NULL, 0), ren);
+  CHECK_MSG(pre != NULL, "%s: cg_optimize for CUDA: %s", c->name, tg_last_error());
+  if (!pre) {
+    uop_scope_end(sc);
+    return;
+  }
+  const char *why_no_nvrtc = NULL;
+  const NvrtcApi *nvrtc = nvrtc_api(&why_no_nvrtc);
+  OptScheduler base;
+  opt_sched_init(&base, pre, ren);
+  for (int l = fixed ? 0 : -1; l < (fixed ? 1 : nlists); l++) {
+    UOpScope lsc = uop_scope_begin();
+    Opt opts[OPT_LIST_MAX];
+    int n;
+    if (l < 0) {
+      OptScheduler h;
+      opt_sched_copy(&h, &base);
+      opt_hand_coded(&h);
+      n = h.napplied;
+      memcpy(opts, h.applied, (size_t)n * sizeof(Opt));
+      opt_sched_free(&h);
+    } else {
+      n = fixed ? parse_opts(fixed, opts, 8) : random_gpu_opts(&base, 1 + rnd_below(5), opts, st);
+    }
+    char text[1024];
+    format_opts(opts, n, text, sizeof text);
+    if (verbose) fprintf(stderr, "  gpu %s: [%s]\n", c->name, text);
+    UOp *lin = lower_linear(c->ast, opts, n, ren);
+    CHECK_MSG(lin != NULL, "%s [%s]: lowering for CUDA failed: %s", c->name, text, tg_last_error());
+    if (!lin) {
+      uop_scope_end(lsc);
+      continue;
+    }
+    st->lists++;
+    for (int i = 0; i < n; i++) st->by_op[opts[i].op]++;
+    bool barrier = false, locals = false;
+    for (uint32_t k = 0; k < lin->nsrc; k++) {
+      barrier |= lin->src[k]->op == TG_OP_BARRIER;
+      locals |= lin->src[k]->op == TG_OP_SPECIAL && lin->src[k]->arg.str[0] == 'l';
+    }
+    st->with_barrier += barrier;
+    st->with_locals += locals;
+    HostBufs got;
+    tg_status r = interp_all(lin, &cd->input, &got);
+    char why[256] = "";
+    bool same = r == TG_OK && same_results(&cd->naive, &got, why, sizeof why);
+    CHECK_MSG(r == TG_OK, "%s [%s]: the GPU emulation fails: %s", c->name, text, tg_last_error());
+    CHECK_MSG(r != TG_OK || same, "%s [%s]: the CUDA-lowered kernel differs from the naive CPU kernel: %s", c->name,
+              text, why);
+    if ((r != TG_OK || !same) && verbose) {
+      char *b = render_cuda(ren, lin);
+      fprintf(stderr, "--- CUDA with opts:\n%s\n", b ? b : tg_last_error());
+      tg_free(b);
+    }
+    host_free(&got);
+    if (l < 0 && nvrtc) { /* the kernel the device gets by default compiles */
+      char *src = render_cuda(ren, lin), *log = NULL;
+      CHECK_MSG(src != NULL, "%s: render_cuda: %s", c->name, tg_last_error());
+      bool ok = src && nvrtc_compiles(nvrtc, src, &log);
+      CHECK_MSG(ok, "%s [%s]: NVRTC rejects the CUDA source:\n%s\n%s", c->name, text, log ? log : "", src ? src : "");
+      st->nvrtc += ok;
+      free(log);
+      tg_free(src);
+    }
+    uop_scope_end(lsc);
+  }
+  opt_sched_free(&base);
+  uop_scope_end(sc);
+}
+
+static void test_random_gpu_opts(CaseData *cds, bool verbose) {
+  int nlists = (int)tg_getenv_int("OPTS_GPU_LISTS", tg_test_sanitized ? 8 : 20);
+  const char *only = getenv("OPTS_CASE");
+  GpuStats st;
+  memset(&st, 0, sizeof st);
+  for (size_t i = 0; i < cases.len; i++)
+    if (cds[i].ok && (!only || strstr(cases.data[i].name, only))) check_gpu_case((int)i, &cds[i], nlists, &st, verbose);
+  const char *why = NULL;
+  bool have_nvrtc = nvrtc_api(&why) != NULL;
+  fprintf(stderr, "opts (CUDA): %ld opt lists (LOCAL %ld, GROUP %ld, GROUPTOP %ld, UPCAST %ld, UNROLL %ld, PADTO %ld, "
+          "SWAP %ld, NOLOCALS %ld; %ld with thread indices, %ld with barriers) emulated against the naive CPU kernel; "
+          "%ld heuristic kernels compiled with NVRTC%s%s\n",
+          st.lists, st.by_op[OPT_LOCAL], st.by_op[OPT_GROUP], st.by_op[OPT_GROUPTOP], st.by_op[OPT_UPCAST],
+          st.by_op[OPT_UNROLL], st.by_op[OPT_PADTO], st.by_op[OPT_SWAP], st.by_op[OPT_NOLOCALS], st.with_locals,
+          st.with_barrier, st.nvrtc, have_nvrtc ? "" : " (skipped: ", have_nvrtc ? "" : why);
+  if (!have_nvrtc) fprintf(stderr, ")\n");
+  CHECK(getenv("OPTS_LIST") || only ||
+        (st.lists > 0 && st.by_op[OPT_LOCAL] > 0 && st.by_op[OPT_GROUP] > 0 && st.by_op[OPT_GROUPTOP] > 0 &&
+         st.with_barrier > 0 && (!have_nvrtc || st.nvrtc > 0)));
+}
+
 static void test_random_opts(void) {
   const char *seed_env = getenv("OPTS_SEED");
   rng_state = seed_env ? strtoull(seed_env, NULL, 10) : 20240611u;
@@ -776,6 +935,7 @@ static void test_random_opts(void) {
   for (size_t i = 0; i < cases.len; i++)
     if (!only || strstr(cases.data[i].name, only)) check_case((int)i, &cds[i], nlists, nc, &st, &ren, verbose);
   run_cjobs(cds, &st);
+  test_random_gpu_opts(cds, verbose);
   fprintf(stderr, "opts: %zu kernels, %ld opt lists (%ld the heuristic's, %ld with vector loads/stores, %ld with vector "
           "accumulators) with %ld opts "
           "(UPCAST %ld, UNROLL %ld, THREAD %ld, PADTO %ld, SWAP %ld, LOOP %ld, NOLOCALS %ld) checked against the naive "

@@ -751,6 +751,11 @@ tg_status beam_search(UOp *ast, const Renderer *ren, int amt, Opt *out_opts, int
   if (!ast || !ren || ast->op != TG_OP_SINK)
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "beam_search: a kernel SINK and a renderer are needed");
   if (amt < 1) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "beam_search: beam width %d (at least 1)", amt);
+  /* candidates are compiled and timed through the CPU runtime (C source, dlopen, rt_launch); the GPU's timing goes
+   * through the CUDA runtime's launch with events, which this search does not call yet */
+  if (ren->has_local || ren->render != render_c)
+    return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: BEAM on %s not supported yet (candidate timing needs the device's "
+                        "runtime)", ren->device);
   UOpScope sc = uop_scope_begin();
   UOp *base_ast = base_ast_of(ast, ren);
   if (!base_ast) {

@@ -157,7 +157,8 @@ static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
           UOp *val = len > 1 ? uop_new(TG_OP_STACK, dt, datas, (size_t)len, arg_none()) : datas[0];
           UOp *s[2] = {access, val};
           UOp *store = uop_new(TG_OP_STORE, DT_VOID, s, 2, arg_none());
-          for (size_t k = i; k < end; k++) push_sub(&from, &to, g->acc.data[k].u, store);
+          for (size_t k = i; k < end; k++)
+            if (g->acc.data[k].u != store) push_sub(&from, &to, g->acc.data[k].u, store);
         }
       } else {
         UOp *ld = uop_new(TG_OP_LOAD, dt, &access, 1, arg_none());
@@ -167,7 +168,7 @@ static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
             UOp *s[2] = {ld, uop_const_int(DT_WEAKINT, g->acc.data[k].offset - first)};
             rep = uop_new(TG_OP_INDEX, dt, s, 2, arg_none());
           }
-          push_sub(&from, &to, g->acc.data[k].u, rep);
+          if (g->acc.data[k].u != rep) push_sub(&from, &to, g->acc.data[k].u, rep);
         }
       }
       i = end;
@@ -184,5 +185,13 @@ static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
 
 UOp *cg_memory_coalescing(UOp *sink, const Renderer *ren) {
   if (tg_getenv_int("DMC", 0)) return sink;
-  return coalesce(coalesce(sink, ren, TG_OP_LOAD), ren, TG_OP_STORE);
+  sink = coalesce(sink, ren, TG_OP_LOAD);
+  /* a store's replacement keeps the stores under it as they were (a LOCAL buffer's stores under the global store that
+   * reads it back): again until nothing changes */
+  for (int round = 0; round < 8; round++) {
+    UOp *next = coalesce(sink, ren, TG_OP_STORE);
+    if (next == sink) break;
+    sink = next;
+  }
+  return sink;
 }

@@ -43,7 +43,9 @@ bool cg_reduce_is_lane(const UOp *r);                 /* a REDUCE the expander m
 UOp *cg_reduce_unparented(UOp *sink);                 /* pm_reduce_unparented (inside postopt symbolic) */
 const RuleSet *cg_pm_reduce_unparented(void);
 UOp *cg_remove_reduces(UOp *sink);                    /* REDUCE -> REG accumulator */
-UOp *cg_add_gpudims(UOp *sink, const Renderer *ren);  /* THREAD -> core_id */
+UOp *cg_add_gpudims(UOp *sink, const Renderer *ren);  /* GLOBAL/LOCAL -> gidx/lidx SPECIALs; THREAD -> core_id */
+UOp *cg_group_reduces(UOp *sink);                     /* GROUP_REDUCE: partials through LOCAL memory */
+UOp *cg_add_implicit_barriers(UOp *sink);             /* BARRIER between LOCAL stores and loads */
 UOp *cg_add_loads(UOp *sink);                         /* LOAD around values read from memory */
 const RuleSet *cg_pm_lower_index_dtype(void);         /* weakint -> int / long */
 const RuleSet *cg_pm_commit_weak(void);

@@ -14,7 +14,8 @@ UOp *cg_weak_const(const DType *like, Const v) {
 }
 
 /* ================================================================================================================
- * remove reduces: REDUCE(x, ranges) -> acc[0] = identity; loop { acc[0] = acc[0] op x }; value acc[0]
+ * remove reduces: REDUCE(x, ranges) -> acc[0] = identity; loop { acc[0] = acc[0] op x }; value acc[0] (a REDUCE over
+ * GROUP_REDUCE ranges first splits into two through a LOCAL buffer: cg_gpu.c)
  * ================================================================================================================ */
 
 typedef struct ReduceCtx { int64_t acc_num; } ReduceCtx;
@@ -114,61 +115,12 @@ static const Rule reduce_rules[] = {
 };
 
 UOp *cg_remove_reduces(UOp *sink) {
+  sink = cg_group_reduces(sink); /* GROUP_REDUCE: partials through LOCAL memory first (cg_gpu.c) */
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("remove reduces", reduce_rules);
   ReduceCtx ctx = {0};
   UOp *ret = graph_rewrite(sink, pm, &ctx, 0, NULL, "remove reduces");
   return ret ? cg_merge_reduce_ends(ret) : NULL;
-}
-
-/* ================================================================================================================
- * gpudims for the CPU: the THREAD range becomes the core_id Variable
- * ================================================================================================================ */
-
-UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
-  UOpVec topo = {0}, globals = {0};
-  uop_toposort(sink, NULL, NULL, &topo);
-  UOp *ret = sink;
-  for (size_t i = 0; i < topo.len; i++) {
-    UOp *u = topo.data[i];
-    if (u->op == TG_OP_SPECIAL) goto done; /* already has gpudims */
-    if (u->op != TG_OP_RANGE) continue;
-    AxisType t = cg_axis_type(u);
-    if (t == AXIS_LOCAL || t == AXIS_WARP || t == AXIS_GROUP_REDUCE || t == AXIS_DEVICE) {
-      tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: %s axis not supported yet", axis_type_name(t));
-      ret = NULL;
-      goto done;
-    }
-    if (t == AXIS_GLOBAL || t == AXIS_THREAD) tg_vec_push(&globals, u);
-  }
-  if (globals.len == 0) goto done;
-  if (!ren->has_threads || globals.len > 1) {
-    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: GLOBAL dims without a thread device not supported yet");
-    ret = NULL;
-    goto done;
-  }
-  UOp *r = globals.data[0];
-  int64_t n;
-  if (!uop_ssimplify_int(r->src[0], &n)) {
-    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: a symbolic THREAD axis not supported yet");
-    ret = NULL;
-    goto done;
-  }
-  ParamArg p;
-  memset(&p, 0, sizeof p);
-  p.slot = -1;
-  p.multiple_of = 1;
-  p.axis = -1;
-  p.vmin = 0;
-  p.vmax = n - 1;
-  p.dtype = DT_INT32;
-  p.addrspace = ADDR_ALU;
-  strcpy(p.name, "core_id");
-  UOp *core_id = uop_cast(uop_new(TG_OP_PARAM, DT_INT32, NULL, 0, arg_param(&p)), r->dtype);
-  ret = uop_substitute(sink, &r, &core_id, 1);
-done:
-  tg_vec_free(&topo); tg_vec_free(&globals);
-  return ret;
 }
 
 /* ================================================================================================================

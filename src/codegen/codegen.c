@@ -111,6 +111,7 @@ UOp *cg_lower(UOp *kernel_sink, const Renderer *ren) {
   STEP(graph_rewrite(s, cg_pm_move_gates_from_index(), NULL, 0, NULL, "move gates from index"));
   STEP(graph_rewrite(s, final_with_extra, rctx, 0, NULL, "final rewrite"));
   STEP(cg_casted_consts(s));
+  STEP(cg_add_implicit_barriers(s));
   STEP(cg_add_control_flow(s));
   STEP(cg_number_params(s));
   return uop_scope_end_keep(sc, s);

@@ -5,7 +5,14 @@
  * to its ENDIF. Integer and bool ALU ops use const_exec_alu (tinygrad's wrap-around semantics); float ops are computed
  * in double and rounded to the result dtype (exact for float32 +-*÷ and sqrt, as C computes them); float->int casts
  * follow C truncation, with x86's "integer indefinite" for values C leaves undefined (a dead WHERE branch may compute
- * them). Accesses are bounds-checked against the buffer sizes the PARAMs declare. */
+ * them). Accesses are bounds-checked against the buffer sizes the PARAMs declare.
+ *
+ * A kernel with SPECIAL indices (a GPU kernel) runs as the device would run it, block after block (gidx), each block
+ * with all its threads (lidx): every thread has its own value slots and REG buffers, the block's LOCAL buffers are
+ * shared and start poisoned (all bits set: NaN, -1), and a BARRIER is a sync point. The threads of a block run one
+ * after another, each up to its next BARRIER (a schedule a GPU may choose), so a load from LOCAL memory that a missing
+ * barrier leaves unordered reads another thread's stale or poisoned data instead of passing by luck; every thread
+ * must reach the same BARRIER (divergence is an error). */
 #include "interp.h"
 
 #include <math.h>
@@ -32,9 +39,11 @@ typedef struct Interp {
   uint32_t *srcpos;    /* per position: offset into srcidx */
   uint32_t *srcidx;    /* positions of the sources (UINT32_MAX: not in the list, e.g. a CONST under a CAST) */
   uint32_t *jump;      /* RANGE -> its END, IF -> its ENDIF, END -> its RANGE */
-  Slot *slot;
+  Slot *slot;          /* the running thread's slots */
   uint32_t *width;     /* per position: the value's lane count (tinygrad max_numel) */
-  TG_VEC(char *) owned; /* register buffers */
+  TG_VEC(char *) owned; /* register buffers (of every thread) */
+  char **local;        /* per position: the block's LOCAL buffer (shared by its threads), NULL elsewhere */
+  int64_t gid[3], lid[3], ldim[3]; /* the running thread's block and thread index, the block's size */
 } Interp;
 
 /* Make the slot a vector of n lanes (n > 1) or a scalar (n <= 1). */
@@ -214,7 +223,7 @@ static tg_status interp_setup(Interp *in, UOp *lin) {
   in->srcpos = tg_calloc(in->n + 1, sizeof(uint32_t));
   in->srcidx = tg_calloc(total ? total : 1, sizeof(uint32_t));
   in->jump = tg_calloc(in->n ? in->n : 1, sizeof(uint32_t));
-  in->slot = tg_calloc(in->n ? in->n : 1, sizeof(Slot));
+  in->local = tg_calloc(in->n ? in->n : 1, sizeof(char *));
   in->width = tg_calloc(in->n ? in->n : 1, sizeof(uint32_t));
   ShapeCache shapes;
   shape_cache_init(&shapes);
@@ -260,8 +269,19 @@ static tg_status interp_setup(Interp *in, UOp *lin) {
   return TG_OK;
 }
 
+/* a block's memory: its LOCAL buffers and its threads' REG buffers */
+static void free_locals(Interp *in) {
+  for (uint32_t i = 0; in->local && i < in->n; i++) {
+    tg_free(in->local[i]);
+    in->local[i] = NULL;
+  }
+  for (size_t i = 0; i < in->owned.len; i++) tg_free(in->owned.data[i]);
+  in->owned.len = 0;
+}
+
 static void interp_free(Interp *in) {
-  for (uint32_t i = 0; in->slot && i < in->n; i++) tg_free(in->slot[i].lanes);
+  free_locals(in);
+  tg_free(in->local);
   tg_free(in->width);
   for (size_t i = 0; i < in->owned.len; i++) tg_free(in->owned.data[i]);
   tg_vec_free(&in->owned);
@@ -269,7 +289,6 @@ static void interp_free(Interp *in) {
   tg_free(in->srcpos);
   tg_free(in->srcidx);
   tg_free(in->jump);
-  tg_free(in->slot);
 }
 
 /* ---- the walk ---- */
@@ -315,6 +334,16 @@ static tg_status step_memory(Interp *in, uint32_t i, UOp *u, void *const *bufs, 
     if (me->ptr) return TG_OK; /* declared once, like the C array */
     int64_t numel = shape_numel(u);
     if (numel < 0) return fail(u, "register buffer of symbolic size");
+    if (u->arg.param->addrspace == ADDR_LOCAL) { /* one per block, poisoned at the block's start */
+      if (!in->local[i]) {
+        size_t bytes = (size_t)(numel ? numel : 1) * (size_t)dt_itemsize(u->dtype);
+        in->local[i] = tg_malloc(bytes);
+        memset(in->local[i], 0xff, bytes);
+      }
+      me->ptr = in->local[i];
+      me->numel = numel;
+      return TG_OK;
+    }
     me->ptr = tg_calloc((size_t)(numel ? numel : 1), (size_t)dt_itemsize(u->dtype));
     me->numel = numel;
     tg_vec_push(&in->owned, me->ptr);
@@ -450,37 +479,52 @@ static tg_status step_value(Interp *in, uint32_t i, UOp *u) {
   return TG_OK;
 }
 
-tg_status interp_run(UOp *linear, void *const *bufs, const int64_t *vals, size_t nparams) {
-  if (!linear || !uop_is(linear, TG_OP_LINEAR))
-    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "interp_run: expected a LINEAR from cg_linearize");
-  Interp in;
-  tg_status st = interp_setup(&in, linear);
-  for (uint32_t i = 0; st == TG_OK && i < in.n;) {
+/* SPECIAL gidx<n> / lidx<n> / idx<n>: the running thread's block index, thread index, or flat global id */
+static tg_status step_special(Interp *in, uint32_t i, UOp *u) {
+  const char *nm = u->arg.kind == ARG_STR ? u->arg.str : "";
+  size_t len = strlen(nm);
+  int axis = len ? nm[len - 1] - '0' : -1;
+  if (axis < 0 || axis > 2) return fail(u, "a SPECIAL that is not gidx/lidx/idx 0..2");
+  int64_t v = nm[0] == 'g' ? in->gid[axis] : nm[0] == 'l' ? in->lid[axis] : in->gid[axis] * in->ldim[axis] + in->lid[axis];
+  in->slot[i].v = dt_const(u->dtype, const_int(v));
+  return TG_OK;
+}
+
+/* Run the current thread from *pc up to its next BARRIER (*pc left on it) or the end (*pc = n). */
+static tg_status run_thread(Interp *in, uint32_t *pc, void *const *bufs, const int64_t *vals, size_t nparams) {
+  tg_status st = TG_OK;
+  UOp *linear = in->lin;
+  for (uint32_t i = *pc; st == TG_OK && i < in->n;) {
     UOp *u = linear->src[i];
-    Slot *me = &in.slot[i];
+    Slot *me = &in->slot[i];
     switch (uop_op(u)) {
-    case TG_OP_SINK: case TG_OP_NOOP: case TG_OP_GROUP: case TG_OP_BARRIER: case TG_OP_ENDIF: i++; break;
+    case TG_OP_BARRIER:
+      if (i != *pc) { *pc = i; return TG_OK; } /* arrived: wait for the block */
+      i++;
+      break;
+    case TG_OP_SINK: case TG_OP_NOOP: case TG_OP_GROUP: case TG_OP_ENDIF: i++; break;
+    case TG_OP_SPECIAL: st = step_special(in, i, u); i++; break;
     case TG_OP_PARAM: case TG_OP_BUFFER: case TG_OP_AFTER: case TG_OP_INDEX: case TG_OP_SHRINK: case TG_OP_LOAD:
     case TG_OP_STORE:
-      st = step_memory(&in, i, u, bufs, vals, nparams);
+      st = step_memory(in, i, u, bufs, vals, nparams);
       i++;
       break;
     case TG_OP_RANGE: {
       me->v = dt_const(u->dtype == DT_VOID ? DT_INT64 : u->dtype, const_int(0));
       if (u->dtype != DT_VOID) {
-        Slot *end = src_slot(&in, i, 0);
+        Slot *end = src_slot(in, i, 0);
         if (!end) { st = fail(u, "end not in the list"); break; }
         me->numel = (int64_t)const_as_i128(end->v, u->src[0]->dtype);
-        if (me->numel <= 0) { i = in.jump[i] + 1; break; }
+        if (me->numel <= 0) { i = in->jump[i] + 1; break; }
       }
       i++;
       break;
     }
     case TG_OP_END: {
-      uint32_t r = in.jump[i];
-      Slot *rs = &in.slot[r];
+      uint32_t r = in->jump[i];
+      Slot *rs = &in->slot[r];
       UOp *rng = linear->src[r];
-      if (u->nsrc == 3 && !truthy(src_slot(&in, i, 2), u->src[2])) { i++; break; }
+      if (u->nsrc == 3 && !truthy(src_slot(in, i, 2), u->src[2])) { i++; break; }
       if (rng->dtype == DT_VOID) { i = r + 1; break; }
       int64_t next = (int64_t)const_as_i128(rs->v, rng->dtype) + 1;
       rs->v = dt_const(rng->dtype, const_int(next));
@@ -488,14 +532,71 @@ tg_status interp_run(UOp *linear, void *const *bufs, const int64_t *vals, size_t
       break;
     }
     case TG_OP_IF:
-      i = truthy(src_slot(&in, i, 0), u->src[0]) ? i + 1 : in.jump[i] + 1;
+      i = truthy(src_slot(in, i, 0), u->src[0]) ? i + 1 : in->jump[i] + 1;
       break;
     default:
-      st = step_value(&in, i, u);
+      st = step_value(in, i, u);
       i++;
       break;
     }
   }
+  if (st == TG_OK) *pc = in->n;
+  return st;
+}
+
+/* A kernel's grid (blocks) and block (threads): render_launch_dims, an idx SPECIAL counting blocks of one thread. */
+static tg_status launch_dims(UOp *linear, int64_t global[3], int64_t local[3]) {
+  if (!render_launch_dims(linear, global, local)) return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_RUNTIME;
+  int64_t threads = local[0] * local[1] * local[2];
+  if (threads > 1024 || threads <= 0)
+    return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: interp: a block of %lld threads (at most 1024)", (long long)threads);
+  return TG_OK;
+}
+
+tg_status interp_run(UOp *linear, void *const *bufs, const int64_t *vals, size_t nparams) {
+  if (!linear || !uop_is(linear, TG_OP_LINEAR))
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "interp_run: expected a LINEAR from cg_linearize");
+  int64_t global[3], local[3];
+  tg_status st = launch_dims(linear, global, local);
+  if (st != TG_OK) return st;
+  Interp in;
+  st = interp_setup(&in, linear);
+  size_t nthreads = (size_t)(local[0] * local[1] * local[2]);
+  Slot *slots = tg_calloc(nthreads * (in.n ? in.n : 1), sizeof(Slot));
+  uint32_t *pcs = tg_calloc(nthreads, sizeof(uint32_t));
+  for (int i = 0; i < 3; i++) in.ldim[i] = local[i];
+  for (int64_t gz = 0; st == TG_OK && gz < global[2]; gz++)
+    for (int64_t gy = 0; st == TG_OK && gy < global[1]; gy++)
+      for (int64_t gx = 0; st == TG_OK && gx < global[0]; gx++) {
+        in.gid[0] = gx, in.gid[1] = gy, in.gid[2] = gz;
+        free_locals(&in);
+        for (size_t t = 0; t < nthreads; t++) { /* fresh registers per block, as a new launch of its threads */
+          pcs[t] = 0;
+          for (uint32_t k = 0; k < in.n; k++) slots[t * in.n + k].ptr = NULL;
+        }
+        for (;;) { /* each thread up to the block's next BARRIER */
+          for (size_t t = 0; st == TG_OK && t < nthreads; t++) {
+            in.lid[0] = (int64_t)t % local[0], in.lid[1] = (int64_t)t / local[0] % local[1];
+            in.lid[2] = (int64_t)t / (local[0] * local[1]);
+            in.slot = slots + t * in.n;
+            st = run_thread(&in, &pcs[t], bufs, vals, nparams);
+          }
+          if (st != TG_OK) break;
+          bool diverged = false;
+          for (size_t t = 1; t < nthreads; t++) diverged |= pcs[t] != pcs[0];
+          if (diverged) {
+            st = tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: interp: the threads of a block reach different BARRIERs "
+                              "(positions %u and others)", pcs[0]);
+            break;
+          }
+          if (pcs[0] >= in.n) break;
+          for (size_t t = 0; t < nthreads; t++) pcs[t]++; /* past the BARRIER */
+        }
+      }
+  for (size_t k = 0; k < nthreads * in.n; k++) tg_free(slots[k].lanes);
+  tg_free(slots);
+  tg_free(pcs);
+  in.slot = NULL;
   interp_free(&in);
   return st;
 }

@@ -659,11 +659,116 @@ static void cpu_batch_outer(OptScheduler *s, Shape *sh) {
   shape_load(s, sh);
 }
 
+/* tinygrad's matvec step (devices with locals and shared memory): a sum of products of two loads whose first reduce
+ * range is a term of the first operand's index, every range of which the second operand's index holds, gets
+ * GROUP 8 (threads per row), LOCAL 4 (block size), UPCAST 4 (rows per thread) on the first global axis that fits.
+ * MV=0 turns it off; MV_BLOCKSIZE / MV_THREADS_PER_ROW / MV_ROWS_PER_THREAD change the sizes. */
+static bool gpu_matvec(OptScheduler *s, Shape *sh) {
+  int64_t bs = tg_getenv_int("MV_BLOCKSIZE", 4), tpr = tg_getenv_int("MV_THREADS_PER_ROW", 8),
+          rpt = tg_getenv_int("MV_ROWS_PER_THREAD", 4);
+  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("MV", 1) == 0 || (bs <= 1 && tpr <= 1 && rpt <= 1))
+    return false;
+  UOp *red = opt_first_reduce(s->ast);
+  if (!red || red->arg.kind != ARG_REDUCE || red->arg.red.op != TG_OP_ADD || sh->n < 2) return false;
+  UOp *mul = red->src[0];
+  if (mul->op != TG_OP_MUL || mul->src[0]->op != TG_OP_INDEX || mul->src[1]->op != TG_OP_INDEX ||
+      mul->src[0]->nsrc < 2 || mul->src[1]->nsrc < 2)
+    return false;
+  UOp *first_reduce = NULL;
+  for (int i = 0; i < sh->n && !first_reduce; i++)
+    if (sh->type[i] == AXIS_REDUCE) first_reduce = sh->rngs.data[i];
+  if (!first_reduce) return false;
+  UOp *idx0 = mul->src[0]->src[1], *idx1 = mul->src[1]->src[1];
+  if (idx0->op == TG_OP_WHERE && uop_is_invalid(idx0->src[2])) idx0 = idx0->src[1];
+  if (idx1->op == TG_OP_WHERE && uop_is_invalid(idx1->src[2])) idx1 = idx1->src[1];
+  UOpVec terms = {0};
+  uop_split(idx0, TG_OP_ADD, &terms);
+  bool term = cg_vec_has(&terms, first_reduce);
+  tg_vec_free(&terms);
+  CgRanges rr;
+  cg_ranges_init(&rr);
+  const UOpVec *r0 = cg_ranges_of(&rr, idx0), *r1 = cg_ranges_of(&rr, idx1);
+  bool contained = true;
+  for (size_t i = 0; i < r0->len && contained; i++) contained = cg_vec_has(r1, r0->data[i]);
+  cg_ranges_free(&rr);
+  if (!term || !contained) return false;
+  for (int g = 0; g < sh->n; g++) {
+    if (sh->type[g] != AXIS_GLOBAL) continue;
+    if (!uop_divides(first_reduce->src[0], tpr) || sh->size[g] % (bs * rpt) != 0) continue;
+    if (tpr > 1) try_opt(s, OPT_GROUP, 0, (int)tpr);
+    if (bs > 1) try_opt(s, OPT_LOCAL, g, (int)bs);
+    if (rpt > 1) try_opt(s, OPT_UPCAST, g, (int)rpt);
+    return true;
+  }
+  return false;
+}
+
+/* tinygrad's local groups (devices with locals): rank the GLOBAL/WEAK axes with a constant size, those some buffer
+ * broadcasts over first, then the higher axis; each takes the first of 32 (axis 0 only), 16, 8, 4, 3, 2 that divides
+ * it while the block stays within 128 threads; the first three chosen are applied in axis order. NOLOCALS=1 gives
+ * the NOLOCALS opt instead. */
+static void gpu_locals(OptScheduler *s, Shape *sh) {
+  if (!s->ren->has_local) return;
+  if (tg_getenv_int("NOLOCALS", 0)) {
+    Opt o = {OPT_NOLOCALS, -1, 0};
+    opt_apply(s, o);
+    return;
+  }
+  shape_load(s, sh);
+  UOpVec idxs = {0};
+  buffer_indexes(s->ast, &idxs);
+  int rank_axis[64], nrank = 0;
+  bool rank_bcast[64];
+  for (int a = 0; a < sh->n; a++) {
+    if ((sh->type[a] != AXIS_GLOBAL && sh->type[a] != AXIS_WEAK) || sh->rngs.data[a]->src[0]->op != TG_OP_CONST)
+      continue;
+    bool bcast = false;
+    for (size_t b = 0; b < idxs.len && !bcast; b++) bcast = !in_slice(idxs.data[b], sh->rngs.data[a]);
+    rank_axis[nrank] = a, rank_bcast[nrank++] = bcast;
+  }
+  tg_vec_free(&idxs);
+  /* sorted by (broadcast first, then higher axis first) */
+  for (int i = 1; i < nrank; i++)
+    for (int j = i; j > 0; j--) {
+      bool before = rank_bcast[j] != rank_bcast[j - 1] ? rank_bcast[j] : rank_axis[j] > rank_axis[j - 1];
+      if (!before) break;
+      int ta = rank_axis[j]; rank_axis[j] = rank_axis[j - 1]; rank_axis[j - 1] = ta;
+      bool tb = rank_bcast[j]; rank_bcast[j] = rank_bcast[j - 1]; rank_bcast[j - 1] = tb;
+    }
+  int to_axis[64], to_sz[64], nto = 0;
+  for (int i = 0; i < nrank; i++) {
+    int a = rank_axis[i];
+    int64_t block = 1;
+    for (int k = 0; k < nto; k++) block *= to_sz[k];
+    static const int sizes[] = {32, 16, 8, 4, 3, 2};
+    for (size_t k = a == 0 ? 0 : 1; k < TG_ARRAY_LEN(sizes); k++)
+      if (sh->size[a] % sizes[k] == 0 && block * sizes[k] <= 128) {
+        to_axis[nto] = a, to_sz[nto++] = sizes[k];
+        break;
+      }
+  }
+  if (nto > 3) nto = 3;
+  for (int i = 1; i < nto; i++) /* in axis order */
+    for (int j = i; j > 0 && to_axis[j] < to_axis[j - 1]; j--) {
+      int ta = to_axis[j]; to_axis[j] = to_axis[j - 1]; to_axis[j - 1] = ta;
+      int ts = to_sz[j]; to_sz[j] = to_sz[j - 1]; to_sz[j - 1] = ts;
+    }
+  int deleted = 0;
+  for (int i = 0; i < nto; i++) {
+    int axis = to_axis[i] - deleted;
+    shape_load(s, sh);
+    bool removes_axis = axis < sh->n && to_sz[i] == sh->size[axis];
+    if (try_opt(s, OPT_LOCAL, axis, to_sz[i]) && removes_axis) deleted++;
+  }
+}
+
 void opt_hand_coded(OptScheduler *s) {
   Shape sh;
   memset(&sh, 0, sizeof sh);
   UOpScope sc = uop_scope_begin();
   shape_load(s, &sh);
+
+  if (gpu_matvec(s, &sh)) goto out;
 
   /* grouping a small output needs locals (GROUPTOP fails on devices without them, as in tinygrad) */
   if (upcastable_output_prod(&sh) <= (tg_getenv_int("NOLOCALS", 0) ? 240 : 2048)) {
@@ -736,6 +841,8 @@ void opt_hand_coded(OptScheduler *s) {
     int amt = 4;
     if (last >= 0 && sh.size[last] % amt == 0) try_opt(s, OPT_UPCAST, last, amt);
   }
+
+  gpu_locals(s, &sh);
 
 threads:
   cpu_batch_outer(s, &sh);

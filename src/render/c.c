@@ -1,10 +1,11 @@
-/* c.c — the C-style renderer for the CPU (tinygrad renderer/cstyle.py: CStyleLanguage._render + ClangRenderer).
+/* c.c — the C-style renderer (tinygrad renderer/cstyle.py: CStyleLanguage._render), and its C language table for the
+ * CPU (ClangRenderer). The CUDA table is in cuda.c; what differs between the two is cstyle.h's CStyleLang.
  *
  * Walks the linearized list once. Every UOp gets a name (alu0, val0, cast0, bidx0, buf0, Lidx0 ...) or, when it is
  * used once and cheap to repeat, its expression text is inlined into its user; everything else becomes one line
  * `type name = expr;` at the current loop depth. Numbering, inlining rules, constant spelling and parenthesisation
  * follow tinygrad's text exactly, so the output is byte-for-byte tinygrad's for the same list. */
-#include "render.h"
+#include "cstyle.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -25,10 +26,8 @@ typedef struct CRender CRender;
 static int64_t numel_of(CRender *cr, const UOp *u);
 static AddrSpace aspace(CRender *cr, const UOp *u);
 
-/* tinygrad _render_dtype: "float", a vector "float4" / "unsigned_int2" (spaces become '_'), with '*' for memory in
- * GLOBAL/LOCAL space or when a pointer is asked for. */
-static void put_dtype(StrBuf *b, const DType *d, int64_t sz, AddrSpace as, bool want_ptr) {
-  const char *name = c_type_name(d);
+void cstyle_put_dtype(StrBuf *b, const CStyleLang *lang, const DType *d, int64_t sz, AddrSpace as, bool want_ptr) {
+  const char *name = lang->type_name(d);
   if (sz > 1) {
     for (const char *p = name; *p; p++) sb_putc(b, *p == ' ' ? '_' : *p);
     sb_printf(b, "%lld", (long long)sz);
@@ -37,6 +36,10 @@ static void put_dtype(StrBuf *b, const DType *d, int64_t sz, AddrSpace as, bool 
   }
   if (is_mem_space(as) || want_ptr) sb_putc(b, '*');
 }
+
+static const CStyleLang *lang_of(const CRender *cr);
+#define put_dtype(b, d, sz, as, ptr) cstyle_put_dtype((b), lang_of(cr), (d), (sz), (as), (ptr))
+#define type_name(d) (lang_of(cr)->type_name(d))
 
 /* tinygrad render_type(u) */
 static void put_type(CRender *cr, StrBuf *b, const UOp *u) {
@@ -134,6 +137,7 @@ static const char *const prefix_names[PFX_COUNT] = {"alu", "cast", "bidx", "val"
 
 struct CRender {
   const Renderer *ren;
+  const CStyleLang *lang;
   ShapeCache shapes;
   UOpMap expr;        /* node -> heap string: its name or its inlined expression */
   UOpMap uses;        /* node -> number of uses in the list */
@@ -142,6 +146,7 @@ struct CRender {
 };
 
 static int64_t numel_of(CRender *cr, const UOp *u) { return shape_max_numel(&cr->shapes, u); }
+static const CStyleLang *lang_of(const CRender *cr) { return cr->lang; }
 static AddrSpace aspace(CRender *cr, const UOp *u) { return uop_addrspace(&cr->shapes, u); }
 
 static size_t use_count(const CRender *cr, const UOp *u) {
@@ -198,7 +203,8 @@ static void put_const_cast(CRender *cr, StrBuf *b, const UOp *x, const UOp *c) {
   if (dt_is_float(d) && v.kind == CK_FLOAT && !isfinite(v.f)) {
     sb_putc(b, '(');
     put_cast_open(cr, b, x);
-    sb_puts(b, isnan(v.f) ? "__builtin_nanf(\"\")" : v.f > 0 ? "__builtin_inff()" : "-__builtin_inff()");
+    if (!isnan(v.f) && v.f < 0) sb_putc(b, '-');
+    sb_puts(b, isnan(v.f) ? cr->lang->nan : cr->lang->inf);
     sb_puts(b, "))");
     return;
   }
@@ -279,8 +285,10 @@ static bool put_alu(CRender *cr, StrBuf *b, const UOp *x) {
   }
   bool dbl = x->dtype->scalar == DT_FLOAT64;
   const char *bin = NULL;
+  if (x->nsrc == 1 && cr->lang->put_unary && cr->lang->put_unary(b, op, x->dtype->scalar, s[0])) op = TG_OP_NOOP;
   switch (op) {
-  case TG_OP_SQRT: sb_printf(b, "%s(%s)", dbl ? "__builtin_sqrt" : "__builtin_sqrtf", s[0]); break;
+  case TG_OP_NOOP: break;
+  case TG_OP_SQRT: sb_printf(b, "%s(%s)", dbl ? "__builtin_sqrt" : "__builtin_sqrtf", s[0]); break; /* C's */
   case TG_OP_TRUNC: sb_printf(b, "%s(%s)", dbl ? "__builtin_trunc" : "__builtin_truncf", s[0]); break;
   case TG_OP_NEG: sb_printf(b, "-%s", s[0]); break;
   case TG_OP_RECIPROCAL: sb_printf(b, "(1/%s)", s[0]); break;
@@ -357,10 +365,11 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
     if (!param_shape(u, dims, &nd)) return fail_unsupported(cr, u, "(symbolic shape)");
     int64_t numel = 1;
     for (int i = 0; i < nd; i++) numel *= dims[i];
-    sb_printf(l, "%s ", c_type_name(u->dtype));
+    if (aspace(cr, u) == ADDR_LOCAL) sb_puts(l, cr->lang->smem_prefix);
+    sb_printf(l, "%s ", type_name(u->dtype));
     put_ref(cr, l, u);
     sb_printf(l, "[%lld]", (long long)numel);
-    if (numel > 1) { /* a vector accumulator, read and written as one aligned vector */
+    if (numel > 1 && cr->lang->align_reg_vectors && aspace(cr, u) == ADDR_REG) { /* a vector accumulator, read and written as one aligned vector */
       int64_t bytes = numel * dt_itemsize(u->dtype), align = 1;
       while (align * 2 <= bytes && align < 64) align *= 2;
       sb_printf(l, " __attribute__((aligned(%lld)))", (long long)align);
@@ -370,7 +379,7 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
   }
   case TG_OP_RANGE:
     if (u->dtype == DT_VOID) { sb_puts(l, "for (;;) {"); return true; }
-    sb_printf(l, "for (%s ", c_type_name(u->dtype));
+    sb_printf(l, "for (%s ", type_name(u->dtype));
     put_ref(cr, l, u);
     sb_puts(l, " = 0; ");
     put_ref(cr, l, u);
@@ -419,22 +428,45 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
       sb_puts(l, "))");
       return true;
     }
-    sb_printf(l, "__builtin_bit_cast(%s, (", c_type_name(u->dtype));
-    put_type(cr, l, u->src[0]);
-    sb_puts(l, ")(");
+    if (cr->lang->bitcast_template) { /* CUDA: tg_bitcast<T>((S)(x)) with the scalar types (render_dtype) */
+      sb_printf(l, "tg_bitcast<%s>((%s)(", type_name(u->dtype), type_name(u->src[0]->dtype));
+    } else {
+      sb_printf(l, "__builtin_bit_cast(%s, (", type_name(u->dtype));
+      put_type(cr, l, u->src[0]);
+      sb_puts(l, ")(");
+    }
     put_ref(cr, l, u->src[0]);
     sb_puts(l, "))");
     return true;
-  case TG_OP_BARRIER: sb_puts(l, "__atomic_thread_fence(__ATOMIC_SEQ_CST);"); return true;
-  case TG_OP_STACK: /* a vector from lanes: (float4){a,b,c,d} */
-    sb_putc(l, '(');
-    put_type(cr, l, u);
-    sb_puts(l, "){");
+  case TG_OP_BARRIER: sb_puts(l, cr->lang->barrier); return true;
+  case TG_OP_SPECIAL: { /* int gidx0 = blockIdx.x; (the bound in a comment) */
+    const char *nm = u->arg.kind == ARG_STR ? u->arg.str : "";
+    size_t len = strlen(nm);
+    int axis = len ? nm[len - 1] - '0' : -1;
+    char kind = nm[0] == 'g' || nm[0] == 'l' ? nm[0] : strncmp(nm, "idx", 3) == 0 ? 'i' : 0;
+    if (!cr->lang->put_workitem || !kind || axis < 0 || axis > 2 || u->nsrc < 1)
+      return fail_unsupported(cr, u, "(a SPECIAL index this language has no spelling for)");
+    cr->lang->put_workitem(l, kind, axis);
+    char *bound = uop_render(u->src[0]);
+    sb_printf(l, "; /* %s */", bound);
+    tg_free(bound);
+    return true;
+  }
+  case TG_OP_STACK: /* a vector from lanes: (float4){a,b,c,d} in C, make_float4(a,b,c,d) in CUDA */
+    if (cr->lang->vector_ctor) {
+      sb_puts(l, cr->lang->vector_ctor);
+      put_type(cr, l, u);
+      sb_putc(l, '(');
+    } else {
+      sb_putc(l, '(');
+      put_type(cr, l, u);
+      sb_puts(l, "){");
+    }
     for (uint32_t k = 0; k < u->nsrc; k++) {
       if (k) sb_putc(l, ',');
       put_ref(cr, l, u->src[k]);
     }
-    sb_putc(l, '}');
+    sb_putc(l, cr->lang->vector_ctor ? ')' : '}');
     return true;
   case TG_OP_SHRINK:
     if (u->nsrc != 3 || !uop_is(u->src[2], TG_OP_CAST) || !uop_is_const(u->src[2]->src[0]))
@@ -455,6 +487,11 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
         return true;
       }
       put_ref(cr, l, u->src[0]);
+      Const lane = uop_const_val(i->src[0]);
+      if (numel_of(cr, u->src[0]) <= cr->lang->gep_arr_threshold && lane.kind == CK_INT && lane.i >= 0 && lane.i < 8) {
+        sb_printf(l, ".%c", "xyzwabcd"[lane.i]);
+        return true;
+      }
       StrBuf v;
       sb_init(&v);
       put_py_value(&v, i->src[0]);
@@ -613,18 +650,18 @@ static bool inline_it(CRender *cr, const UOp *u) {
 }
 
 /* ClangRenderer._render_defines: one ext_vector_type typedef per (dtype, lanes) of a vector value, first-use order */
-static void put_vector_typedefs(CRender *cr, StrBuf *out, UOp *linear) {
+static void put_vector_typedefs(const CStyleLang *lang, ShapeCache *shapes, StrBuf *out, UOp *linear) {
   const DType *seen_dt[64];
   int64_t seen_n[64];
   size_t nseen = 0;
   bool first = true;
   for (uint32_t i = 0; i < linear->nsrc; i++) {
     const UOp *u = linear->src[i];
-    AddrSpace as = aspace(cr, u);
+    AddrSpace as = uop_addrspace(shapes, u);
     UOpShape sh;
-    if ((as != ADDR_ALU && as != ADDR_NONE) || u->dtype == DT_VOID || !shape_of(&cr->shapes, u, &sh) || !sh.has_shape)
+    if ((as != ADDR_ALU && as != ADDR_NONE) || u->dtype == DT_VOID || !shape_of(shapes, u, &sh) || !sh.has_shape)
       continue;
-    int64_t n = numel_of(cr, u);
+    int64_t n = shape_max_numel(shapes, u);
     if (n <= 1) continue;
     bool dup = false;
     for (size_t k = 0; k < nseen && !dup; k++) dup = seen_dt[k] == u->dtype && seen_n[k] == n;
@@ -637,7 +674,7 @@ static void put_vector_typedefs(CRender *cr, StrBuf *out, UOp *linear) {
     if (!first) sb_putc(out, '\n');
     first = false;
     sb_printf(out, "typedef %s ", c_type_name(u->dtype));
-    put_dtype(out, u->dtype, n, ADDR_REG, false);
+    cstyle_put_dtype(out, lang, u->dtype, n, ADDR_REG, false);
     sb_printf(out, " __attribute__((aligned(%lld),ext_vector_type(%lld)));", (long long)align, (long long)n);
   }
   /* the element-aligned twins of the vector types unaligned accesses use */
@@ -645,7 +682,7 @@ static void put_vector_typedefs(CRender *cr, StrBuf *out, UOp *linear) {
     const UOp *u = linear->src[i];
     const UOp *bidx = uop_is(u, TG_OP_LOAD) || uop_is(u, TG_OP_STORE) ? u->src[0] : NULL;
     if (!bidx) continue;
-    int64_t n = numel_of(cr, bidx);
+    int64_t n = shape_max_numel(shapes, bidx);
     if (!access_unaligned(bidx, n)) continue;
     bool dup = false;
     for (size_t k = 0; k < nseen && !dup; k++) dup = seen_dt[k] == bidx->dtype && seen_n[k] == -n;
@@ -655,7 +692,7 @@ static void put_vector_typedefs(CRender *cr, StrBuf *out, UOp *linear) {
     if (!first) sb_putc(out, '\n');
     first = false;
     sb_printf(out, "typedef %s ", c_type_name(bidx->dtype));
-    put_dtype(out, bidx->dtype, n, ADDR_REG, false);
+    cstyle_put_dtype(out, lang, bidx->dtype, n, ADDR_REG, false);
     sb_printf(out, "_u __attribute__((aligned(%d),ext_vector_type(%lld)));", dt_itemsize(bidx->dtype) > 0 ? (int)dt_itemsize(bidx->dtype) : 1,
               (long long)n);
   }
@@ -697,7 +734,7 @@ static bool wants_vectorize_hint(CRender *cr, UOp *linear, uint32_t at) {
   return false;
 }
 
-char *render_c(const Renderer *ren, UOp *linear) {
+char *cstyle_render(const Renderer *ren, const CStyleLang *lang, UOp *linear) {
   if (!linear || !uop_is(linear, TG_OP_LINEAR)) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "render_c: expected a LINEAR from cg_linearize");
     return NULL;
@@ -705,6 +742,7 @@ char *render_c(const Renderer *ren, UOp *linear) {
   CRender cr;
   memset(&cr, 0, sizeof cr);
   cr.ren = ren ? ren : renderer_clang();
+  cr.lang = lang;
   uopmap_init(&cr.expr);
   uopmap_init(&cr.uses);
   shape_cache_init(&cr.shapes);
@@ -795,15 +833,8 @@ char *render_c(const Renderer *ren, UOp *linear) {
     snprintf(fname, sizeof fname, "%s", render_kernel_name(linear));
     StrBuf out;
     sb_init(&out);
-    put_vector_typedefs(&cr, &out, linear);
-    sb_printf(&out, "\nvoid %s(", fname);
-    for (size_t k = 0; k < params.len; k++) {
-      const RenderParam *p = &params.data[k];
-      if (k) sb_puts(&out, ", ");
-      if (p->is_value) sb_printf(&out, "const %s %s", c_type_name(p->dtype), p->name);
-      else sb_printf(&out, "%s* restrict %s", c_type_name(p->dtype), p->name);
-    }
-    sb_printf(&out, ") {\n%s\n}\n", body.s ? body.s : "");
+    CStyleProgram prg = {fname, &params, body.s ? body.s : "", linear, &cr.shapes};
+    lang->put_program(&out, lang, &prg);
     result = sb_take(&out);
   }
   sb_free(&body);
@@ -815,6 +846,36 @@ char *render_c(const Renderer *ren, UOp *linear) {
   shape_cache_free(&cr.shapes);
   return result;
 }
+
+/* ClangRenderer.render_kernel: the vector typedefs, then void <name>(float* restrict data0_16, const int data1_) */
+static void c_put_program(StrBuf *out, const CStyleLang *lang, const CStyleProgram *p) {
+  put_vector_typedefs(lang, p->shapes, out, p->linear);
+  sb_printf(out, "\nvoid %s(", p->name);
+  for (size_t k = 0; k < p->params->len; k++) {
+    const RenderParam *rp = &p->params->data[k];
+    if (k) sb_puts(out, ", ");
+    if (rp->is_value) sb_printf(out, "const %s %s", c_type_name(rp->dtype), rp->name);
+    else sb_printf(out, "%s* restrict %s", c_type_name(rp->dtype), rp->name);
+  }
+  sb_printf(out, ") {\n%s\n}\n", p->body);
+}
+
+static const CStyleLang c_lang = {
+    .type_name = c_type_name,
+    .inf = "__builtin_inff()",
+    .nan = "__builtin_nanf(\"\")",
+    .barrier = "__atomic_thread_fence(__ATOMIC_SEQ_CST);",
+    .smem_prefix = "",
+    .align_reg_vectors = true,
+    .vector_ctor = NULL,
+    .gep_arr_threshold = 0,
+    .bitcast_template = false,
+    .put_unary = NULL,
+    .put_workitem = NULL,
+    .put_program = c_put_program,
+};
+
+char *render_c(const Renderer *ren, UOp *linear) { return cstyle_render(ren, &c_lang, linear); }
 
 char *render_c_entry(UOp *linear, const char *entry_name) {
   RenderParamVec params = {0};

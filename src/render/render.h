@@ -44,8 +44,9 @@ struct Renderer {
 const Renderer *renderer_for_device(const char *device);
 
 /* A linearized kernel's launch dimensions (tinygrad ProgramInfo global_size / local_size): the bounds of its SPECIAL
- * indices, gidx<n> -> global[n] (blocks), lidx<n> -> local[n] (threads per block); 1 where there is none (every CPU
- * kernel: {1,1,1} and {1,1,1}). False with tg_last_error() for a symbolic bound. */
+ * indices, gidx<n> -> global[n] (blocks), lidx<n> -> local[n] (threads per block); idx<n> (NOLOCALS: the flat id
+ * blockIdx*blockDim+threadIdx in a kernel with __launch_bounds__(1)) -> global[n] blocks of one thread; 1 where there
+ * is none (every CPU kernel: {1,1,1} and {1,1,1}). False with tg_last_error() for a symbolic bound. */
 bool render_launch_dims(UOp *linear, int64_t global[3], int64_t local[3]);
 
 static inline bool renderer_supports_dtype(const Renderer *r, const DType *d) {
@@ -82,6 +83,18 @@ const Renderer *renderer_clang(void);
 /* Part of the CPU's extra matcher, not tinygrad's: a gate's (c1<x)&(x<c2) on an int becomes one unsigned compare
  * (clang vectorizes the pad kernels it gates only then). The codegen parity test applies it to tinygrad's graphs. */
 const RuleSet *render_pm_range_checks(void);
+
+/* tinygrad's CUDARenderer for sm_90 (cuda.c): CStyleLanguage's ops with native SQRT/EXP2/LOG2/SIN/TRUNC/RECIPROCAL
+ * (no MAX, no FDIV), every dtype but fp8, has_local/has_shared, no THREAD axis, global_max (2^31-1, 65535, 65535),
+ * local_max (1024, 1024, 64), shared_max 49152 bytes. */
+const Renderer *renderer_cuda(void);
+
+/* Render a linearized kernel to CUDA C++ for NVRTC, as tinygrad's CUDARenderer.render, but with no #include: half and
+ * bfloat16 are defined in the source (cuda.c). The kernel is
+ *   extern "C" __global__ void __launch_bounds__(<threads per block>) <name>(float* data0_16, ..., const int data3_)
+ * with the parameters in render_params order (the launch passes kernelParams in that order); launch dimensions from
+ * render_launch_dims. Heap string, or NULL with tg_last_error() set. */
+char *render_cuda(const Renderer *ren, UOp *linear);
 
 /* Render a linearized kernel (a LINEAR whose sources are the cg_linearize list) to C source for the CPU, as tinygrad's
  * ClangRenderer.render: vector typedefs, then

@@ -13,10 +13,7 @@ static bool device_is(const char *device, const char *base) {
 
 const Renderer *renderer_for_device(const char *device) {
   if (!device || !*device || device_is(device, "CPU")) return renderer_clang();
-  if (device_is(device, "CUDA")) {
-    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: render: device %s: the CUDA renderer is not built yet", device);
-    return NULL;
-  }
+  if (device_is(device, "CUDA")) return renderer_cuda();
   tg_set_error(TG_ERR_INVALID_ARGUMENT, "render: unknown device %s (known: CPU, CUDA)", device);
   return NULL;
 }
@@ -27,18 +24,21 @@ bool render_launch_dims(UOp *linear, int64_t global[3], int64_t local[3]) {
     const UOp *u = linear->src[i];
     if (u->op != TG_OP_SPECIAL) continue;
     const char *name = u->arg.kind == ARG_STR ? u->arg.str : "";
-    int64_t *dims = name[0] == 'g' ? global : name[0] == 'l' ? local : NULL;
+    /* idx<n> (NOLOCALS) is blockIdx*blockDim+threadIdx under __launch_bounds__(1): blocks of one thread */
+    int64_t *dims = name[0] == 'g' || name[0] == 'i' ? global : name[0] == 'l' ? local : NULL;
     size_t len = strlen(name);
     int axis = len ? name[len - 1] - '0' : -1;
     if (!dims || axis < 0 || axis > 2 || u->nsrc < 1) {
-      tg_set_error(TG_ERR_RUNTIME, "render: SPECIAL %s is not a gidx/lidx index", name);
+      tg_set_error(TG_ERR_RUNTIME, "render: SPECIAL %s is not a gidx/lidx/idx index", name);
       return false;
     }
-    if (u->src[0]->op != TG_OP_CONST || u->src[0]->arg.c.kind != CK_INT) {
+    const UOp *bound = u->src[0];
+    while (bound->op == TG_OP_CAST && bound->nsrc == 1) bound = bound->src[0]; /* lowered: CAST(int, CONST) */
+    if (bound->op != TG_OP_CONST || bound->arg.c.kind != CK_INT) {
       tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: render: SPECIAL %s with a symbolic bound: not supported yet", name);
       return false;
     }
-    dims[axis] = u->src[0]->arg.c.i;
+    dims[axis] = bound->arg.c.i;
   }
   return true;
 }
