@@ -16,6 +16,7 @@ GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
 TOOLS := fuzz_symbolic demo_symbolic demo_tensor
 BENCHES := bench_rewrite bench_tensor bench_train
 BENCHES += bench_matmul
+GPU_BENCHES := bench_gpu
 EXAMPLES := beautiful_mnist
 
 B := build
@@ -25,8 +26,8 @@ GPU_TEST_OBJ := $(GPU_TEST_SRC:%.c=$(B)/%.o)
 SAN_LIB_OBJ := $(LIB_SRC:%.c=$(B)/san/%.o)
 SAN_TEST_OBJ := $(TEST_SRC:%.c=$(B)/san/%.o)
 
-.PHONY: all lib test test-fast test-san test-gpu demo bench fuzz fuzz-long fuzz-idx fuzz-safetensors clean
-all: lib $(B)/run_tests $(B)/run_tests_gpu $(TOOLS:%=$(B)/%) $(BENCHES:%=$(B)/%) $(EXAMPLES:%=$(B)/%)
+.PHONY: all lib test test-fast test-san test-gpu demo bench bench-gpu fuzz fuzz-long fuzz-idx fuzz-safetensors clean
+all: lib $(B)/run_tests $(B)/run_tests_gpu $(TOOLS:%=$(B)/%) $(BENCHES:%=$(B)/%) $(GPU_BENCHES:%=$(B)/%) $(EXAMPLES:%=$(B)/%)
 
 lib: $(B)/libtinygrad.a $(B)/libtinygrad.so
 
@@ -75,6 +76,10 @@ demo: $(B)/fuzz_symbolic $(B)/demo_symbolic $(B)/demo_tensor $(B)/beautiful_mnis
 
 bench: $(BENCHES:%=$(B)/%)
 	@bash bench/run.sh $(B)
+
+# the GPU figures (bench/run_gpu.sh): ours on DEV=CUDA against PyTorch on CUDA, in one run; needs an NVIDIA GPU
+bench-gpu: $(GPU_BENCHES:%=$(B)/%) $(B)/bench_train
+	@bash bench/run_gpu.sh $(B)
 
 fuzz: $(B)/fuzz_symbolic
 	$(B)/fuzz_symbolic 20000 1

@@ -106,6 +106,9 @@ tg_status tg_set_default_device(const char *device);
 /* t on `device` (tinygrad Tensor.to): the same tensor when it is there already (or has no device), else a COPY that
  * realizes as a device copy (host to device, device to host, device to device). NULL with an error for a bad name. */
 tg_tensor *tg_to(const tg_tensor *t, const char *device);
+/* Wait until every kernel and copy queued on `device` (NULL: the default device) has finished (tinygrad
+ * Device[...].synchronize()). Realize may return before a GPU is done; reading a tensor back waits by itself. */
+tg_status tg_synchronize(const char *device);
 /* Can CUDA be used (driver loaded, a GPU present)? false with the reason in *why (a static string) when not. */
 bool tg_cuda_available(const char **why);
 

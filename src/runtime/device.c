@@ -144,3 +144,9 @@ tg_status tg_set_default_device(const char *device) {
 }
 
 bool tg_cuda_available(const char **why) { return rt_cuda_available(why); }
+
+tg_status tg_synchronize(const char *device) {
+  RtDevice *d = NULL;
+  tg_status st = rt_device_open(device ? device : tg_default_device(), &d);
+  return st == TG_OK ? rt_device_synchronize(d) : st;
+}

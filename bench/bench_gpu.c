@@ -1,0 +1,129 @@
+/* bench_gpu.c — the GPU issue's figures for tinygrad.c on the default device (run with DEV=CUDA): copy kernel,
+ * fused relu(a*b+c) and sum over 2^28 float32, softmax 4096x4096, matmul fp16/bf16 at 4096 and 8192 and fp32 at 4096,
+ * conv2d (64x32x28x28, 64 3x3 filters, padding 1). Each figure: one warm-up realize (compiles), then realizes
+ * repeated for BENCH_SECONDS (default 1) or at most 200 runs, the device synchronized after each; the median run.
+ * Inputs random (never zeros). Prints "<name> <value> <unit>" lines (bench/run_gpu.sh pairs them with torch's).
+ * Arguments: figure names to run (default all). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tinygrad.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int nwant;
+static char **wanted;
+static bool want(const char *name) {
+  if (!nwant) return true;
+  for (int i = 0; i < nwant; i++)
+    if (strcmp(wanted[i], name) == 0) return true;
+  return false;
+}
+
+static void fail(const char *name) { printf("%s failed: %s\n", name, tg_last_error()); }
+
+/* a random tensor of `dtype` on the default device: uniform [-1, 1) drawn on the device, cast */
+static tg_tensor *random_tensor(const int64_t *shape, size_t ndim, tg_dtype dtype) {
+  tg_tensor *r = tg_uniform(shape, ndim, -1.0, 1.0, TG_FLOAT32);
+  tg_tensor *t = r && dtype != TG_FLOAT32 ? tg_cast(r, dtype) : r;
+  tg_tensor *c = t ? tg_contiguous(t) : NULL;
+  if (c && tg_realize(c) != TG_OK) c = NULL;
+  return c;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef tg_tensor *(*Graph)(tg_tensor *const *in);
+
+/* median seconds of realizing graph(in) (a new graph each run: the schedule and kernel caches hit after run 0) */
+static double time_graph(const char *name, Graph g, tg_tensor *const *in) {
+  static double runs[200];
+  double budget = getenv("BENCH_SECONDS") ? atof(getenv("BENCH_SECONDS")) : 1.0, start = now();
+  int n = 0;
+  for (int r = 0; r < 201; r++) {
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *out = g(in);
+    double t0 = now();
+    tg_status st = out ? tg_realize(out) : TG_ERR_RUNTIME;
+    if (st == TG_OK) st = tg_synchronize(tg_device(out));
+    double dt = now() - t0;
+    tg_scope_end(sc);
+    if (st != TG_OK) {
+      fail(name);
+      return -1;
+    }
+    if (r > 0) runs[n++] = dt;
+    if (n >= 200 || (n >= 5 && now() - start > budget)) break;
+  }
+  qsort(runs, (size_t)n, sizeof(double), cmp_double);
+  return runs[n / 2];
+}
+
+static tg_tensor *g_copy(tg_tensor *const *in) { return tg_neg(in[0]); }
+static tg_tensor *g_relu_fma(tg_tensor *const *in) { return tg_relu(tg_add(tg_mul(in[0], in[1]), in[2])); }
+static tg_tensor *g_sum(tg_tensor *const *in) { return tg_sum(in[0], NULL, 0, false); }
+static tg_tensor *g_softmax(tg_tensor *const *in) { return tg_softmax(in[0], -1); }
+static tg_tensor *g_matmul(tg_tensor *const *in) { return tg_matmul(in[0], in[1]); }
+static tg_tensor *g_conv(tg_tensor *const *in) {
+  return tg_conv2d(in[0], in[1], NULL, 1, (const int64_t[]){1, 1}, (const int64_t[]){1, 1}, (const int64_t[]){1, 1});
+}
+
+int main(int argc, char **argv) {
+  nwant = argc - 1;
+  wanted = argv + 1;
+  tg_manual_seed(1);
+  const int64_t n = (int64_t)1 << 28;
+  if (want("copy_kernel_2^28") || want("relu_fma_2^28") || want("sum_2^28")) {
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *in[3] = {random_tensor(&n, 1, TG_FLOAT32), random_tensor(&n, 1, TG_FLOAT32),
+                        random_tensor(&n, 1, TG_FLOAT32)};
+    if (!in[0] || !in[1] || !in[2]) fail("inputs 2^28");
+    double t;
+    if (in[2] && want("copy_kernel_2^28") && (t = time_graph("copy_kernel_2^28", g_copy, in)) > 0)
+      printf("copy_kernel_2^28 %.4g GB/s\n", 2.0 * 4 * (double)n / t / 1e9);
+    if (in[2] && want("relu_fma_2^28") && (t = time_graph("relu_fma_2^28", g_relu_fma, in)) > 0)
+      printf("relu_fma_2^28 %.4g GB/s\n", 4.0 * 4 * (double)n / t / 1e9);
+    if (in[2] && want("sum_2^28") && (t = time_graph("sum_2^28", g_sum, in)) > 0)
+      printf("sum_2^28 %.4g GB/s\n", 4.0 * (double)n / t / 1e9);
+    tg_scope_end(sc);
+  }
+  if (want("softmax_4096x4096")) {
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *in[1] = {random_tensor(TG_SHAPE(4096, 4096), TG_FLOAT32)};
+    double t = in[0] ? time_graph("softmax_4096x4096", g_softmax, in) : -1;
+    if (t > 0) printf("softmax_4096x4096 %.4g GB/s\n", 2.0 * 4 * 4096 * 4096 / t / 1e9);
+    tg_scope_end(sc);
+  }
+  static const struct { const char *dt; tg_dtype dtype; int64_t n; } mms[] = {
+      {"fp16", TG_FLOAT16, 4096}, {"fp16", TG_FLOAT16, 8192}, {"bf16", TG_BFLOAT16, 4096},
+      {"bf16", TG_BFLOAT16, 8192}, {"fp32", TG_FLOAT32, 4096}};
+  for (size_t i = 0; i < sizeof mms / sizeof mms[0]; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "matmul_%s_%lld", mms[i].dt, (long long)mms[i].n);
+    if (!want(name)) continue;
+    tg_scope sc = tg_scope_begin();
+    int64_t sh[2] = {mms[i].n, mms[i].n};
+    tg_tensor *in[2] = {random_tensor(sh, 2, mms[i].dtype), random_tensor(sh, 2, mms[i].dtype)};
+    double t = in[0] && in[1] ? time_graph(name, g_matmul, in) : -1;
+    if (t > 0) printf("%s %.4g TFLOPS\n", name, 2.0 * (double)mms[i].n * mms[i].n * mms[i].n / t / 1e12);
+    tg_scope_end(sc);
+  }
+  if (want("conv2d_64x32x28x28_k3")) {
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *in[2] = {random_tensor(TG_SHAPE(64, 32, 28, 28), TG_FLOAT32),
+                        random_tensor(TG_SHAPE(64, 32, 3, 3), TG_FLOAT32)};
+    double t = in[0] && in[1] ? time_graph("conv2d_64x32x28x28_k3", g_conv, in) : -1;
+    if (t > 0) printf("conv2d_64x32x28x28_k3 %.4g GFLOPS\n", 2.0 * 64 * 64 * 28 * 28 * 32 * 9 / t / 1e9);
+    tg_scope_end(sc);
+  }
+  return 0;
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# run_gpu.sh — `make bench-gpu`: the GPU issue's figures, ours (build/bench_gpu and build/bench_train on DEV=CUDA) and
+# PyTorch on CUDA (bench/peer_torch_gpu.py, the GPU machine's python3) side by side in one run. One line per figure:
+#   bench <name> ours=<v> <unit> <peer>=<v> ratio=<ours/peer>
+# The memory-bound figures are also given against the device-to-device copy (torch's copy_, the roofline):
+# relu(a*b+c) and sum over 2^28 float32 (target >= 0.92x copy). Matmuls run with the heuristic and with BEAM=2
+# (`_beam2` lines; BENCH_BEAM=0 skips them). Needs a CUDA device: without one it says so and exits 1.
+set -u
+B=${1:-build}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+py=${TORCH_PYTHON:-python3}
+export DEV=CUDA
+value() { echo "$2" | awk -v k="$1" '$1 == k { print $2; exit }'; }
+line() { # name ours peer unit peer_name
+  if [ -n "$2" ] && [ -n "$3" ]; then
+    echo "bench $1 ours=$2 $4 $5=$3 ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.3f", a / b }')"
+  else
+    echo "bench $1 ours=${2:-n/a} $4 $5=${3:-n/a} ratio=n/a"
+  fi
+}
+ours=$("$B/bench_gpu" 2>&1); rc=$?
+echo "$ours" | grep -E "failed|error" | sed 's/^/bench: ours: /'
+[ $rc -ne 0 ] && { echo "bench: $B/bench_gpu exited $rc"; echo "$ours" | tail -3; }
+peer=$("$py" "$ROOT/bench/peer_torch_gpu.py" 2>&1) || { echo "bench: torch peer failed:"; echo "$peer" | tail -5; }
+copy=$(value "copy_d2d_2^28" "$peer")
+line "copy_kernel_2^28" "$(value "copy_kernel_2^28" "$ours")" "$copy" GB/s torch_copy
+for f in relu_fma_2^28 sum_2^28; do
+  line "$f" "$(value "$f" "$ours")" "$copy" GB/s torch_copy
+  line "${f}_vs_torch" "$(value "$f" "$ours")" "$(value "$f" "$peer")" GB/s torch
+done
+line softmax_4096x4096 "$(value softmax_4096x4096 "$ours")" "$(value softmax_4096x4096 "$peer")" GB/s torch
+mm="matmul_fp16_4096 matmul_fp16_8192 matmul_bf16_4096 matmul_bf16_8192 matmul_fp32_4096"
+for f in $mm; do line "$f" "$(value "$f" "$ours")" "$(value "$f" "$peer")" TFLOPS cublas; done
+line conv2d_64x32x28x28_k3 "$(value conv2d_64x32x28x28_k3 "$ours")" "$(value conv2d_64x32x28x28_k3 "$peer")" GFLOPS cudnn
+if [ "${BENCH_BEAM:-1}" != 0 ]; then
+  # the BEAM search's first call (fresh cache: the search itself), then the figure from the cache
+  cache=$(mktemp -d)
+  for f in matmul_fp16_4096; do
+    t0=$(date +%s.%N)
+    CACHEDB=$cache/beam.db BEAM=2 BENCH_SECONDS=0 "$B/bench_gpu" "$f" >/dev/null 2>&1
+    t1=$(date +%s.%N)
+    echo "bench beam_first_call_$f ours=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s target=10 ratio=n/a"
+  done
+  beam=$(CACHEDB=$cache/beam.db BEAM=2 "$B/bench_gpu" $mm 2>&1)
+  for f in $mm; do line "${f}_beam2" "$(value "$f" "$beam")" "$(value "$f" "$peer")" TFLOPS cublas; done
+  rm -rf "$cache"
+fi
+train=$("$B/bench_train" 5 0 2>&1)
+line train_cnn "$(value train_cnn "$train")" "$(value train_cnn "$peer")" steps/s torch

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# gpu_session.sh — everything one session does on the GPU machine, in one command: build (gcc; where sqlite3.h is
+# missing, as on the lent H200 image, a header carried in .devdeps/ is used with the system's libsqlite3.so.0), the
+# GPU suites (make test-gpu), the op fixtures and gradient parity suites on DEV=CUDA, then make bench-gpu.
+# Logs go to $OUT (or build/gpu_out). Steps: GPU_STEPS="build test fixtures bench" (default all).
+set -u
+cd "$(dirname "$0")/.."
+out=${OUT:-build/gpu_out}; mkdir -p "$out"
+steps=${GPU_STEPS:-build test fixtures bench}
+mk=(make -j"$(nproc)" CC=gcc)
+if [ ! -f /usr/include/sqlite3.h ] && [ -f .devdeps/sqlite3.h ]; then
+  mkdir -p .devdeps/lib && ln -sf /lib/x86_64-linux-gnu/libsqlite3.so.0 .devdeps/lib/libsqlite3.so
+  mk+=(CFLAGS=-I"$PWD/.devdeps" LDLIBS="-L$PWD/.devdeps/lib -lm -lpthread -ldl -lsqlite3 -lz")
+fi
+export CACHEDB=${CACHEDB:-$PWD/build/cache.db}
+t0=$(date +%s)
+stamp() { echo "== $1 ($(( $(date +%s) - t0 )) s)"; }
+case " $steps " in *" build "*) stamp build; "${mk[@]}" all >"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; } ;; esac
+case " $steps " in *" test "*) stamp test-gpu; build/run_tests_gpu 2>&1 | tee "$out/test_gpu.log" | tail -40 ;; esac
+case " $steps " in *" fixtures "*)
+  stamp "fixtures on CUDA"
+  DEV=CUDA timeout 300 build/run_tests ${GPU_CPU_SUITES:-fixtures grad_parity ops e2e} 2>&1 | tee "$out/fixtures_cuda.log" | tail -40 ;;
+esac
+case " $steps " in *" bench "*) stamp bench-gpu; timeout 400 bash bench/run_gpu.sh build 2>&1 | tee "$out/bench_gpu.log" ;; esac
+stamp done
