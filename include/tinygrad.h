@@ -98,7 +98,7 @@ void tg_str_free(char *s);
 
 /* ---- devices ---- */
 /* The device creation uses: tg_set_default_device's choice, else DEV's device part (DEV=CUDA, DEV=cuda:PTX ->
- * "CUDA"), else "CPU". Never NULL. */
+ * "CUDA"), else "CPU". Never NULL; the string stays valid (and unchanged) for the process. */
 const char *tg_default_device(void);
 /* Names are canonicalized ("cuda:1" -> "CUDA:1", "CUDA:0" -> "CUDA"); an unknown name is an error (nothing changes).
  * The device is not opened here: a missing GPU shows when memory is first needed there. */

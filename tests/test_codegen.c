@@ -663,6 +663,62 @@ static void test_thread_split(void) {
   }
 }
 
+/* pm_implicit_barriers on a loop whose body writes LOCAL memory and reads another thread's slot of it: the read waits
+ * behind the write (RAW: AFTER(buf, BARRIER(store))) and the loop body ends with a barrier before the next
+ * iteration overwrites what others may still read (WAR: END(BARRIER(body, loads), r)) */
+static void test_implicit_barriers(void) {
+  UOpScope sc = uop_scope_begin();
+  UOp *four = uop_const_int(DT_INT32, 4);
+  UOp *l = uop_new(TG_OP_SPECIAL, DT_INT32, &four, 1, arg_str("lidx0"));
+  RangeArg ra;
+  memset(&ra, 0, sizeof ra);
+  ra.axis_id = 0;
+  ra.axis_type = AXIS_REDUCE;
+  UOp *r = cg_range_new(uop_const_int(DT_INT32, 8), &ra);
+  ParamArg p;
+  memset(&p, 0, sizeof p);
+  p.multiple_of = 1;
+  p.axis = -1;
+  p.dtype = DT_FLOAT32;
+  p.addrspace = ADDR_LOCAL;
+  UOp *local = uop_new(TG_OP_BUFFER, DT_FLOAT32, &four, 1, arg_param(&p));
+  p.addrspace = ADDR_GLOBAL;
+  UOp *n32 = uop_const_int(DT_INT32, 32);
+  UOp *out = uop_new(TG_OP_PARAM, DT_FLOAT32, &n32, 1, arg_param(&p));
+  UOp *si[2] = {local, l};
+  UOp *st[2] = {uop_new(TG_OP_INDEX, DT_FLOAT32, si, 2, arg_none()), uop_cast(r, DT_FLOAT32)};
+  UOp *lst = uop_new(TG_OP_STORE, DT_VOID, st, 2, arg_none());
+  UOp *af[2] = {local, lst};
+  UOp *li[2] = {uop_new(TG_OP_AFTER, DT_FLOAT32, af, 2, arg_none()), uop_mod_int(uop_add_int(l, 1), 4)};
+  UOp *ld = uop_new(TG_OP_LOAD, DT_FLOAT32, (UOp *[]){uop_new(TG_OP_INDEX, DT_FLOAT32, li, 2, arg_none())}, 1, arg_none());
+  UOp *oi[2] = {out, uop_add(uop_mul(r, four), l)};
+  UOp *os[2] = {uop_new(TG_OP_INDEX, DT_FLOAT32, oi, 2, arg_none()), ld};
+  UOp *ost = uop_new(TG_OP_STORE, DT_VOID, os, 2, arg_none());
+  UOp *end = uop_new(TG_OP_END, DT_VOID, (UOp *[]){ost, r}, 2, arg_none());
+  UOp *sink = uop_new(TG_OP_SINK, DT_VOID, &end, 1, arg_none());
+  UOp *got = cg_add_implicit_barriers(sink);
+  CHECK(got != NULL && got != sink);
+  UOpVec topo = {0};
+  if (got) uop_toposort(got, NULL, NULL, &topo);
+  int raw = 0, war = 0;
+  for (size_t i = 0; i < topo.len; i++) {
+    UOp *u = topo.data[i];
+    raw += u->op == TG_OP_AFTER && u->src[0] == local && u->nsrc == 2 && u->src[1]->op == TG_OP_BARRIER &&
+           u->src[1]->src[0] == lst;
+    war += u->op == TG_OP_END && u->src[0]->op == TG_OP_BARRIER && u->src[1] == r;
+  }
+  CHECK_EQ_INT(raw, 1);
+  CHECK_EQ_INT(war, 1);
+  tg_vec_free(&topo);
+  /* a global store and load in a loop needs neither */
+  UOp *gi[2] = {out, r};
+  UOp *gs[2] = {uop_new(TG_OP_INDEX, DT_FLOAT32, gi, 2, arg_none()), uop_cast(r, DT_FLOAT32)};
+  UOp *gend = uop_new(TG_OP_END, DT_VOID, (UOp *[]){uop_new(TG_OP_STORE, DT_VOID, gs, 2, arg_none()), r}, 2, arg_none());
+  UOp *gsink = uop_new(TG_OP_SINK, DT_VOID, &gend, 1, arg_none());
+  CHECK(cg_add_implicit_barriers(gsink) == gsink);
+  uop_scope_end(sc);
+}
+
 static void test_errors(void) {
   Renderer ren = cpu_renderer();
   UOpScope sc = uop_scope_begin();
@@ -682,6 +738,7 @@ static void test_errors(void) {
 void suite_codegen(void) {
   test_tinygrad_cases();
   test_cuda_cases();
+  test_implicit_barriers();
   test_transcendentals();
   test_int_decomps();
   test_range_checks();

@@ -117,6 +117,13 @@ static void test_no_cuda(void) {
   CHECK(rt_buffer_new("CUDA:1", 64, &b) == TG_ERR_RUNTIME && b == NULL);
   CHECK(strstr(tg_last_error(), "no CUDA device") != NULL);
   CHECK(!tg_cuda_available(&why) && why && *why);
+  /* DEV=CUDA without a GPU: creation fails cleanly (tg_set_default_device is the in-process DEV) */
+  char prev[32];
+  snprintf(prev, sizeof prev, "%s", tg_default_device());
+  CHECK(tg_set_default_device("cuda") == TG_OK && strcmp(tg_default_device(), "CUDA") == 0);
+  float one = 1;
+  CHECK(tg_from_floats(&one, TG_SHAPE(1)) == NULL && strstr(tg_last_error(), "no CUDA device") != NULL);
+  CHECK(tg_set_default_device(prev) == TG_OK);
 }
 
 static const char *const good_kernel =

@@ -332,8 +332,8 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
     ret = NULL;
     goto done;
   }
-  qsort(globals.data, globals.len, sizeof(UOp *), range_key_cmp);
-  qsort(locals.data, locals.len, sizeof(UOp *), range_key_cmp);
+  if (globals.len) qsort(globals.data, globals.len, sizeof(UOp *), range_key_cmp);
+  if (locals.len) qsort(locals.data, locals.len, sizeof(UOp *), range_key_cmp);
   const KernelInfo *ki = sink->arg.kind == ARG_KERNEL ? sink->arg.kernel : NULL;
   UOp *idxs[2 * GPU_DIMS_MAX];
   int64_t gshape[GPU_DIMS_MAX], lshape[GPU_DIMS_MAX];

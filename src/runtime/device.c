@@ -117,11 +117,23 @@ tg_status rt_device_synchronize(RtDevice *d) {
   return d->ops->synchronize(d);
 }
 
-/* ---- the default device ---- */
-static char default_device[32];
+/* ---- the default device ----
+ * Names handed out stay valid and unchanged for the process (a caller may keep the old default across a change). */
+static const char *default_device;
+
+static const char *name_intern(const char *canonical) {
+  static char names[MAX_DEVICES][32];
+  static int nnames;
+  for (int i = 0; i < nnames; i++)
+    if (strcmp(names[i], canonical) == 0) return names[i];
+  if (nnames == MAX_DEVICES) return NULL;
+  snprintf(names[nnames], sizeof names[nnames], "%s", canonical);
+  return names[nnames++];
+}
 
 const char *tg_default_device(void) {
-  if (!default_device[0]) {
+  pthread_mutex_lock(&registry_lock);
+  if (!default_device) {
     const char *dev = getenv("DEV");
     char part[32] = "CPU";
     if (dev && *dev) {
@@ -131,16 +143,21 @@ const char *tg_default_device(void) {
       for (; s[k] && s[k] != ':' && k + 1 < sizeof part; k++) part[k] = (char)toupper((unsigned char)s[k]);
       part[k] = 0;
     }
-    snprintf(default_device, sizeof default_device, "%s", part);
+    default_device = name_intern(part);
   }
-  return default_device;
+  const char *r = default_device ? default_device : "CPU";
+  pthread_mutex_unlock(&registry_lock);
+  return r;
 }
 
 tg_status tg_set_default_device(const char *device) {
   char canon[32];
   if (!rt_device_canonical(device, canon, sizeof canon)) return tg_last_status();
-  snprintf(default_device, sizeof default_device, "%s", canon);
-  return TG_OK;
+  pthread_mutex_lock(&registry_lock);
+  const char *n = name_intern(canon);
+  if (n) default_device = n;
+  pthread_mutex_unlock(&registry_lock);
+  return n ? TG_OK : tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: more than %d device names not supported yet", MAX_DEVICES);
 }
 
 bool tg_cuda_available(const char **why) { return rt_cuda_available(why); }

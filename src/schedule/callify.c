@@ -173,11 +173,13 @@ static UOp *rebuild(CallifyCtx *c, UOp *x) {
 /* tinygrad pm_copy_to_store (convert_copy_to_store): COPY(x, device) becomes a fresh buffer on `device` written by a
  * flat copy of x, AFTER(buf, STORE(buf, x.flatten())) viewed in x's shape. x must be a whole buffer (tinygrad:
  * has_buffer_identity), else it is made contiguous on its own device first. The copy kernel reads one device and
- * writes the other; sched_copy_calls turns it into a COPY call. A copy to x's own device is x. */
+ * writes the other; sched_copy_calls turns it into a COPY call. A copy to x's own device is x; a copy of a value
+ * without a device (a gradient made of constants) is that value, computed on the target when it is a root. */
 static UOp *callify_copy(CallifyCtx *c, UOp *x, UOp *src, tg_status *st) {
   const char *to = x->arg.kind == ARG_STR ? x->arg.str : NULL, *from = sched_device(x->src[0]);
   if (!to) { *st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "COPY without a target device"); return NULL; }
-  if (!from) { *st = unsupported("a COPY of a value without a device"); return NULL; }
+  if (!from) /* a value without a device (a constant) is computed where it is needed: stored on `to` as a root */
+    return uopmap_get(&c->realize_base, x) ? store_into_new_buffer(c, src, x, st) : src;
   if (strcmp(to, from) == 0) return src;
   Shape sh;
   if (sched_shape_of(x, &c->shapes, &sh) != SHAPE_OK) { *st = TG_ERR_INVALID_ARGUMENT; return NULL; }
