@@ -156,10 +156,10 @@ static tg_tensor *b_cumsum(tg_tensor *const *in) { return tg_cumsum(in[0], 1); }
 static tg_tensor *b_permute(tg_tensor *const *in) { return tg_contiguous(tg_permute(in[0], TG_AXES(2, 0, 1))); }
 static tg_tensor *b_flip(tg_tensor *const *in) { return tg_contiguous(tg_flip(in[0], TG_AXES(0, 2))); }
 static tg_tensor *b_pad(tg_tensor *const *in) {
-  return tg_pad(in[0], (const int64_t[]){1, 2, 0, 3}, 4, TG_PAD_CONSTANT, 0.5);
+  return tg_pad(in[0], (const int64_t[]){1, 2, 0, 3}, 2, TG_PAD_CONSTANT, 0.5);
 }
 static tg_tensor *b_shrink(tg_tensor *const *in) {
-  return tg_contiguous(tg_shrink(in[0], (const int64_t[]){1, 5, 2, 9}, 4));
+  return tg_contiguous(tg_shrink(in[0], (const int64_t[]){1, 5, 2, 9}, 2));
 }
 static tg_tensor *b_expand_add(tg_tensor *const *in) { return tg_add(in[0], tg_reshape(in[1], TG_SHAPE(1, 37))); }
 static tg_tensor *b_cat(tg_tensor *const *in) { return tg_cat((const tg_tensor *const[]){in[0], in[1]}, 2, 0); }
