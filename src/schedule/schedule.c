@@ -183,6 +183,7 @@ UOp *sched_create_schedule(UOp *sink) {
 #define SCHED_CACHE_MAX 512
 typedef struct CacheEntry { UOpKey key; UOp *linear; } CacheEntry;
 static TG_VEC(CacheEntry) g_cache;
+static SchedCacheStats g_cache_stats;
 
 static UOp *cache_get(UOpKey k) {
   for (size_t i = 0; i < g_cache.len; i++)
@@ -191,6 +192,7 @@ static UOp *cache_get(UOpKey k) {
 }
 
 size_t sched_cache_size(void) { return g_cache.len; }
+SchedCacheStats sched_cache_stats(void) { return g_cache_stats; }
 
 void sched_cache_clear(void) {
   for (size_t i = 0; i < g_cache.len; i++) uop_drop(g_cache.data[i].linear);
@@ -221,6 +223,10 @@ static UOp *schedule_body(UOp *body, bool *hit) {
   bool use_cache = tg_getenv_int("SCACHE", 1) != 0;
   UOp *lin = use_cache ? cache_get(key) : NULL;
   *hit = lin != NULL;
+  if (use_cache) {
+    if (*hit) g_cache_stats.hits++;
+    else g_cache_stats.misses++;
+  }
   if (!lin) {
     UOp *kg = sched_kernel_graph(body);
     lin = kg ? sched_create_schedule(kg) : NULL;
@@ -279,9 +285,32 @@ UOp *sched_kernels(UOp *sink) {
   return lin;
 }
 
-static UOp *resolve_call(UOp *call, const CallifyResult *cr, UOpMap *fresh, SchedNewBuffer nb, void *ctx, SchedResult *out) {
+/* The bound Variables among the call's args: the kernel-side PARAM callify gave each (p<slot>, slot -1 after kernel
+ * split) and the Variable's own PARAM that replaces it in the kernel ASTs (tinygrad resolve_linear_call's binds). */
+typedef struct Binds { UOpVec from, to; } Binds;
+
+static void binds_init(Binds *b, const CallifyResult *cr) {
+  memset(b, 0, sizeof *b);
+  for (size_t i = 0; i < cr->args.len; i++) {
+    UOp *var;
+    if (!uop_unbind(cr->args.data[i], &var, NULL)) continue;
+    ParamArg p = *var->arg.param;
+    snprintf(p.name, sizeof p.name, "p%zu", i);
+    tg_vec_push(&b->from, uop_new(TG_OP_PARAM, var->dtype, NULL, 0, arg_param(&p)));
+    tg_vec_push(&b->to, uop_new(TG_OP_PARAM, var->dtype, NULL, 0, var->arg));
+  }
+}
+
+static void binds_free(Binds *b) {
+  tg_vec_free(&b->from);
+  tg_vec_free(&b->to);
+}
+
+static UOp *resolve_call(UOp *call, const CallifyResult *cr, const Binds *binds, UOpMap *fresh, SchedNewBuffer nb,
+                         void *ctx, SchedResult *out) {
   UOpVec src = {0};
-  tg_vec_push(&src, call->src[0]);
+  tg_vec_push(&src, binds->from.len ? uop_substitute(call->src[0], binds->from.data, binds->to.data, binds->from.len)
+                                    : call->src[0]);
   UOp *ret = NULL;
   for (uint32_t i = 1; i < call->nsrc; i++) {
     UOp *s = call->src[i];
@@ -313,6 +342,45 @@ done:
   return ret;
 }
 
+/* Does a kernel of the schedule read the Variable named `name`? */
+static bool var_used(UOp *const *calls, size_t n, const char *name) {
+  bool used = false;
+  for (size_t i = 0; i < n && !used; i++) {
+    UOpVec topo = {0};
+    uop_toposort(calls[i]->src[0], NULL, NULL, &topo);
+    for (size_t k = 0; k < topo.len && !used; k++) {
+      UOp *u = topo.data[k];
+      used = u->op == TG_OP_PARAM && u->arg.kind == ARG_PARAM && u->arg.param->addrspace == ADDR_ALU &&
+             strcmp(u->arg.param->name, name) == 0;
+    }
+    tg_vec_free(&topo);
+  }
+  return used;
+}
+
+/* tinygrad create_linear_with_vars: name -> value for every bound Variable in the call args that a kernel reads; two
+ * values for one name are an error. */
+static tg_status collect_var_vals(const CallifyResult *cr, UOp *const *calls, size_t ncalls, SchedResult *out) {
+  for (size_t i = 0; i < cr->args.len; i++) {
+    UOp *var;
+    int64_t val, old;
+    if (!uop_unbind(cr->args.data[i], &var, &val)) continue;
+    const char *name = var->arg.param->name;
+    if (sched_var_value(out, name, &old)) {
+      if (old != val)
+        return tg_set_error(TG_ERR_INVALID_ARGUMENT, "bind mismatch on %s, %lld != %lld", name, (long long)old,
+                            (long long)val);
+      continue;
+    }
+    if (!var_used(calls, ncalls, name)) continue;
+    out->var_names = tg_realloc(out->var_names, (out->nvars + 1) * sizeof *out->var_names);
+    out->var_vals = tg_realloc(out->var_vals, (out->nvars + 1) * sizeof *out->var_vals);
+    snprintf(out->var_names[out->nvars], sizeof out->var_names[out->nvars], "%s", name);
+    out->var_vals[out->nvars++] = val;
+  }
+  return TG_OK;
+}
+
 tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out) {
   memset(out, 0, sizeof *out);
   if (!sink || sink->op != TG_OP_SINK) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "sched_linear: expected a SINK");
@@ -332,12 +400,16 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   UOpMap fresh;
   uopmap_init(&fresh);
   UOpVec calls = {0};
+  Binds binds;
+  binds_init(&binds, &cr);
   for (uint32_t i = 0; i < lin->nsrc && st == TG_OK; i++) {
-    UOp *c = resolve_call(lin->src[i], &cr, &fresh, nb, ctx, out);
+    UOp *c = resolve_call(lin->src[i], &cr, &binds, &fresh, nb, ctx, out);
     if (!c) st = tg_set_error(TG_ERR_OUT_OF_MEMORY, "schedule: could not create an intermediate buffer");
     else tg_vec_push(&calls, c);
   }
+  binds_free(&binds);
   uopmap_free(&fresh);
+  if (st == TG_OK) st = collect_var_vals(&cr, calls.data, calls.len, out);
   if (st == TG_OK) out->linear = uop_keep(uop_new(TG_OP_LINEAR, DT_VOID, calls.data, calls.len, arg_none()));
   tg_vec_free(&calls);
   uop_scope_end(sc);
@@ -352,6 +424,15 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   sched_callify_free(&cr);
   if (st != TG_OK) sched_result_free(out);
   return st;
+}
+
+bool sched_var_value(const SchedResult *r, const char *name, int64_t *value) {
+  for (size_t i = 0; i < r->nvars; i++)
+    if (strcmp(r->var_names[i], name) == 0) {
+      *value = r->var_vals[i];
+      return true;
+    }
+  return false;
 }
 
 UOp *sched_apply_map(const SchedResult *r, UOp *u) {
@@ -369,5 +450,7 @@ void sched_result_free(SchedResult *r) {
   tg_free(r->map_to);
   tg_free(r->new_buffers);
   tg_free(r->intermediates);
+  tg_free(r->var_names);
+  tg_free(r->var_vals);
   memset(r, 0, sizeof *r);
 }
