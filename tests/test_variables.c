@@ -5,9 +5,10 @@
  * test/backend/test_tensor_variable.py. */
 #include <stdlib.h>
 
-#include "tinygrad.h"
+#include "engine/engine.h"
 #include "runtime/runtime.h"
-#include "schedule/schedule.h"
+#include "schedule/sched_internal.h"
+#include "tensor/tensor.h"
 #include "test.h"
 
 static bool has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
@@ -215,6 +216,80 @@ static void test_kernels(void) {
   tg_scope_end(sc);
 }
 
+/* ---- the scheduler's side ---- */
+
+static UOp *new_buffer(const char *device, const DType *dtype, int64_t numel, void *ctx) {
+  TG_UNUSED(ctx);
+  return engine_new_buffer(device, dtype, numel);
+}
+
+static UOp *find_value_param(UOp *ast, const char *name) {
+  UOpVec topo = {0};
+  uop_toposort(ast, NULL, NULL, &topo);
+  UOp *found = NULL;
+  for (size_t i = 0; i < topo.len && !found; i++) {
+    UOp *u = topo.data[i];
+    if (u->op == TG_OP_PARAM && u->arg.kind == ARG_PARAM && u->arg.param->addrspace == ADDR_ALU &&
+        strcmp(u->arg.param->name, name) == 0)
+      found = u;
+  }
+  tg_vec_free(&topo);
+  return found;
+}
+
+/* callify: the body does not hold the value (tinygrad's callify of bind(5) and bind(77): one body), the args do;
+ * sched_linear: var_vals {pos: 42} (test_bound_variable_var_vals), kernel CALL args are buffers only, the kernel
+ * reads PARAM "pos" (slot -1) */
+static void test_schedule_side(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *x = tg_contiguous(tg_ones(TG_SHAPE(10), TG_FLOAT32));
+  CHECK(tg_realize(x) == TG_OK);
+  tg_tensor *v = tg_variable("pos", 1, 100);
+  tg_tensor *t5 = tg_add(x, tg_bind(v, 5)), *t77 = tg_add(x, tg_bind(v, 77));
+  UOpScope us = uop_scope_begin();
+  CallifyResult c5, c77;
+  UOp *s5 = uop_sink(&t5->uop, 1), *s77 = uop_sink(&t77->uop, 1);
+  CHECK(sched_callify(s5, new_buffer, NULL, &c5) == TG_OK);
+  CHECK(sched_callify(s77, new_buffer, NULL, &c77) == TG_OK);
+  CHECK_EQ_INT(c5.args.len, 3); /* output, x, the bound Variable */
+  CHECK_EQ_INT(c77.args.len, 3);
+  int64_t val = 0;
+  UOp *var = NULL;
+  CHECK(uop_unbind(c5.args.data[2], &var, &val) && val == 5 && var == tg_bind(v, 5)->uop->src[0]);
+  CHECK(uop_unbind(c77.args.data[2], NULL, &val) && val == 77);
+  /* buffers are PARAM slots and the value is not in the body: one node, one schedule-cache key */
+  CHECK(c5.body == c77.body);
+  UOp *p2 = find_value_param(c5.body, "p2");
+  CHECK(p2 && p2->arg.param->slot == 2 && p2->arg.param->vmin == 1 && p2->arg.param->vmax == 100);
+  CHECK(find_value_param(c5.body, "pos") == NULL);
+  sched_callify_free(&c5);
+  sched_callify_free(&c77);
+
+  tg_tensor *t42 = tg_add(x, tg_bind(v, 42));
+  SchedResult r;
+  CHECK(sched_linear(uop_sink(&t42->uop, 1), new_buffer, NULL, &r) == TG_OK);
+  CHECK_EQ_INT(r.nvars, 1);
+  CHECK(r.nvars == 1 && strcmp(r.var_names[0], "pos") == 0 && r.var_vals[0] == 42);
+  CHECK(sched_var_value(&r, "pos", &val) && val == 42);
+  CHECK(!sched_var_value(&r, "p2", &val));
+  CHECK_EQ_INT(r.linear->nsrc, 1);
+  UOp *call = r.linear->src[0];
+  bool all_buffers = true;
+  for (uint32_t i = 1; i < call->nsrc; i++) all_buffers &= call->src[i]->op == TG_OP_BUFFER;
+  CHECK(all_buffers && call->nsrc == 3);
+  UOp *pos = find_value_param(call->src[0], "pos");
+  CHECK(pos && pos->arg.param->slot == -1 && find_value_param(call->src[0], "p2") == NULL);
+  sched_result_free(&r);
+
+  /* a Variable the kernels do not read is not in var_vals, and its second value is no mismatch (tinygrad used_vars) */
+  tg_tensor *unused = tg_add(x, tg_mul(tg_bind(tg_variable("q", 0, 9), 4), tg_const_int(0)));
+  CHECK(sched_linear(uop_sink(&unused->uop, 1), new_buffer, NULL, &r) == TG_OK);
+  CHECK_EQ_INT(r.nvars, 0);
+  sched_result_free(&r);
+  uop_scope_end(us);
+  tg_scope_end(sc);
+}
+
 /* ---- errors ---- */
 
 static void test_errors(void) {
@@ -251,6 +326,7 @@ void suite_variables(void) {
   test_dtypes();
   test_large_range();
   test_new_value_reuses_schedule_and_kernel();
+  test_schedule_side();
   test_kernels();
   test_errors();
   CHECK_EQ_INT(tg_live_tensors(), live);
