@@ -10,6 +10,7 @@
 #include "schedule/sched_internal.h"
 #include "tensor/tensor.h"
 #include "test.h"
+#include "uop/spec.h"
 
 static bool has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
 
@@ -216,6 +217,29 @@ static void test_kernels(void) {
   tg_scope_end(sc);
 }
 
+/* an assign fed by a bound Variable (a step counter): one schedule and one kernel for every step */
+static void test_assign(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *acc = tg_contiguous(tg_zeros(TG_SHAPE(4), TG_FLOAT32));
+  CHECK(tg_realize(acc) == TG_OK);
+  tg_tensor *step = tg_variable("step", 0, 99);
+  long p0 = 0;
+  SchedCacheStats c0 = {0, 0};
+  for (int i = 0; i < 10; i++) {
+    tg_scope inner = tg_scope_begin();
+    CHECK(tg_assign(acc, tg_add(acc, tg_mul(tg_bind(step, i), tg_const_float(0.5)))) == TG_OK);
+    CHECK_MSG(tg_realize(acc) == TG_OK, "%s", tg_last_error());
+    if (i == 0) p0 = programs_requested(), c0 = sched_cache_stats();
+    tg_scope_end(inner);
+  }
+  CHECK_EQ_INT(programs_requested() - p0, 0);
+  CHECK_EQ_INT(sched_cache_stats().misses - c0.misses, 0);
+  float o[4];
+  CHECK(tg_to_host(acc, o, sizeof o) == TG_OK);
+  CHECK(o[0] == 22.5f && o[3] == 22.5f); /* 0.5 * (0 + 1 + ... + 9) */
+  tg_scope_end(sc);
+}
+
 /* ---- the scheduler's side ---- */
 
 static UOp *new_buffer(const char *device, const DType *dtype, int64_t numel, void *ctx) {
@@ -266,6 +290,12 @@ static void test_schedule_side(void) {
   sched_callify_free(&c77);
 
   tg_tensor *t42 = tg_add(x, tg_bind(v, 42));
+  /* the stage validators accept the bound Variable in the tensor graph and the value PARAM in the kernels */
+  CHECK_MSG(uop_spec_check(t42->uop, SPEC_TENSOR) == TG_OK, "%s", tg_last_error());
+  UOp *kernels = sched_kernels(uop_sink(&t42->uop, 1));
+  CHECK(kernels && kernels->nsrc == 1);
+  for (uint32_t i = 0; kernels && i < kernels->nsrc; i++)
+    CHECK_MSG(uop_spec_check(kernels->src[i], SPEC_KERNEL) == TG_OK, "%s", tg_last_error());
   SchedResult r;
   CHECK(sched_linear(uop_sink(&t42->uop, 1), new_buffer, NULL, &r) == TG_OK);
   CHECK_EQ_INT(r.nvars, 1);
@@ -326,6 +356,7 @@ void suite_variables(void) {
   test_dtypes();
   test_large_range();
   test_new_value_reuses_schedule_and_kernel();
+  test_assign();
   test_schedule_side();
   test_kernels();
   test_errors();
