@@ -194,9 +194,12 @@ static UOp *cache_get(UOpKey k) {
 size_t sched_cache_size(void) { return g_cache.len; }
 SchedCacheStats sched_cache_stats(void) { return g_cache_stats; }
 
+static void resolved_clear(void);
+
 void sched_cache_clear(void) {
   for (size_t i = 0; i < g_cache.len; i++) uop_drop(g_cache.data[i].linear);
   tg_vec_free(&g_cache);
+  resolved_clear();
 }
 
 static double now_ms(void) {
@@ -306,11 +309,60 @@ static void binds_free(Binds *b) {
   tg_vec_free(&b->to);
 }
 
+/* Kernel ASTs with the binds in place, memoized by SINK(ast, from0, to0, from1, to1, ...): a new value of the same
+ * Variables (the common case: a loop re-binding them) costs one lookup instead of a rewrite of every kernel.
+ * `used` has bit i set when binds.from[i] occurs in the AST (only the first 64 binds are tracked). */
+#define RESOLVED_MAX 4096
+typedef struct Resolved { UOp *sig, *ast; uint64_t used; } Resolved;
+static TG_VEC(Resolved *) g_resolved;
+static UOpMap g_resolved_index;
+
+static void resolved_clear(void) {
+  for (size_t i = 0; i < g_resolved.len; i++) {
+    uop_drop(g_resolved.data[i]->sig);
+    uop_drop(g_resolved.data[i]->ast);
+    tg_free(g_resolved.data[i]);
+  }
+  tg_vec_free(&g_resolved);
+  uopmap_free(&g_resolved_index);
+}
+
+static const Resolved *resolve_ast(UOp *ast, const Binds *b) {
+  UOpVec sig = {0};
+  tg_vec_push(&sig, ast);
+  for (size_t i = 0; i < b->from.len; i++) {
+    tg_vec_push(&sig, b->from.data[i]);
+    tg_vec_push(&sig, b->to.data[i]);
+  }
+  UOp *key = uop_sink(sig.data, sig.len);
+  tg_vec_free(&sig);
+  void **hit = uopmap_get(&g_resolved_index, key);
+  if (hit) return *hit;
+  if (g_resolved.len >= RESOLVED_MAX) resolved_clear(); /* bounded: a loop over ever new Variables must not grow */
+  Resolved *r = tg_calloc(1, sizeof *r);
+  UOpVec topo = {0};
+  uop_toposort(ast, NULL, NULL, &topo);
+  for (size_t k = 0; k < topo.len; k++)
+    for (size_t i = 0; i < b->from.len && i < 64; i++)
+      if (topo.data[k] == b->from.data[i]) r->used |= (uint64_t)1 << i;
+  tg_vec_free(&topo);
+  r->sig = uop_keep(key);
+  r->ast = uop_keep(uop_substitute(ast, b->from.data, b->to.data, b->from.len));
+  tg_vec_push(&g_resolved, r);
+  uopmap_put(&g_resolved_index, key, r);
+  return r;
+}
+
 static UOp *resolve_call(UOp *call, const CallifyResult *cr, const Binds *binds, UOpMap *fresh, SchedNewBuffer nb,
-                         void *ctx, SchedResult *out) {
+                         void *ctx, SchedResult *out, uint64_t *used) {
   UOpVec src = {0};
-  tg_vec_push(&src, binds->from.len ? uop_substitute(call->src[0], binds->from.data, binds->to.data, binds->from.len)
-                                    : call->src[0]);
+  if (binds->from.len) {
+    const Resolved *r = resolve_ast(call->src[0], binds);
+    tg_vec_push(&src, r->ast);
+    *used |= r->used;
+  } else {
+    tg_vec_push(&src, call->src[0]);
+  }
   UOp *ret = NULL;
   for (uint32_t i = 1; i < call->nsrc; i++) {
     UOp *s = call->src[i];
@@ -342,29 +394,23 @@ done:
   return ret;
 }
 
-/* Does a kernel of the schedule read the Variable named `name`? */
-static bool var_used(UOp *const *calls, size_t n, const char *name) {
+/* Does a kernel of the schedule read the Variable PARAM `var`? (binds past the 64 that resolve_ast tracks) */
+static bool var_used(UOp *const *calls, size_t n, UOp *var) {
   bool used = false;
-  for (size_t i = 0; i < n && !used; i++) {
-    UOpVec topo = {0};
-    uop_toposort(calls[i]->src[0], NULL, NULL, &topo);
-    for (size_t k = 0; k < topo.len && !used; k++) {
-      UOp *u = topo.data[k];
-      used = u->op == TG_OP_PARAM && u->arg.kind == ARG_PARAM && u->arg.param->addrspace == ADDR_ALU &&
-             strcmp(u->arg.param->name, name) == 0;
-    }
-    tg_vec_free(&topo);
-  }
+  for (size_t i = 0; i < n && !used; i++) used = uop_in_backward_slice(calls[i]->src[0], var);
   return used;
 }
 
 /* tinygrad create_linear_with_vars: name -> value for every bound Variable in the call args that a kernel reads; two
- * values for one name are an error. */
-static tg_status collect_var_vals(const CallifyResult *cr, UOp *const *calls, size_t ncalls, SchedResult *out) {
-  for (size_t i = 0; i < cr->args.len; i++) {
+ * values for one name are an error. used: bit j set when bind j (in args order) occurs in a kernel. */
+static tg_status collect_var_vals(const CallifyResult *cr, const Binds *binds, uint64_t used, UOp *const *calls,
+                                  size_t ncalls, SchedResult *out) {
+  for (size_t i = 0, j = 0; i < cr->args.len; i++) {
     UOp *var;
     int64_t val, old;
     if (!uop_unbind(cr->args.data[i], &var, &val)) continue;
+    bool bit_used = j < 64 ? (used >> j & 1) != 0 : var_used(calls, ncalls, binds->to.data[j]);
+    j++;
     const char *name = var->arg.param->name;
     if (sched_var_value(out, name, &old)) {
       if (old != val)
@@ -372,7 +418,7 @@ static tg_status collect_var_vals(const CallifyResult *cr, UOp *const *calls, si
                             (long long)val);
       continue;
     }
-    if (!var_used(calls, ncalls, name)) continue;
+    if (!bit_used) continue;
     out->var_names = tg_realloc(out->var_names, (out->nvars + 1) * sizeof *out->var_names);
     out->var_vals = tg_realloc(out->var_vals, (out->nvars + 1) * sizeof *out->var_vals);
     snprintf(out->var_names[out->nvars], sizeof out->var_names[out->nvars], "%s", name);
@@ -402,14 +448,15 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   UOpVec calls = {0};
   Binds binds;
   binds_init(&binds, &cr);
+  uint64_t used = 0;
   for (uint32_t i = 0; i < lin->nsrc && st == TG_OK; i++) {
-    UOp *c = resolve_call(lin->src[i], &cr, &binds, &fresh, nb, ctx, out);
+    UOp *c = resolve_call(lin->src[i], &cr, &binds, &fresh, nb, ctx, out, &used);
     if (!c) st = tg_set_error(TG_ERR_OUT_OF_MEMORY, "schedule: could not create an intermediate buffer");
     else tg_vec_push(&calls, c);
   }
-  binds_free(&binds);
   uopmap_free(&fresh);
-  if (st == TG_OK) st = collect_var_vals(&cr, calls.data, calls.len, out);
+  if (st == TG_OK && binds.from.len) st = collect_var_vals(&cr, &binds, used, calls.data, calls.len, out);
+  binds_free(&binds);
   if (st == TG_OK) out->linear = uop_keep(uop_new(TG_OP_LINEAR, DT_VOID, calls.data, calls.len, arg_none()));
   tg_vec_free(&calls);
   uop_scope_end(sc);

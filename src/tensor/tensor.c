@@ -429,9 +429,19 @@ tg_tensor *tg_variable(const char *name, int64_t min, int64_t max) {
   return tctx_end(r);
 }
 
+/* A Variable and its bind are 0-d and device-less by construction: the handle needs no shape or device walk (a loop
+ * re-binding a Variable every step pays for a node, not a graph search). */
+static tg_tensor *tctx_end_scalar(UOp *result) {
+  Shape s;
+  memset(&s, 0, sizeof s);
+  tg_tensor *t = result ? handle_new(result, &s, false) : NULL;
+  ctx_close();
+  return t;
+}
+
 tg_tensor *tg_bind(const tg_tensor *var, int64_t value) {
   tctx_begin("tg_bind");
-  UOp *v = tin(var, 1), *r = NULL;
+  UOp *v = var ? var->uop : tin(var, 1), *r = NULL;
   UOp *bound_var;
   if (v && uop_unbind(v, &bound_var, NULL)) r = terr("Variable %s is already bound", bound_var->arg.param->name);
   else if (v && !uop_is_variable(v)) r = terr("a tensor of dtype %s is not a Variable", v->dtype->name);
@@ -442,7 +452,7 @@ tg_tensor *tg_bind(const tg_tensor *var, int64_t value) {
                (long long)p->vmax, p->name);
     else r = uop_bind(v, value);
   }
-  return tctx_end(r);
+  return tctx_end_scalar(r);
 }
 
 bool tg_is_variable(const tg_tensor *t) { return t && (uop_is_variable(t->uop) || uop_unbind(t->uop, NULL, NULL)); }
