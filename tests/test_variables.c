@@ -316,6 +316,11 @@ static void test_schedule_side(void) {
   CHECK(sched_linear(uop_sink(&unused->uop, 1), new_buffer, NULL, &r) == TG_OK);
   CHECK_EQ_INT(r.nvars, 0);
   sched_result_free(&r);
+  /* ... but when a kernel reads the name, every bind of it counts (tinygrad checks by name) */
+  tg_tensor *q = tg_variable("q", 0, 9);
+  tg_tensor *both = tg_add(tg_add(x, tg_mul(tg_bind(q, 4), tg_const_int(0))), tg_bind(q, 5));
+  CHECK(sched_linear(uop_sink(&both->uop, 1), new_buffer, NULL, &r) == TG_ERR_INVALID_ARGUMENT);
+  CHECK_MSG(has(tg_last_error(), "bind mismatch on q"), "%s", tg_last_error());
   uop_scope_end(us);
   tg_scope_end(sc);
 }

@@ -401,30 +401,37 @@ static bool var_used(UOp *const *calls, size_t n, UOp *var) {
   return used;
 }
 
-/* tinygrad create_linear_with_vars: name -> value for every bound Variable in the call args that a kernel reads; two
- * values for one name are an error. used: bit j set when bind j (in args order) occurs in a kernel. */
+/* tinygrad create_linear_with_vars: name -> value for every bound Variable in the call args whose name a kernel
+ * reads; two values for such a name are an error. used: bit j set when bind j (in args order) occurs in a kernel. */
 static tg_status collect_var_vals(const CallifyResult *cr, const Binds *binds, uint64_t used, UOp *const *calls,
                                   size_t ncalls, SchedResult *out) {
-  for (size_t i = 0, j = 0; i < cr->args.len; i++) {
+  const char **used_names = tg_calloc(binds->to.len + 1, sizeof *used_names);
+  size_t nused = 0;
+  for (size_t j = 0; j < binds->to.len; j++)
+    if (j < 64 ? (used >> j & 1) != 0 : var_used(calls, ncalls, binds->to.data[j]))
+      used_names[nused++] = binds->to.data[j]->arg.param->name;
+  tg_status st = TG_OK;
+  for (size_t i = 0; i < cr->args.len && st == TG_OK; i++) {
     UOp *var;
     int64_t val, old;
     if (!uop_unbind(cr->args.data[i], &var, &val)) continue;
-    bool bit_used = j < 64 ? (used >> j & 1) != 0 : var_used(calls, ncalls, binds->to.data[j]);
-    j++;
     const char *name = var->arg.param->name;
+    bool is_used = false;
+    for (size_t k = 0; k < nused && !is_used; k++) is_used = strcmp(used_names[k], name) == 0;
+    if (!is_used) continue;
     if (sched_var_value(out, name, &old)) {
       if (old != val)
-        return tg_set_error(TG_ERR_INVALID_ARGUMENT, "bind mismatch on %s, %lld != %lld", name, (long long)old,
-                            (long long)val);
+        st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "bind mismatch on %s, %lld != %lld", name, (long long)old,
+                          (long long)val);
       continue;
     }
-    if (!bit_used) continue;
     out->var_names = tg_realloc(out->var_names, (out->nvars + 1) * sizeof *out->var_names);
     out->var_vals = tg_realloc(out->var_vals, (out->nvars + 1) * sizeof *out->var_vals);
     snprintf(out->var_names[out->nvars], sizeof out->var_names[out->nvars], "%s", name);
     out->var_vals[out->nvars++] = val;
   }
-  return TG_OK;
+  tg_free(used_names);
+  return st;
 }
 
 tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out) {
