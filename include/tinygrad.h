@@ -138,6 +138,20 @@ tg_tensor *tg_const_bool(bool v);
 /* A 0-d tensor of a given strong dtype holding v (tinygrad's Tensor(v, dtype=...)). */
 tg_tensor *tg_scalar(double v, tg_dtype dtype);
 
+/* ---- Variables (tinygrad's Variable): a named int in [min, max], a 0-d weak-int tensor with no device. A bound
+ * Variable carries a value for the realizes it takes part in; kernels read it as a scalar argument, so a new value
+ * needs no new schedule and no new compile. In arithmetic it behaves as a weak int scalar (int8 tensor * v is int8,
+ * float tensor + v is float); tg_item_int64 of a bound Variable gives its value (default int). Realizing a graph that
+ * uses an unbound Variable fails ("unbound Variable <name>"); two values for one name in one realize fail
+ * ("bind mismatch on <name>"). ---- */
+tg_tensor *tg_variable(const char *name, int64_t min, int64_t max);  /* unbound; name non-empty, min <= max */
+tg_tensor *tg_bind(const tg_tensor *var, int64_t value);  /* errors: not an unbound Variable, value out of range */
+bool tg_is_variable(const tg_tensor *t);                  /* an unbound or a bound Variable (false for NULL) */
+/* The bound value (no realize): TG_ERR_INVALID_ARGUMENT for an unbound Variable or anything else. */
+tg_status tg_variable_value(const tg_tensor *t, int64_t *value);
+/* The name, NULL when t is not a Variable (valid while t lives). */
+const char *tg_variable_name(const tg_tensor *t);
+
 /* ---- random (threefry, counter based: the same seed and call sequence give tinygrad's numbers) ----
  * The generator starts from seed 0 until tg_manual_seed (tinygrad starts from the time). */
 void tg_manual_seed(uint64_t seed);

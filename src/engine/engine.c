@@ -164,6 +164,7 @@ typedef struct Kernel {
   char name[TG_NAME_MAX];
   int nparams;
   int64_t *param_slot; /* per parameter position: the PARAM slot of a buffer, or -1 for a value */
+  char (*value_name)[TG_NAME_MAX]; /* per parameter position: the Variable a value parameter reads ("" for buffers) */
   int core_param;      /* position of core_id, or -1 */
   int ncores;
   int64_t global[3], local[3]; /* launch dims: blocks and threads per block (CPU: {ncores,1,1}, {1,1,1}) */
@@ -238,9 +239,11 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
   k->ncores = core_count(linear, &core_slot);
   k->nparams = (int)params.len;
   k->param_slot = tg_malloc((params.len + 1) * sizeof(int64_t));
+  k->value_name = tg_calloc(params.len + 1, sizeof *k->value_name);
   k->core_param = -1;
   for (size_t i = 0; i < params.len; i++) {
     k->param_slot[i] = params.data[i].is_value ? -1 : params.data[i].slot;
+    if (params.data[i].is_value) snprintf(k->value_name[i], sizeof k->value_name[i], "%s", params.data[i].var_name);
     if (params.data[i].is_value && params.data[i].slot == core_slot) {
       k->core_param = (int)i;
       snprintf(k->core_name, sizeof k->core_name, "%s", params.data[i].name);
@@ -274,6 +277,7 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
 static void kernel_free(Kernel *k) {
   uop_drop(k->ast);
   tg_free(k->param_slot);
+  tg_free(k->value_name);
   tg_free(k->src);
   tg_free(k);
 }
@@ -386,7 +390,20 @@ static void print_debug_line(const char *device, const char *name, int nargs, do
          sec > 0 ? (double)bytes / sec / 1e9 : 0.0);
 }
 
-static tg_status run_call(UOp *call, Kernel *k) {
+/* Every value parameter of every kernel has a value (core_id is the launch's own): checked before the first launch,
+ * so an unbound Variable runs nothing (tinygrad's "unbound Variable" at launch). */
+static tg_status check_values(const SchedResult *res, Kernel *const *ks, size_t n) {
+  for (size_t c = 0; c < n; c++)
+    for (int i = 0; ks[c] && i < ks[c]->nparams; i++) { /* NULL: a COPY call */
+      int64_t v;
+      if (ks[c]->param_slot[i] >= 0 || i == ks[c]->core_param || sched_var_value(res, ks[c]->value_name[i], &v)) continue;
+      return tg_set_error(TG_ERR_INVALID_ARGUMENT, "realize: unbound Variable %s used by kernel %s (bind it: tg_bind)",
+                          ks[c]->value_name[i], ks[c]->name);
+    }
+  return TG_OK;
+}
+
+static tg_status run_call(UOp *call, Kernel *k, const SchedResult *res) {
   uint64_t argbufs[RT_MAX_PARAMS];
   long long vals[RT_MAX_PARAMS];
   if (k->nparams > RT_MAX_PARAMS)
@@ -397,10 +414,12 @@ static tg_status run_call(UOp *call, Kernel *k) {
     argbufs[i] = 0;
     vals[i] = 0;
     int64_t slot = k->param_slot[i];
-    if (slot < 0) {
-      if (i != k->core_param)
-        return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: realize: kernel %s takes a Variable: not supported yet",
+    if (slot < 0) { /* a value: core_id (filled by the launch) or a bound Variable's */
+      int64_t v = 0;
+      if (i != k->core_param && !sched_var_value(res, k->value_name[i], &v))
+        return tg_set_error(TG_ERR_INVALID_ARGUMENT, "realize: unbound Variable %s used by kernel %s", k->value_name[i],
                             k->name);
+      vals[i] = (long long)v;
       continue;
     }
     if (slot + 1 >= (int64_t)call->nsrc)
@@ -474,8 +493,9 @@ tg_status engine_realize_assigns(UOp *const *roots, size_t n, UOp **out, UOpMap 
   UOp *linear = res.linear;
   Kernel **ks = tg_calloc(linear->nsrc + 1, sizeof *ks);
   st = get_kernels(linear, ks);
+  if (st == TG_OK) st = check_values(&res, ks, linear->nsrc);
   for (uint32_t i = 0; i < linear->nsrc && st == TG_OK; i++)
-    st = ks[i] ? run_call(linear->src[i], ks[i]) : run_copy(linear->src[i]);
+    st = ks[i] ? run_call(linear->src[i], ks[i], &res) : run_copy(linear->src[i]);
   tg_free(ks);
   UOpVec kept = {0};
   if (st == TG_OK) {

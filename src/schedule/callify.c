@@ -6,9 +6,13 @@
  *     an assign into something that is not a buffer is a CONTIGUOUS of the value;
  *   - DETACH / CONTIGUOUS_BACKWARD are dropped;
  *   - all writes are collected under one SINK, and every global BUFFER in it is replaced by PARAM(slot), slots in
- *     visit order, so the body's key is the same whichever buffers it runs on (the schedule cache key).
+ *     visit order, so the body's key is the same whichever buffers it runs on (the schedule cache key);
+ *   - a bound Variable AFTER(var, STORE(var, CONST)) is a call input, not an assign: it gets a slot like a buffer, the
+ *     body sees PARAM(slot, ALU, name "p<slot>", the Variable's range) and the CALL args keep the bound value
+ *     (tinygrad param_like), so the key does not depend on the value; an unbound Variable stays in the body as it is
+ *     (realizing it fails in the engine: it has no value).
  *   - COPY(x, device) becomes a new buffer on the device written by a flat copy of x (tinygrad pm_copy_to_store).
- * Not yet: precompiled FUNCTIONs, contiguous views of buffers folded to SHRINK views, Variables, DISK copies. */
+ * Not yet: precompiled FUNCTIONs, contiguous views of buffers folded to SHRINK views, DISK copies. */
 #include "schedule/sched_internal.h"
 
 #include "uop/symbolic.h"
@@ -229,7 +233,8 @@ static UOp *callify_node(CallifyCtx *c, UOp *x, tg_status *st) {
     }
     return store_into_new_buffer(c, y->src[0], x, st);
   case TG_OP_AFTER: {
-    if (uop_is_variable(x->src[0])) { *st = unsupported("a bound Variable"); return NULL; }
+    if (uop_unbind(y, NULL, NULL)) return y; /* a call input (numbered with the buffers), not an assign */
+    if (uop_is_variable(x->src[0])) { *st = unsupported("an AFTER of a Variable that is not a bind"); return NULL; }
     bool has_store = false;
     for (uint32_t k = 1; k < y->nsrc; k++) has_store |= y->src[k]->op == TG_OP_STORE;
     if (!has_store) { /* a view's new state after an assign into it (AFTER(view, AFTER(...))): kept and recorded */
@@ -250,9 +255,7 @@ static UOp *callify_node(CallifyCtx *c, UOp *x, tg_status *st) {
   }
   case TG_OP_COPY: return callify_copy(c, x, y->src[0], st);
   case TG_OP_FUNCTION: case TG_OP_CALL: *st = unsupported("FUNCTION/CALL in a tensor graph"); return NULL;
-  case TG_OP_BUFFER:
-    if (x->arg.kind == ARG_PARAM && x->arg.param->addrspace == ADDR_ALU) { *st = unsupported("a Variable"); return NULL; }
-    return y;
+  case TG_OP_BUFFER: return y; /* a global buffer (numbered below) or an unbound Variable */
   default:
     if (uopmap_get(&c->realize_base, x)) {
       if (is_virtual(x)) { *st = unsupported("realizing a value without a device"); return NULL; }
@@ -262,7 +265,7 @@ static UOp *callify_node(CallifyCtx *c, UOp *x, tg_status *st) {
   }
 }
 
-/* Pre-order walk from the SINK numbering global BUFFERs (tinygrad's bottom-up pm_replace_buf). */
+/* Pre-order walk from the SINK numbering global BUFFERs and bound Variables (tinygrad's bottom-up pm_replace_buf). */
 static void number_buffers(UOp *u, UOpMap *seen, UOpVec *bufs) {
   UOpVec stack = {0};
   tg_vec_push(&stack, u);
@@ -270,13 +273,20 @@ static void number_buffers(UOp *u, UOpMap *seen, UOpVec *bufs) {
     UOp *x = stack.data[--stack.len];
     if (uopmap_get(seen, x)) continue;
     uopmap_put(seen, x, x);
-    if (sched_is_global_buffer(x)) { tg_vec_push(bufs, x); continue; }
+    if (sched_is_global_buffer(x) || uop_unbind(x, NULL, NULL)) { tg_vec_push(bufs, x); continue; }
     for (uint32_t k = x->nsrc; k-- > 0;) tg_vec_push(&stack, x->src[k]);
   }
   tg_vec_free(&stack);
 }
 
 static UOp *param_for(UOp *buf, int64_t slot) {
+  UOp *var;
+  if (uop_unbind(buf, &var, NULL)) { /* the Variable's range without its value */
+    ParamArg p = *var->arg.param;
+    p.slot = slot;
+    snprintf(p.name, sizeof p.name, "p%lld", (long long)slot);
+    return uop_new(TG_OP_PARAM, var->dtype, NULL, 0, arg_param(&p));
+  }
   ParamArg p = *buf->arg.param;
   p.slot = slot;
   UOp *size = buf->src[0];

@@ -452,6 +452,7 @@ static UOp *debuf(LocalCtx *c, UOp *buf) {
 
 static UOp *debuf_buffer(RwCtx *rw, UOp *b, UOp **m) {
   TG_UNUSED(m);
+  if (uop_is_variable(b)) return uop_new(TG_OP_PARAM, b->dtype, NULL, 0, b->arg); /* a scalar value, no slot */
   if (!sched_is_global_buffer(b)) return NULL;
   return debuf(rw->ctx, b);
 }
@@ -460,6 +461,24 @@ static UOp *debuf_param(RwCtx *rw, UOp *p, UOp **m) {
   TG_UNUSED(m);
   if (p->tag != 1 || p->arg.kind != ARG_PARAM || p->arg.param->name[0] || p->nsrc == 0) return NULL;
   return debuf(rw->ctx, p);
+}
+
+/* a bound Variable's body PARAM p<slot> (callify) is a value inside the kernel: slot -1, named again at resolution */
+static UOp *value_param(RwCtx *rw, UOp *p, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  if (p->arg.kind != ARG_PARAM || p->arg.param->addrspace != ADDR_ALU || p->arg.param->slot == -1) return NULL;
+  ParamArg a = *p->arg.param;
+  a.slot = -1;
+  return uop_new(TG_OP_PARAM, p->dtype, p->src, p->nsrc, arg_param(&a));
+}
+
+/* an ALU PARAM is a scalar, not a buffer: indexing it is the value itself */
+static UOp *index_value_param(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(rw);
+  TG_UNUSED(m);
+  UOp *p = x->src[0];
+  return p->op == TG_OP_PARAM && p->arg.kind == ARG_PARAM && p->arg.param->addrspace == ADDR_ALU ? p : NULL;
 }
 
 static UOp *handle_after(RwCtx *rw, UOp *a, UOp **m) {
@@ -512,7 +531,9 @@ static UOp *drop_contiguous(RwCtx *rw, UOp *x, UOp **m) {
 
 static const Rule local_rules[] = {
   RULE("BUFFER", debuf_buffer, NULL),
+  RULE("PARAM", value_param, NULL),
   RULE("PARAM", debuf_param, NULL),
+  RULE("(INDEX PARAM ...)", index_value_param, NULL),
   RULE("AFTER", handle_after, NULL),
   RULE("RANGE", renumber_range, NULL),
   RULE("REDUCE|END", flatten_range, NULL),

@@ -183,6 +183,7 @@ UOp *sched_create_schedule(UOp *sink) {
 #define SCHED_CACHE_MAX 512
 typedef struct CacheEntry { UOpKey key; UOp *linear; } CacheEntry;
 static TG_VEC(CacheEntry) g_cache;
+static SchedCacheStats g_cache_stats;
 
 static UOp *cache_get(UOpKey k) {
   for (size_t i = 0; i < g_cache.len; i++)
@@ -191,10 +192,14 @@ static UOp *cache_get(UOpKey k) {
 }
 
 size_t sched_cache_size(void) { return g_cache.len; }
+SchedCacheStats sched_cache_stats(void) { return g_cache_stats; }
+
+static void resolved_clear(void);
 
 void sched_cache_clear(void) {
   for (size_t i = 0; i < g_cache.len; i++) uop_drop(g_cache.data[i].linear);
   tg_vec_free(&g_cache);
+  resolved_clear();
 }
 
 static double now_ms(void) {
@@ -317,6 +322,10 @@ static UOp *schedule_body(UOp *body, bool *hit) {
   bool use_cache = tg_getenv_int("SCACHE", 1) != 0;
   UOp *lin = use_cache ? cache_get(key) : NULL;
   *hit = lin != NULL;
+  if (use_cache) {
+    if (*hit) g_cache_stats.hits++;
+    else g_cache_stats.misses++;
+  }
   if (!lin) {
     UOp *kg = sched_kernel_graph(body);
     lin = kg ? sched_create_schedule(kg) : NULL;
@@ -375,9 +384,81 @@ UOp *sched_kernels(UOp *sink) {
   return lin;
 }
 
-static UOp *resolve_call(UOp *call, const CallifyResult *cr, UOpMap *fresh, SchedNewBuffer nb, void *ctx, SchedResult *out) {
+/* The bound Variables among the call's args: the kernel-side PARAM callify gave each (p<slot>, slot -1 after kernel
+ * split) and the Variable's own PARAM that replaces it in the kernel ASTs (tinygrad resolve_linear_call's binds). */
+typedef struct Binds { UOpVec from, to; } Binds;
+
+static void binds_init(Binds *b, const CallifyResult *cr) {
+  memset(b, 0, sizeof *b);
+  for (size_t i = 0; i < cr->args.len; i++) {
+    UOp *var;
+    if (!uop_unbind(cr->args.data[i], &var, NULL)) continue;
+    ParamArg p = *var->arg.param;
+    snprintf(p.name, sizeof p.name, "p%zu", i);
+    tg_vec_push(&b->from, uop_new(TG_OP_PARAM, var->dtype, NULL, 0, arg_param(&p)));
+    tg_vec_push(&b->to, uop_new(TG_OP_PARAM, var->dtype, NULL, 0, var->arg));
+  }
+}
+
+static void binds_free(Binds *b) {
+  tg_vec_free(&b->from);
+  tg_vec_free(&b->to);
+}
+
+/* Kernel ASTs with the binds in place, memoized by SINK(ast, from0, to0, from1, to1, ...): a new value of the same
+ * Variables (the common case: a loop re-binding them) costs one lookup instead of a rewrite of every kernel.
+ * `used` has bit i set when binds.from[i] occurs in the AST (only the first 64 binds are tracked). */
+#define RESOLVED_MAX 4096
+typedef struct Resolved { UOp *sig, *ast; uint64_t used; } Resolved;
+static TG_VEC(Resolved *) g_resolved;
+static UOpMap g_resolved_index;
+
+static void resolved_clear(void) {
+  for (size_t i = 0; i < g_resolved.len; i++) {
+    uop_drop(g_resolved.data[i]->sig);
+    uop_drop(g_resolved.data[i]->ast);
+    tg_free(g_resolved.data[i]);
+  }
+  tg_vec_free(&g_resolved);
+  uopmap_free(&g_resolved_index);
+}
+
+static const Resolved *resolve_ast(UOp *ast, const Binds *b) {
+  UOpVec sig = {0};
+  tg_vec_push(&sig, ast);
+  for (size_t i = 0; i < b->from.len; i++) {
+    tg_vec_push(&sig, b->from.data[i]);
+    tg_vec_push(&sig, b->to.data[i]);
+  }
+  UOp *key = uop_sink(sig.data, sig.len);
+  tg_vec_free(&sig);
+  void **hit = uopmap_get(&g_resolved_index, key);
+  if (hit) return *hit;
+  if (g_resolved.len >= RESOLVED_MAX) resolved_clear(); /* bounded: a loop over ever new Variables must not grow */
+  Resolved *r = tg_calloc(1, sizeof *r);
+  UOpVec topo = {0};
+  uop_toposort(ast, NULL, NULL, &topo);
+  for (size_t k = 0; k < topo.len; k++)
+    for (size_t i = 0; i < b->from.len && i < 64; i++)
+      if (topo.data[k] == b->from.data[i]) r->used |= (uint64_t)1 << i;
+  tg_vec_free(&topo);
+  r->sig = uop_keep(key);
+  r->ast = uop_keep(uop_substitute(ast, b->from.data, b->to.data, b->from.len));
+  tg_vec_push(&g_resolved, r);
+  uopmap_put(&g_resolved_index, key, r);
+  return r;
+}
+
+static UOp *resolve_call(UOp *call, const CallifyResult *cr, const Binds *binds, UOpMap *fresh, SchedNewBuffer nb,
+                         void *ctx, SchedResult *out, uint64_t *used) {
   UOpVec src = {0};
-  tg_vec_push(&src, call->src[0]);
+  if (binds->from.len) {
+    const Resolved *r = resolve_ast(call->src[0], binds);
+    tg_vec_push(&src, r->ast);
+    *used |= r->used;
+  } else {
+    tg_vec_push(&src, call->src[0]);
+  }
   UOp *ret = NULL;
   for (uint32_t i = 1; i < call->nsrc; i++) {
     UOp *s = call->src[i];
@@ -409,6 +490,46 @@ done:
   return ret;
 }
 
+/* Does a kernel of the schedule read the Variable PARAM `var`? (binds past the 64 that resolve_ast tracks) */
+static bool var_used(UOp *const *calls, size_t n, UOp *var) {
+  bool used = false;
+  for (size_t i = 0; i < n && !used; i++) used = uop_in_backward_slice(calls[i]->src[0], var);
+  return used;
+}
+
+/* tinygrad create_linear_with_vars: name -> value for every bound Variable in the call args whose name a kernel
+ * reads; two values for such a name are an error. used: bit j set when bind j (in args order) occurs in a kernel. */
+static tg_status collect_var_vals(const CallifyResult *cr, const Binds *binds, uint64_t used, UOp *const *calls,
+                                  size_t ncalls, SchedResult *out) {
+  const char **used_names = tg_calloc(binds->to.len + 1, sizeof *used_names);
+  size_t nused = 0;
+  for (size_t j = 0; j < binds->to.len; j++)
+    if (j < 64 ? (used >> j & 1) != 0 : var_used(calls, ncalls, binds->to.data[j]))
+      used_names[nused++] = binds->to.data[j]->arg.param->name;
+  tg_status st = TG_OK;
+  for (size_t i = 0; i < cr->args.len && st == TG_OK; i++) {
+    UOp *var;
+    int64_t val, old;
+    if (!uop_unbind(cr->args.data[i], &var, &val)) continue;
+    const char *name = var->arg.param->name;
+    bool is_used = false;
+    for (size_t k = 0; k < nused && !is_used; k++) is_used = strcmp(used_names[k], name) == 0;
+    if (!is_used) continue;
+    if (sched_var_value(out, name, &old)) {
+      if (old != val)
+        st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "bind mismatch on %s, %lld != %lld", name, (long long)old,
+                          (long long)val);
+      continue;
+    }
+    out->var_names = tg_realloc(out->var_names, (out->nvars + 1) * sizeof *out->var_names);
+    out->var_vals = tg_realloc(out->var_vals, (out->nvars + 1) * sizeof *out->var_vals);
+    snprintf(out->var_names[out->nvars], sizeof out->var_names[out->nvars], "%s", name);
+    out->var_vals[out->nvars++] = val;
+  }
+  tg_free(used_names);
+  return st;
+}
+
 tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out) {
   memset(out, 0, sizeof *out);
   if (!sink || sink->op != TG_OP_SINK) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "sched_linear: expected a SINK");
@@ -429,12 +550,17 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   UOpMap fresh;
   uopmap_init(&fresh);
   UOpVec calls = {0};
+  Binds binds;
+  binds_init(&binds, &cr);
+  uint64_t used = 0;
   for (uint32_t i = 0; i < lin->nsrc && st == TG_OK; i++) {
-    UOp *c = resolve_call(lin->src[i], &cr, &fresh, nb, ctx, out);
+    UOp *c = resolve_call(lin->src[i], &cr, &binds, &fresh, nb, ctx, out, &used);
     if (!c) st = tg_set_error(TG_ERR_OUT_OF_MEMORY, "schedule: could not create an intermediate buffer");
     else tg_vec_push(&calls, c);
   }
   uopmap_free(&fresh);
+  if (st == TG_OK && binds.from.len) st = collect_var_vals(&cr, &binds, used, calls.data, calls.len, out);
+  binds_free(&binds);
   if (st == TG_OK) out->linear = uop_keep(uop_new(TG_OP_LINEAR, DT_VOID, calls.data, calls.len, arg_none()));
   tg_vec_free(&calls);
   uop_scope_end(sc);
@@ -449,6 +575,15 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   sched_callify_free(&cr);
   if (st != TG_OK) sched_result_free(out);
   return st;
+}
+
+bool sched_var_value(const SchedResult *r, const char *name, int64_t *value) {
+  for (size_t i = 0; i < r->nvars; i++)
+    if (strcmp(r->var_names[i], name) == 0) {
+      *value = r->var_vals[i];
+      return true;
+    }
+  return false;
 }
 
 UOp *sched_apply_map(const SchedResult *r, UOp *u) {
@@ -466,5 +601,7 @@ void sched_result_free(SchedResult *r) {
   tg_free(r->map_to);
   tg_free(r->new_buffers);
   tg_free(r->intermediates);
+  tg_free(r->var_names);
+  tg_free(r->var_vals);
   memset(r, 0, sizeof *r);
 }

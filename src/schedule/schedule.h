@@ -18,8 +18,11 @@
  * A COPY between devices becomes a buffer on the target written by a plain copy kernel (callify), which sched_linear
  * turns into a COPY call (sched_copy_calls); the engine runs it as a device copy.
  *
- * Not supported yet (each a TG_ERR_UNSUPPORTED "not supported yet" error, never a wrong schedule): bound Variables and
- * symbolic shapes, multi-device (sharded) tensors, precompiled FUNCTIONs and custom kernels, partial
+ * Bound Variables are call inputs: the body (and so the cache key) holds a value-less PARAM for each, the kernels read
+ * the Variable as a scalar PARAM (slot -1, its own name) and SchedResult.var_vals carries the values.
+ *
+ * Not supported yet (each a TG_ERR_UNSUPPORTED "not supported yet" error, never a wrong schedule): symbolic shapes,
+ * multi-device (sharded) tensors, precompiled FUNCTIONs and custom kernels, partial
  * (LOCAL, PCONTIG) realization. */
 #ifndef TG_SCHEDULE_H
 #define TG_SCHEDULE_H
@@ -44,14 +47,22 @@ typedef struct SchedResult {
    * planner may pack. After sched_memory_plan: the arenas. */
   size_t nintermediate;
   UOp **intermediates;
+  /* The bound Variables' values for this realize (tinygrad's var_vals): one entry per name a kernel reads. Kernels
+   * take them as scalar arguments, matched by the name of their value PARAMs. */
+  size_t nvars;
+  char (*var_names)[TG_NAME_MAX];
+  int64_t *var_vals;
   bool cache_hit; /* the kernel graph came from the schedule cache */
   bool planned;   /* sched_memory_plan replaced the intermediates by views of arenas */
 } SchedResult;
 
 /* Schedule the roots (sources of `sink`, a SINK of tensor-graph UOps). Roots that are already buffers (or views of
  * buffers, or constants) need no kernel. Every UOp in the result is kept (uop_keep) until sched_result_free.
- * Errors (an op the scheduler does not support yet, a shape it cannot infer): TG_ERR_* with tg_last_error(). */
+ * Errors (an op the scheduler does not support yet, a shape it cannot infer, "bind mismatch on <name>" for two values
+ * of one Variable): TG_ERR_* with tg_last_error(). */
 tg_status sched_linear(UOp *sink, SchedNewBuffer new_buffer, void *ctx, SchedResult *out);
+/* The value of the bound Variable `name` in this schedule; false when it has none (unbound, or not read). */
+bool sched_var_value(const SchedResult *r, const char *name, int64_t *value);
 void sched_result_free(SchedResult *r);
 
 /* The memory planner (tinygrad schedule/memory.py), opt-in for the engine: the intermediates become views of one
@@ -73,8 +84,11 @@ UOp *sched_kernels(UOp *sink);
  * tinygrad's error ("all buffers must be on the same device: [...]"), NULL with tg_last_error(). */
 UOp *sched_copy_calls(UOp *lin);
 
-/* The schedule cache (SCACHE=0 disables it): number of entries, and drop them all (tests, exit). */
+/* The schedule cache (SCACHE=0 disables it): number of entries, lookups that hit / missed since start (not counted
+ * with SCACHE=0), and drop them all (tests, exit). */
 size_t sched_cache_size(void);
+typedef struct SchedCacheStats { long hits, misses; } SchedCacheStats;
+SchedCacheStats sched_cache_stats(void);
 void sched_cache_clear(void);
 
 #endif

@@ -472,6 +472,69 @@ tg_tensor *tg_scalar(double v, tg_dtype dtype) {
   return tctx_end(r);
 }
 
+/* ---------------------------------------------------------------------------------------------------- Variables
+ * The seed's form: a Variable is a 0-d BUFFER in the ALU address space (no device), bound = AFTER(var, STORE(var,
+ * CONST)); both are plain handles, so scopes, lifetimes and arithmetic work as for any weak int scalar. */
+
+tg_tensor *tg_variable(const char *name, int64_t min, int64_t max) {
+  tctx_begin("tg_variable");
+  UOp *r = NULL;
+  if (!name || !name[0]) r = terr("a Variable needs a name");
+  else if (strlen(name) >= TG_NAME_MAX) r = terr("Variable name '%.16s...' is longer than %d characters", name, TG_NAME_MAX - 1);
+  else if (min > max) r = terr("Variable %s: empty range [%lld, %lld]", name, (long long)min, (long long)max);
+  else r = uop_variable(name, min, max, NULL);
+  return tctx_end(r);
+}
+
+/* A Variable and its bind are 0-d and device-less by construction: the handle needs no shape or device walk (a loop
+ * re-binding a Variable every step pays for a node, not a graph search). */
+static tg_tensor *tctx_end_scalar(UOp *result) {
+  Shape s;
+  memset(&s, 0, sizeof s);
+  tg_tensor *t = result ? handle_new(result, &s, false) : NULL;
+  ctx_close();
+  return t;
+}
+
+tg_tensor *tg_bind(const tg_tensor *var, int64_t value) {
+  tctx_begin("tg_bind");
+  UOp *v = var ? var->uop : tin(var, 1), *r = NULL;
+  UOp *bound_var;
+  if (v && uop_unbind(v, &bound_var, NULL)) r = terr("Variable %s is already bound", bound_var->arg.param->name);
+  else if (v && !uop_is_variable(v)) r = terr("a tensor of dtype %s is not a Variable", v->dtype->name);
+  else if (v) {
+    const ParamArg *p = v->arg.param;
+    if ((i128)value < p->vmin || (i128)value > p->vmax)
+      r = terr("bind %lld not in range [%lld, %lld] of Variable %s", (long long)value, (long long)p->vmin,
+               (long long)p->vmax, p->name);
+    else r = uop_bind(v, value);
+  }
+  return tctx_end_scalar(r);
+}
+
+bool tg_is_variable(const tg_tensor *t) { return t && (uop_is_variable(t->uop) || uop_unbind(t->uop, NULL, NULL)); }
+
+const char *tg_variable_name(const tg_tensor *t) {
+  if (!tg_is_variable(t)) return NULL;
+  return (uop_is_variable(t->uop) ? t->uop : t->uop->src[0])->arg.param->name;
+}
+
+tg_status tg_variable_value(const tg_tensor *t, int64_t *value) {
+  if (!t) {
+    if (tg_last_status() == TG_OK) tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_variable_value: argument 1 is NULL");
+    return tg_last_status();
+  }
+  int64_t v;
+  if (uop_unbind(t->uop, NULL, &v)) {
+    if (value) *value = v;
+    return TG_OK;
+  }
+  if (uop_is_variable(t->uop))
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_variable_value: Variable %s is not bound", t->uop->arg.param->name);
+  return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_variable_value: a tensor of dtype %s is not a Variable",
+                      t->uop->dtype->name);
+}
+
 static bool is_integral(double v) { return isfinite(v) && v == floor(v) && fabs(v) < 9.007199254740992e15; }
 
 /* tinygrad arange: full((n,), step).cumsum + (start - step), cast to dtype */
