@@ -857,7 +857,7 @@ static tg_tensor *tinygrad_graph(const tg_tensor *t) {
 
 static void check_graph_parity(void) {
   size_t n = sizeof grad_graph_cases / sizeof grad_graph_cases[0], same = 0;
-  setenv("POOL_VIEW", "0", 1); /* tinygrad's _pool through repeat (movement.c pool_disjoint is ours) */
+  test_setenv("POOL_VIEW", "0"); /* tinygrad's _pool through repeat (movement.c pool_disjoint is ours) */
   for (size_t i = 0; i < n; i++) {
     char name[64];
     const char *slash = strchr(grad_graph_cases[i].name, '/');
@@ -883,7 +883,7 @@ static void check_graph_parity(void) {
     }
     tg_scope_end(s);
   }
-  unsetenv("POOL_VIEW");
+  test_unsetenv("POOL_VIEW");
   printf("  grad: %zu of %zu gradient graphs equal tinygrad's node for node\n", same, n);
 }
 
@@ -913,14 +913,14 @@ static void check_pool_view(void) {
     int nreduce[2] = {0, 0};
     tg_tensor *r = NULL; /* one output gradient for both forms */
     for (int form = 0; form < 2; form++) {
-      if (form) setenv("POOL_VIEW", "0", 1);
+      if (form) test_setenv("POOL_VIEW", "0");
       tg_tensor *y = cfg[i].avg ? tg_avg_pool2d(x, k, st, pd, true) : tg_max_pool2d(x, k, st, pd, NULL);
       if (!r && y) r = tg_randn_like(y);
       tg_tensor *loss = y && r ? tg_sum(tg_mul(y, r), NULL, 0, false) : NULL;
       const tg_tensor *wrt[1] = {x};
       tg_tensor *g[1] = {NULL};
       CHECK_MSG(loss && tg_gradient(loss, wrt, 1, g) == TG_OK, "pool view %zu: %s", i, tg_last_error());
-      unsetenv("POOL_VIEW");
+      test_unsetenv("POOL_VIEW");
       val[form][0] = y, val[form][1] = g[0];
       if (g[0]) nreduce[form] = reduce_kernels(g[0]);
     }

@@ -567,12 +567,12 @@ static void test_dtypes_and_scalars(void) {
     RefState ref;
     make_params(params, &ref);
     const RefCfg adam = {"adam", REF_LAMB, 0.1, 0, 0, 0, 0.9, 0.999, 1e-8, false, false, true};
-    setenv("OPTIM_DTYPE", "float64", 1);
+    test_setenv("OPTIM_DTYPE", "float64");
     tg_optim *o = make_optim(&adam, params, NPARAM);
-    setenv("OPTIM_DTYPE", "int32", 1);
+    test_setenv("OPTIM_DTYPE", "int32");
     CHECK(make_optim(&adam, params, NPARAM) == NULL);
     CHECK(strstr(tg_last_error(), "OPTIM_DTYPE") != NULL);
-    unsetenv("OPTIM_DTYPE");
+    test_unsetenv("OPTIM_DTYPE");
     CHECK(o != NULL);
     for (int step = 0; step < 3 && o; step++) {
       float g[NPARAM][12];

@@ -261,7 +261,7 @@ static tg_tensor *build_case(const char *n) {
 
 static void test_graph_parity(void) {
   int matched = 0;
-  setenv("POOL_VIEW", "0", 1); /* tinygrad's _pool through repeat (movement.c pool_disjoint is ours) */
+  test_setenv("POOL_VIEW", "0"); /* tinygrad's _pool through repeat (movement.c pool_disjoint is ours) */
   for (size_t i = 0; i < TG_ARRAY_LEN(tensor_graph_cases); i++) {
     tg_scope s = tg_scope_begin();
     tg_tensor *t = build_case(tensor_graph_cases[i].name);
@@ -285,7 +285,7 @@ static void test_graph_parity(void) {
     }
     tg_scope_end(s);
   }
-  unsetenv("POOL_VIEW");
+  test_unsetenv("POOL_VIEW");
   if (getenv("TG_TEST_VERBOSE")) printf("tensor graph parity: %d/%zu\n", matched, TG_ARRAY_LEN(tensor_graph_cases));
 }
 
