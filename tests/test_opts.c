@@ -944,7 +944,7 @@ static void test_opt_errors(void) {
       static const AxisType want_types[6] = {AXIS_WEAK, AXIS_WEAK, AXIS_THREAD, AXIS_UPCAST, AXIS_REDUCE, AXIS_UNROLL};
       for (int i = 0; i < 6; i++) {
         CHECK_MSG(shape[i] == want_shape[i] && types[i] == want_types[i], "axis %d: %lld %s, want %lld %s", i,
-                  (long long)shape[i], axis_type_name(types[i]), (long long)want_shape[i], axis_type_name(want_types[i]));
+                  (long long)shape[i], uop_axis_type_name(types[i]), (long long)want_shape[i], uop_axis_type_name(want_types[i]));
       }
     }
     opt_sched_free(&s);

@@ -52,9 +52,9 @@ static bool equal_up_to_weak_consts(UOp *a, UOp *b, int depth) {
   if (a == b) return true;
   if (a->op == TG_OP_CONST && b->op == TG_OP_CONST && a->dtype != b->dtype) { /* the same value at the strong dtype */
     const DType *d = dt_strong(a->dtype);
-    return d == dt_strong(b->dtype) && const_eq(dt_const(d, a->arg.c), dt_const(d, b->arg.c));
+    return d == dt_strong(b->dtype) && dt_const_eq(dt_const(d, a->arg.c), dt_const(d, b->arg.c));
   }
-  if (depth > 200 || a->op != b->op || a->nsrc != b->nsrc || !arg_eq(&a->arg, &b->arg)) return false;
+  if (depth > 200 || a->op != b->op || a->nsrc != b->nsrc || !uop_arg_eq(&a->arg, &b->arg)) return false;
   if (a->dtype != b->dtype && !(a->op == TG_OP_CONST && dt_strong(a->dtype) == dt_strong(b->dtype))) return false;
   for (uint32_t i = 0; i < a->nsrc; i++)
     if (!equal_up_to_weak_consts(a->src[i], b->src[i], depth + 1)) return false;
