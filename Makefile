@@ -1,5 +1,6 @@
-# tinygrad.c — build. `make` builds the libraries, tests and tools; `make test` runs every suite (optimized build,
-# then the ASan+UBSan build); `make demo` runs the demonstration; `make bench` prints the benchmark lines.
+# tinygrad.c — build. `make` builds the libraries, tests and tools; `make test` runs every suite (optimized build
+# and ASan+UBSan build side by side), `make test-fast` the quick tier; `make demo` runs the demonstration; `make bench`
+# prints the benchmark lines.
 CC ?= cc
 WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wswitch -Werror
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -Isrc
@@ -21,7 +22,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(B)/%.o)
 SAN_LIB_OBJ := $(LIB_SRC:%.c=$(B)/san/%.o)
 SAN_TEST_OBJ := $(TEST_SRC:%.c=$(B)/san/%.o)
 
-.PHONY: all lib test test-fast test-san demo bench fuzz fuzz-long fuzz-idx fuzz-safetensors clean
+.PHONY: all lib test test-fast check-symbols test-san demo bench fuzz fuzz-long fuzz-idx fuzz-safetensors clean
 all: lib $(B)/run_tests $(TOOLS:%=$(B)/%) $(BENCHES:%=$(B)/%) $(EXAMPLES:%=$(B)/%)
 
 lib: $(B)/libtinygrad.a $(B)/libtinygrad.so
@@ -54,12 +55,19 @@ $(B)/%: bench/%.c $(B)/libtinygrad.a
 $(B)/%: examples/%.c $(B)/libtinygrad.a
 	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ $< $(B)/libtinygrad.a $(LDLIBS)
 
-# every suite twice: optimized, then under ASan+UBSan; one closing line with the totals
-test: $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic
+# ---- test tiers (tests/run_all.sh) ----
+# make test: the full tier (CI): the exported-symbol check, every suite optimized and under ASan+UBSan side by side,
+# the symbolic fuzzer; one closing line with the totals. make test-fast: the optimized build's quick subset
+# (TG_TEST_QUICK=1), what to run before each commit. Both keep the kernel cache in $(B)/cache.db unless CACHEDB is set.
+test: $(B)/libtinygrad.a $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic
 	@bash tests/run_all.sh $(B)
 
 test-fast: $(B)/run_tests
-	$(B)/run_tests
+	@bash tests/run_all.sh $(B) fast
+
+check-symbols: $(B)/libtinygrad.a
+	@bash tests/check_symbols.sh $<
+# ---- end of test tiers ----
 
 demo: $(B)/fuzz_symbolic $(B)/demo_symbolic $(B)/demo_tensor $(B)/beautiful_mnist
 	@bash tools/demo.sh $(B)

@@ -65,5 +65,8 @@ static inline void test_unsetenv(const char *name) {
 extern int tg_test_sanitized;
 /* Set by the runner from TG_TEST_QUICK=1 (`make test-fast`): a suite may then run a subset of its cases. */
 extern int tg_test_quick;
+/* The smaller sizes (loop counts, graph sizes) the sanitizer pass uses, for the quick tier too; figures that need the
+ * full size (RSS growth, throughput) are checked only when this is false. */
+static inline int tg_test_light(void) { return tg_test_sanitized || tg_test_quick; }
 
 #endif

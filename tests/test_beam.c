@@ -313,8 +313,10 @@ void suite_beam(void) {
   rt_shutdown(); /* the runtime opens the new database on next use */
 
   test_matmul_search_and_cache();
-  test_carried_opts_and_elementwise();
-  test_compiler_rejects_some(dir);
+  if (!tg_test_quick) { /* the quick tier: the search and its cache only (every search here compiles, ~25 s in all) */
+    test_carried_opts_and_elementwise();
+    test_compiler_rejects_some(dir);
+  }
 
   for (size_t i = 0; i < TG_ARRAY_LEN(saved); i++) env_restore(&saved[i]);
   rt_shutdown();

@@ -782,7 +782,7 @@ static void test_mlp_adam_kernels(void) {
 /* many steps of a small MLP: the live handles and nodes stay where they were after the first step, RSS stays flat
  * (within 5% between step 100 and the last), and the loss falls */
 static void test_memory_over_steps(void) {
-  int steps = tg_test_sanitized ? 150 : 2000;
+  int steps = tg_test_light() ? 150 : 2000;
   tg_scope s = tg_scope_begin();
   tg_manual_seed(3);
   Mlp m = make_mlp(16, 32, 4);
@@ -820,7 +820,7 @@ static void test_memory_over_steps(void) {
   CHECK_MSG(live_ok, "live handles grew over %d steps: %zu -> %zu", steps, live_after_first, tg_live_tensors());
   CHECK_MSG(nodes_ok, "live nodes grew over %d steps: %zu -> %zu", steps, nodes_after_first, uop_live_count());
   CHECK_MSG(last_loss < first_loss * 0.5, "loss %g -> %g over %d steps", first_loss, last_loss, steps);
-  if (!tg_test_sanitized) {
+  if (!tg_test_light()) {
     CHECK_MSG(rss_end <= rss_at_100 + rss_at_100 / 20, "RSS grew from %.1f MiB (step 100) to %.1f MiB (step %d)",
               (double)rss_at_100 / 1048576.0, (double)rss_end / 1048576.0, steps);
     printf("  optim: %d AdamW steps of a 16-32-4 MLP: RSS %.1f MiB at step 100, %.1f MiB at the end; "

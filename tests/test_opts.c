@@ -763,7 +763,7 @@ static void run_cjobs(CaseData *cds, Stats *st) {
 static void test_random_opts(void) {
   const char *seed_env = getenv("OPTS_SEED");
   rng_state = seed_env ? strtoull(seed_env, NULL, 10) : 20240611u;
-  int nlists = (int)tg_getenv_int("OPTS_LISTS", tg_test_sanitized ? 12 : 30);
+  int nlists = (int)tg_getenv_int("OPTS_LISTS", tg_test_quick ? 4 : tg_test_sanitized ? 12 : 30);
   bool verbose = getenv("OPTS_VERBOSE") != NULL;
   int nc = (int)tg_getenv_int("OPTS_C", 2); /* random lists per kernel that also go through compiled C */
   const char *only = getenv("OPTS_CASE"), *fixed = getenv("OPTS_LIST");

@@ -590,7 +590,7 @@ static UOp *deep_chain(UOp *x, size_t n) {
 static void test_deep_graph(void) {
   UOpScope sc = uop_scope_begin();
   RuleSet *rs = PM_NEW("simple", simple_rules);
-  size_t n = tg_test_sanitized ? 30000 : 100000;
+  size_t n = tg_test_light() ? 30000 : 100000;
   UOp *x = leaf(DT_INT32, 1);
   UOp *e = deep_chain(x, n);
   UOp *r = pm_graph_rewrite(e, rs, NULL, 0, NULL, "deep");
@@ -613,7 +613,7 @@ static double seconds(void) { /* CPU time of this process: other jobs on the mac
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 static void bench_rewrite_throughput(void) {
-  if (tg_test_sanitized) return;
+  if (tg_test_light()) return;
   UOpScope sc = uop_scope_begin();
   RuleSet *rs = PM_NEW("bench", simple_rules);
   UOp *x = leaf(DT_INT32, 1);
