@@ -61,15 +61,22 @@ $(B)/%: bench/%.c $(B)/libtinygrad.a
 $(B)/%: examples/%.c $(B)/libtinygrad.a
 	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ $< $(B)/libtinygrad.a $(LDLIBS)
 
-# every suite twice: optimized, then under ASan+UBSan; one closing line with the totals
-test: $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic
+# ---- test tiers (tests/run_all.sh) ----
+# make test: the full tier (CI): the exported-symbol check, every suite optimized and under ASan+UBSan side by side,
+# the symbolic fuzzer; one closing line with the totals. make test-fast: the optimized build's quick subset
+# (TG_TEST_QUICK=1), what to run before each commit. Both keep the kernel cache in $(B)/cache.db unless CACHEDB is set.
+test: $(B)/libtinygrad.a $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic
 	@bash tests/run_all.sh $(B)
 
 test-gpu: $(B)/run_tests_gpu
 	$(B)/run_tests_gpu
 
 test-fast: $(B)/run_tests
-	$(B)/run_tests
+	@bash tests/run_all.sh $(B) fast
+
+check-symbols: $(B)/libtinygrad.a
+	@bash tests/check_symbols.sh $<
+# ---- end of test tiers ----
 
 demo: $(B)/fuzz_symbolic $(B)/demo_symbolic $(B)/demo_tensor $(B)/beautiful_mnist
 	@bash tools/demo.sh $(B)

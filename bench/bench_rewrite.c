@@ -1,7 +1,7 @@
 /* bench_rewrite.c — throughput of the rule engine and of interning, measured on the same graphs that
  * bench/peer_tinygrad.py builds in tinygrad (bench/run.sh prints the comparison).
  *
- *   rewrite_sym   graph_rewrite with sym_sym() over an index-expression graph: a SINK of sums of 16 terms
+ *   rewrite_sym   pm_graph_rewrite with sym_sym() over an index-expression graph: a SINK of sums of 16 terms
  *                 ((r_i*c1 + r_j*c2 + c3) // c4) % c5 over 8 RANGEs; node visits (toposort size of the input) per
  *                 second. Each run builds the graph fresh (no cached bounds or rewrites), only the rewrite is timed.
  *   intern_fresh  uop_new calls per second creating new nodes (a CONST and an ADD per step)
@@ -66,7 +66,7 @@ static int bench_rewrite(void) {
     UOp *g = build_index_graph();
     nodes_in = graph_size(g);
     double t0 = now_s();
-    UOp *out = graph_rewrite(g, sym, NULL, 0, NULL, "bench");
+    UOp *out = pm_graph_rewrite(g, sym, NULL, 0, NULL, "bench");
     double dt = now_s() - t0;
     if (!out) {
       fprintf(stderr, "bench_rewrite: graph_rewrite failed: %s\n", tg_last_error());

@@ -40,6 +40,11 @@ const char *tg_last_error(void);
 tg_status tg_last_status(void);
 /* "0.1" */
 const char *tg_version(void);
+/* The env knobs (DEBUG, BEAM, NOOPT, ...: tinygrad's names and meanings) are read from the environment once, at first
+ * use, and kept. After changing them with setenv/unsetenv, call tg_knobs_reload() to make the library read them
+ * again (not while another thread is inside the library). Knobs read once per process or device (SPEC,
+ * TRACK_MATCH_STATS, REWRITE_STACK_LIMIT; LRU and CACHELEVEL until rt_shutdown) are not changed by it. */
+void tg_knobs_reload(void);
 
 
 /* ======================================================================================================== tensors

@@ -3681,7 +3681,7 @@ static const struct { TgDTypeId dt; CaseVal in, out; } dtconst_cases[] = {
   {TG_FLOAT64, CB(1), CF(0x1.0000000000000p+0)},
   {TG_FLOAT64, CB(0), CF(0x0.0p+0)},
 };
-/* {from, to, value, const_bitcast(value, from, to)} */
+/* {from, to, value, dt_const_bitcast(value, from, to)} */
 static const struct { TgDTypeId from, to; CaseVal in, out; } bitcast_cases[] = {
   {TG_BOOL, TG_INT8, CB(0), CI(0LL)},
   {TG_BOOL, TG_INT8, CB(1), CI(1LL)},

@@ -8,7 +8,10 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "tinygrad.h"
 
 extern long tg_test_passed, tg_test_failed;
 void tg_test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -43,11 +46,27 @@ void tg_test_fail(const char *file, int line, const char *fmt, ...) __attribute_
     else tg_test_fail(__FILE__, __LINE__, "%s ~= %s: %.17g != %.17g", #a, #b, a_, b_);                  \
   } while (0)
 
+/* Tests flip env knobs between calls: these change the variable and make the library re-read its knobs (they are
+ * read once and kept, see tg_knobs_reload in tinygrad.h). Plain setenv/unsetenv in a test would not be seen. */
+static inline void test_setenv(const char *name, const char *value) {
+  setenv(name, value, 1);
+  tg_knobs_reload();
+}
+static inline void test_unsetenv(const char *name) {
+  unsetenv(name);
+  tg_knobs_reload();
+}
+
 #define SUITE(name) void suite_##name(void);
 #include "suites.def"
 #undef SUITE
 
 /* Set by the runner: true under ASan/UBSan, where memory figures mean nothing and big loops are slow. */
 extern int tg_test_sanitized;
+/* Set by the runner from TG_TEST_QUICK=1 (`make test-fast`): a suite may then run a subset of its cases. */
+extern int tg_test_quick;
+/* The smaller sizes (loop counts, graph sizes) the sanitizer pass uses, for the quick tier too; figures that need the
+ * full size (RSS growth, throughput) are checked only when this is false. */
+static inline int tg_test_light(void) { return tg_test_sanitized || tg_test_quick; }
 
 #endif

@@ -26,8 +26,8 @@ static SavedEnv env_save(const char *name) {
   return s;
 }
 static void env_restore(SavedEnv *s) {
-  if (s->value) setenv(s->name, s->value, 1);
-  else unsetenv(s->name);
+  if (s->value) test_setenv(s->name, s->value);
+  else test_unsetenv(s->name);
   tg_free(s->value);
   s->value = NULL;
 }
@@ -126,11 +126,11 @@ static void test_matmul_search_and_cache(void) {
 
   /* 3. IGNORE_BEAM_CACHE=1: searches again (every candidate source is compiled already: no compiler process), and
    *    the fresh result is valid */
-  setenv("IGNORE_BEAM_CACHE", "1", 1);
+  test_setenv("IGNORE_BEAM_CACHE", "1");
   Opt again[OPT_LIST_MAX];
   int nagain = -1;
   CHECK(beam_search(ast, ren, 2, again, &nagain) == TG_OK);
-  unsetenv("IGNORE_BEAM_CACHE");
+  test_unsetenv("IGNORE_BEAM_CACHE");
   BeamStats s4 = beam_stats();
   CHECK_EQ_INT(s4.searches - s3.searches, 1);
   CHECK(s4.candidates_timed > s3.candidates_timed);
@@ -161,24 +161,24 @@ static void test_matmul_search_and_cache(void) {
   CHECK(nopts == 1 && opts[0].op == OPT_UPCAST && opts[0].axis == 0 && opts[0].arg == 2);
 
   /* 5. CACHELEVEL=0: the cache is neither read nor written */
-  setenv("CACHELEVEL", "0", 1);
+  test_setenv("CACHELEVEL", "0");
   BeamStats l0 = beam_stats();
   CHECK(beam_search(ast, ren, 2, opts, &nopts) == TG_OK);
   CHECK_EQ_INT(beam_stats().searches - l0.searches, 1);
-  unsetenv("CACHELEVEL");
+  test_unsetenv("CACHELEVEL");
   char *after = rt_cache_get(BEAM_CACHE_TABLE, key);
   CHECK(after && strcmp(after, "UPCAST,0,2") == 0);
 
   /* 6. the heuristic's kernel is a candidate whatever its uop count: with BEAM_UOPS_MAX=1 every other candidate is
    *    dropped, and the search ends at the heuristic's opts (never at the naive kernel); BEAM_VERIFY=0 leaves out
    *    the final side-by-side timing, which would also prefer the heuristic's kernel to the naive one */
-  setenv("BEAM_UOPS_MAX", "1", 1);
-  setenv("BEAM_VERIFY", "0", 1);
-  setenv("IGNORE_BEAM_CACHE", "1", 1);
+  test_setenv("BEAM_UOPS_MAX", "1");
+  test_setenv("BEAM_VERIFY", "0");
+  test_setenv("IGNORE_BEAM_CACHE", "1");
   CHECK(beam_search(ast, ren, 2, opts, &nopts) == TG_OK);
-  unsetenv("IGNORE_BEAM_CACHE");
-  unsetenv("BEAM_VERIFY");
-  unsetenv("BEAM_UOPS_MAX");
+  test_unsetenv("IGNORE_BEAM_CACHE");
+  test_unsetenv("BEAM_VERIFY");
+  test_unsetenv("BEAM_UOPS_MAX");
   {
     UOpScope hs = uop_scope_begin();
     OptScheduler hc;
@@ -220,14 +220,14 @@ static void test_carried_opts_and_elementwise(void) {
     CHECK_EQ_INT(beam_stats().searches - b0.searches, 0);
     uop_scope_end(usc);
   }
-  setenv("BEAM", "1", 1);
+  test_setenv("BEAM", "1");
   BeamStats b1 = beam_stats();
   CHECK(tg_to_host(t, got, sizeof got) == TG_OK);
   CHECK(beam_stats().searches + beam_stats().cache_hits > b1.searches + b1.cache_hits);
   int bad = 0;
   for (int i = 0; i < 24 * 20; i++) bad += got[i] != (x[i] + x[i]) * x[i];
   CHECK_EQ_INT(bad, 0);
-  setenv("BEAM", "2", 1);
+  test_setenv("BEAM", "2");
   uop_drop(ast);
   tg_scope_end(sc);
 }
@@ -263,8 +263,8 @@ static void test_compiler_rejects_some(const char *dir) {
   fclose(f);
   chmod(wrapper, 0700);
   SavedEnv cc = env_save("CC");
-  setenv("CC", wrapper, 1);
-  setenv("IGNORE_BEAM_CACHE", "1", 1);
+  test_setenv("CC", wrapper);
+  test_setenv("IGNORE_BEAM_CACHE", "1");
   rt_shutdown(); /* CC is read again */
 
   float x[16 * 12];
@@ -292,7 +292,7 @@ static void test_compiler_rejects_some(const char *dir) {
     }
     uop_drop(ast);
   }
-  unsetenv("IGNORE_BEAM_CACHE");
+  test_unsetenv("IGNORE_BEAM_CACHE");
   env_restore(&cc);
   rt_shutdown();
   unlink(wrapper);
@@ -322,15 +322,17 @@ void suite_beam(void) {
   }
   char db[128];
   snprintf(db, sizeof db, "%s/cache.db", dir);
-  setenv("CACHEDB", db, 1);
-  unsetenv("IGNORE_BEAM_CACHE");
-  unsetenv("CACHELEVEL");
-  setenv("BEAM", "2", 1);
+  test_setenv("CACHEDB", db);
+  test_unsetenv("IGNORE_BEAM_CACHE");
+  test_unsetenv("CACHELEVEL");
+  test_setenv("BEAM", "2");
   rt_shutdown(); /* the runtime opens the new database on next use */
 
   test_matmul_search_and_cache();
-  test_carried_opts_and_elementwise();
-  test_compiler_rejects_some(dir);
+  if (!tg_test_quick) { /* the quick tier: the search and its cache only (every search here compiles, ~25 s in all) */
+    test_carried_opts_and_elementwise();
+    test_compiler_rejects_some(dir);
+  }
 
   for (size_t i = 0; i < TG_ARRAY_LEN(saved); i++) env_restore(&saved[i]);
   rt_shutdown();

@@ -54,7 +54,7 @@ static bool same_mod_uint(UOp *a, UOp *b, UOpMap *seen) {
   void **hit = uopmap_get(seen, a);
   if (hit) return *hit == b;
   if (a->op != b->op || a->dtype != b->dtype || a->nsrc != b->nsrc) return false;
-  if (!arg_eq(&a->arg, &b->arg)) return false;
+  if (!uop_arg_eq(&a->arg, &b->arg)) return false;
   if (a->op == TG_OP_CAST && dt_is_unsigned(a->dtype) && a->src[0]->op == TG_OP_CONST && b->src[0]->op == TG_OP_CONST &&
       a->src[0]->dtype == DT_WEAKINT && b->src[0]->dtype == DT_WEAKINT && a->src[0]->arg.c.kind == CK_INT &&
       b->src[0]->arg.c.kind == CK_INT) {
@@ -95,7 +95,7 @@ static void test_tinygrad_cases(void) {
     ast = opt_ast_with_opts(ast, &thread, codegen_cases[i].thread_axis >= 0 ? 1 : 0);
     UOp *got = cg_lower(ast, &ren);
     /* our one deliberate difference in the lowered graph: the CPU renderer's unsigned range checks */
-    want = graph_rewrite(want, render_pm_range_checks(), NULL, 0, NULL, "range checks");
+    want = pm_graph_rewrite(want, render_pm_range_checks(), NULL, 0, NULL, "range checks");
     CHECK_MSG(got != NULL, "%s: cg_lower failed: %s", name, tg_last_error());
     if (got) {
       const char *gap = gap_of(name);
@@ -323,7 +323,7 @@ static Val feval(FEval *e, UOp *root, double x, double y) {
       break;
     default:
       e->bad = true;
-      snprintf(e->why, sizeof e->why, "op %s not evaluated", op_name(uop_op(u)));
+      snprintf(e->why, sizeof e->why, "op %s not evaluated", uop_op_name(uop_op(u)));
     }
     e->vals[i] = norm(u->dtype, r);
   }
@@ -339,8 +339,8 @@ static void feval_free(FEval *e) {
 static UOp *decomposed(TgOp op, const DType *d, const Renderer *ren) {
   UOp *x = uop_variable("x", 0, 1, d), *y = uop_variable("y", 0, 1, d);
   UOp *g = op == TG_OP_POW ? uop_alu2(TG_OP_POW, x, y) : uop_alu1(op, x);
-  g = graph_rewrite(g, cg_pm_pow(), NULL, 0, NULL, "pow");
-  return g ? graph_rewrite(g, cg_pm_late_decomp(ren), (void *)(uintptr_t)ren, 0, NULL, "decomp") : NULL;
+  g = pm_graph_rewrite(g, cg_pm_pow(), NULL, 0, NULL, "pow");
+  return g ? pm_graph_rewrite(g, cg_pm_late_decomp(ren), (void *)(uintptr_t)ren, 0, NULL, "decomp") : NULL;
 }
 
 static double ulp_of(double ref, const DType *d) {
@@ -366,7 +366,7 @@ static void check_transcendental(TgOp op, const DType *d, const double *xs, size
   Renderer ren = cpu_renderer();
   UOpScope sc = uop_scope_begin();
   UOp *g = decomposed(op, d, &ren);
-  CHECK_MSG(g != NULL, "decompose %s %s: %s", op_name(op), d->name, tg_last_error());
+  CHECK_MSG(g != NULL, "decompose %s %s: %s", uop_op_name(op), d->name, tg_last_error());
   if (!g) { uop_scope_end(sc); return; }
   /* the result must be free of the op itself (and of POW, whose EXP2/LOG2 are decomposed too) */
   UOpVec topo = {0};
@@ -376,7 +376,7 @@ static void check_transcendental(TgOp op, const DType *d, const double *xs, size
     clean &= topo.data[i]->op != TG_OP_EXP2 && topo.data[i]->op != TG_OP_LOG2 && topo.data[i]->op != TG_OP_SIN &&
              topo.data[i]->op != TG_OP_POW && topo.data[i]->op != TG_OP_FLOORDIV && topo.data[i]->op != TG_OP_RECIPROCAL;
   tg_vec_free(&topo);
-  CHECK_MSG(clean, "%s %s: decomposed graph still holds a transcendental / FLOORDIV / RECIPROCAL", op_name(op), d->name);
+  CHECK_MSG(clean, "%s %s: decomposed graph still holds a transcendental / FLOORDIV / RECIPROCAL", uop_op_name(op), d->name);
   FEval e = {0};
   double worst = 0, worst_x = 0;
   int special_bad = 0;
@@ -392,7 +392,7 @@ static void check_transcendental(TgOp op, const DType *d, const double *xs, size
       /* a zero result may come out with the other sign only where tinygrad's polynomial does the same (sin) */
       if (!ok && ref == 0 && got == 0 && op == TG_OP_SIN) ok = true;
       if (!ok && special_bad++ < 3)
-        tg_test_fail(__FILE__, __LINE__, "%s %s(%.17g, %.17g) = %.17g, libm %.17g", d->name, op_name(op), xv.f, yv.f, got,
+        tg_test_fail(__FILE__, __LINE__, "%s %s(%.17g, %.17g) = %.17g, libm %.17g", d->name, uop_op_name(op), xv.f, yv.f, got,
                      ref);
       continue;
     }
@@ -403,9 +403,9 @@ static void check_transcendental(TgOp op, const DType *d, const double *xs, size
     if (op == TG_OP_POW) err /= fmax(1.0, fabs(yv.f * log2(fabs(xv.f))));
     if (!(err <= worst)) { worst = isnan(err) ? INFINITY : err; worst_x = xv.f; }
   }
-  CHECK_MSG(!e.bad, "%s %s: evaluator: %s", op_name(op), d->name, e.why);
-  CHECK_MSG(special_bad == 0, "%s %s: %d special values differ", op_name(op), d->name, special_bad);
-  CHECK_MSG(worst <= max_ulp, "%s %s: %.2f ULP at x=%.17g (allowed %.1f)", op_name(op), d->name, worst, worst_x, max_ulp);
+  CHECK_MSG(!e.bad, "%s %s: evaluator: %s", uop_op_name(op), d->name, e.why);
+  CHECK_MSG(special_bad == 0, "%s %s: %d special values differ", uop_op_name(op), d->name, special_bad);
+  CHECK_MSG(worst <= max_ulp, "%s %s: %.2f ULP at x=%.17g (allowed %.1f)", uop_op_name(op), d->name, worst, worst_x, max_ulp);
   feval_free(&e);
   uop_scope_end(sc);
 }
@@ -492,7 +492,7 @@ static void test_int_decomps(void) {
         UOp *x = uop_variable("x", lo, hi, DT_INT32);
         UOp *c = uop_const_int(DT_INT32, divisors[k]);
         UOp *g = uop_alu2(op ? TG_OP_FLOORMOD : TG_OP_FLOORDIV, x, c);
-        UOp *d = graph_rewrite(g, cg_pm_late_decomp(&ren), (void *)&ren, 0, NULL, "decomp");
+        UOp *d = pm_graph_rewrite(g, cg_pm_late_decomp(&ren), (void *)&ren, 0, NULL, "decomp");
         CHECK(d != NULL);
         if (!d) { uop_scope_end(sc); continue; }
         bool no_floor = d->op != TG_OP_FLOORDIV && d->op != TG_OP_FLOORMOD;
@@ -519,7 +519,7 @@ static void test_int_decomps(void) {
   /* MAX becomes CMPLT + WHERE on the CPU */
   UOpScope sc = uop_scope_begin();
   UOp *x = uop_variable("x", -5, 5, DT_INT32), *y = uop_variable("y", -5, 5, DT_INT32);
-  UOp *d = graph_rewrite(uop_max(x, y), cg_pm_early_decomp(&ren), (void *)&ren, 0, NULL, "decomp");
+  UOp *d = pm_graph_rewrite(uop_max(x, y), cg_pm_early_decomp(&ren), (void *)&ren, 0, NULL, "decomp");
   CHECK(d && d->op == TG_OP_WHERE);
   EvalEnv env;
   eval_env_init(&env);
@@ -555,7 +555,7 @@ static void test_range_checks(void) {
           UOp *g = shape == 0 ? uop_and(lo, hi)
                    : shape == 1 ? uop_and(uop_and(hi, other), lo)     /* the pair split by another term */
                                 : uop_and(other, uop_and(lo, uop_and(hi, other)));
-          UOp *r = graph_rewrite(g, render_pm_range_checks(), NULL, 0, NULL, "range checks");
+          UOp *r = pm_graph_rewrite(g, render_pm_range_checks(), NULL, 0, NULL, "range checks");
           UOpVec topo = {0};
           uop_toposort(r, NULL, NULL, &topo);
           bool left_literal = false;
@@ -612,7 +612,7 @@ static void test_threefry(void) {
   for (size_t i = 0; i < TG_ARRAY_LEN(xs); i++)
     for (size_t k = 0; k < TG_ARRAY_LEN(keys); k++) {
       UOp *g = uop_alu2(TG_OP_THREEFRY, uop_const_int(DT_UINT64, (int64_t)xs[i]), uop_const_int(DT_UINT64, (int64_t)keys[k]));
-      UOp *d = graph_rewrite(g, cg_pm_late_decomp(&ren), (void *)&ren, 0, NULL, "threefry");
+      UOp *d = pm_graph_rewrite(g, cg_pm_late_decomp(&ren), (void *)&ren, 0, NULL, "threefry");
       CHECK(d != NULL);
       if (!d) continue;
       FEval e = {0};

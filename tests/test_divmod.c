@@ -240,10 +240,10 @@ static long brute_compare(const char *what, UOp *a, UOp *b, UOp *gate, const Lea
 
 /* ---------------------------------------------------------------- the table */
 static UOp *simplify_symbolic(UOp *u) {
-  UOp *r = graph_rewrite(u, sym_symbolic(), NULL, 0, NULL, "test simplify");
+  UOp *r = pm_graph_rewrite(u, sym_symbolic(), NULL, 0, NULL, "test simplify");
   return r ? r : u;
 }
-static UOp *rewrite_sym(UOp *u) { return graph_rewrite(u, sym_sym(), NULL, 0, NULL, "test sym"); }
+static UOp *rewrite_sym(UOp *u) { return pm_graph_rewrite(u, sym_sym(), NULL, 0, NULL, "test sym"); }
 
 static bool check_render(const char *label, UOp *u, const char *expected) {
   char *r = u ? uop_render(u) : tg_strdup("None");
@@ -275,7 +275,7 @@ static void run_case(const DivmodCase *c) {
       CHECK_MSG(brute_compare(label, e, r, NULL, &lv) == 0, "%s: not equivalent", label);
     }
   } else if (!strcmp(c->kind, "fold")) {
-    UOp *f = fold_divmod_general(e);
+    UOp *f = sym_fold_divmod_general(e);
     check_render(label, f ? simplify_symbolic(f) : NULL, c->exp1);
     check_render(label, f, c->exp2); /* as built, node for node */
     if (f) CHECK_MSG(brute_compare(label, e, f, NULL, &lv) == 0, "%s: not equivalent", label);
@@ -354,7 +354,7 @@ static void test_division_by_zero(void) {
   for (int mod = 0; mod < 2; mod++) {
     tg_clear_error();
     UOp *d = mod ? uop_mod(a, wk(0)) : uop_idiv(a, wk(0));
-    CHECK(fold_divmod_general(d) == NULL);
+    CHECK(sym_fold_divmod_general(d) == NULL);
     CHECK(tg_last_status() == TG_ERR_INVALID_ARGUMENT);
     CHECK(strstr(tg_last_error(), "by zero") != NULL);
   }
@@ -369,7 +369,7 @@ static void test_memo(void) {
   UOpScope scope = uop_scope_begin();
   UOp *a = uop_variable("a_memo", 0, 100, NULL);
   UOp *d = uop_idiv(uop_add(uop_mul(a, wk(4)), wk(3)), wk(8));
-  UOp *f1 = fold_divmod_general(d), *f2 = fold_divmod_general(d);
+  UOp *f1 = sym_fold_divmod_general(d), *f2 = sym_fold_divmod_general(d);
   CHECK(f1 != NULL && f1 == f2);
   uop_scope_end(scope);
   CHECK(uop_live_count() > before); /* the memo keeps its nodes ... */
@@ -430,7 +430,7 @@ static void test_gate_simplifies_stack(void) {
   UOp *r0 = uop_variable("r0", 0, 2, NULL);
   UOp *lanes[2] = {uop_idiv(uop_add(r0, wk(-1)), wk(3)), uop_mod(r0, wk(3))};
   UOp *stack = uop_new(TG_OP_STACK, NULL, lanes, 2, arg_none());
-  UOp *idx = graph_rewrite(uop_where(uop_lt(r0, wk(3)), stack, uop_invalid()), sym_simplify_valid(), NULL, 0, NULL,
+  UOp *idx = pm_graph_rewrite(uop_where(uop_lt(r0, wk(3)), stack, uop_invalid()), sym_simplify_valid(), NULL, 0, NULL,
                            "test");
   UOp *exp_lanes[2] = {uop_add(uop_idiv(uop_add(r0, wk(2)), wk(3)), wk(-1)), r0};
   UOp *expected = uop_where(uop_lt(r0, wk(3)), uop_new(TG_OP_STACK, NULL, exp_lanes, 2, arg_none()), uop_invalid());

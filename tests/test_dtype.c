@@ -192,30 +192,30 @@ static void test_ranges(void) {
 }
 
 static void test_consts(void) {
-  CHECK(const_eq(const_float(0.0), const_float(0.0)));
-  CHECK(!const_eq(const_float(0.0), const_float(-0.0)));
-  CHECK(const_eq(const_float(NAN), const_float(NAN)));
-  CHECK(!const_eq(const_int(1), const_float(1.0)));
-  CHECK(!const_eq(const_int(1), const_bool(true)));
-  CHECK(const_eq(const_bool(true), const_bool(true)));
-  CHECK(const_eq(const_invalid(), const_invalid()));
-  CHECK(const_as_i128(const_int(-1), DT_UINT64) == (i128)UINT64_MAX);
-  CHECK(const_as_i128(const_int(-1), DT_INT64) == -1);
-  CHECK(const_as_i128(const_bool(true), DT_BOOL) == 1);
-  CHECK(const_as_i128(const_float(-2.7), DT_FLOAT32) == -2);
-  CHECK(const_as_i128(const_float(1e300), DT_FLOAT64) == I128_MAX);
-  CHECK(const_as_double(const_int(-1), DT_UINT64) == 18446744073709551616.0);
-  CHECK(const_as_double(const_int(-3), DT_INT32) == -3.0);
-  CHECK(const_as_double(const_bool(true), DT_BOOL) == 1.0);
+  CHECK(dt_const_eq(const_float(0.0), const_float(0.0)));
+  CHECK(!dt_const_eq(const_float(0.0), const_float(-0.0)));
+  CHECK(dt_const_eq(const_float(NAN), const_float(NAN)));
+  CHECK(!dt_const_eq(const_int(1), const_float(1.0)));
+  CHECK(!dt_const_eq(const_int(1), const_bool(true)));
+  CHECK(dt_const_eq(const_bool(true), const_bool(true)));
+  CHECK(dt_const_eq(const_invalid(), const_invalid()));
+  CHECK(dt_const_as_i128(const_int(-1), DT_UINT64) == (i128)UINT64_MAX);
+  CHECK(dt_const_as_i128(const_int(-1), DT_INT64) == -1);
+  CHECK(dt_const_as_i128(const_bool(true), DT_BOOL) == 1);
+  CHECK(dt_const_as_i128(const_float(-2.7), DT_FLOAT32) == -2);
+  CHECK(dt_const_as_i128(const_float(1e300), DT_FLOAT64) == I128_MAX);
+  CHECK(dt_const_as_double(const_int(-1), DT_UINT64) == 18446744073709551616.0);
+  CHECK(dt_const_as_double(const_int(-3), DT_INT32) == -3.0);
+  CHECK(dt_const_as_double(const_bool(true), DT_BOOL) == 1.0);
   /* CAST of a uint64 value: dt_const_from reads it unsigned */
-  CHECK(const_eq(dt_const_from(DT_FLOAT64, const_int(-1), DT_UINT64), const_float(18446744073709551616.0)));
-  CHECK(const_eq(dt_const_from(DT_FLOAT64, const_int(-1), DT_INT64), const_float(-1.0)));
+  CHECK(dt_const_eq(dt_const_from(DT_FLOAT64, const_int(-1), DT_UINT64), const_float(18446744073709551616.0)));
+  CHECK(dt_const_eq(dt_const_from(DT_FLOAT64, const_int(-1), DT_INT64), const_float(-1.0)));
   CHECK(dt_const_from(DT_WEAKINT, const_int(-1), DT_UINT64).kind == CK_NONE); /* 2^64-1 is beyond int64 */
-  CHECK(const_eq(dt_const_from(DT_INT32, const_int(-1), DT_UINT64), const_int(-1)));
-  CHECK(const_eq(dt_const_from(DT_UINT8, const_float(-1.0), DT_FLOAT32), const_int(255)));
-  CHECK(const_eq(dt_const(DT_INT32, const_invalid()), const_invalid()));
+  CHECK(dt_const_eq(dt_const_from(DT_INT32, const_int(-1), DT_UINT64), const_int(-1)));
+  CHECK(dt_const_eq(dt_const_from(DT_UINT8, const_float(-1.0), DT_FLOAT32), const_int(255)));
+  CHECK(dt_const_eq(dt_const(DT_INT32, const_invalid()), const_invalid()));
   CHECK(dt_const(dt_ptr(DT_INT32, ADDR_GLOBAL, 1), const_int(1)).kind == CK_NONE);
-  CHECK(const_eq(dt_const(dt_vec(DT_INT8, 4), const_int(300)), const_int(44)));
+  CHECK(dt_const_eq(dt_const(dt_vec(DT_INT8, 4), const_int(300)), const_int(44)));
   CHECK(dt_const(DT_VOID, const_int(1)).kind == CK_NONE);
 }
 

@@ -1,6 +1,6 @@
 /* test_fuzz.c — the integer/bool interpreter (src/uop/eval.h), the oracle of the symbolic fuzzer: exact dtype
  * semantics (weakint exact, fixed widths wrap, floor vs truncating division), undefined values that are reported and
- * never UB, WHERE/Invalid/unbound handling, leaves, deep graphs; agreement with the constant folder (const_exec_alu)
+ * never UB, WHERE/Invalid/unbound handling, leaves, deep graphs; agreement with the constant folder (dt_const_exec_alu)
  * on every int dtype and op; and a few simplifications checked against it on a grid (tools/fuzz_symbolic does this at
  * scale). */
 #include "test.h"
@@ -215,7 +215,7 @@ static void test_deep_graph(void) {
   eval_env_free(&env);
 }
 
-/* Two independent implementations of the same semantics: eval and the constant folder (dtype.c const_exec_alu,
+/* Two independent implementations of the same semantics: eval and the constant folder (dtype.c dt_const_exec_alu,
  * tinygrad's exec_alu + truncation) agree on every int dtype, op and a table of edge values. */
 static void test_agrees_with_const_folding(void) {
   static const TgOp ops[] = {TG_OP_ADD, TG_OP_MUL, TG_OP_SUB, TG_OP_SHL, TG_OP_SHR, TG_OP_CDIV, TG_OP_CMOD,
@@ -239,15 +239,15 @@ static void test_agrees_with_const_folding(void) {
           UOpScope s = uop_scope_begin();
           Const src[2] = {dt_const(dt, dt == DT_BOOL ? const_bool(vals[i] & 1) : const_int(vals[i])),
                           dt_const(dt, dt == DT_BOOL ? const_bool(vals[j] & 1) : const_int(vals[j]))};
-          Const folded = const_exec_alu(ops[o], dt, src, ns);
+          Const folded = dt_const_exec_alu(ops[o], dt, src, ns);
           UOp *a = uop_const(dt, src[0]), *b = uop_const(dt, src[1]);
           EvalValue r = uop_eval(ns == 1 ? uop_alu1(ops[o], a) : uop_alu2(ops[o], a, b), &env);
           uop_scope_end(s);
           if (folded.kind == CK_NONE) continue; /* not foldable (division by zero, weakint beyond int64) */
           compared++;
-          if (r.state != EVAL_OK || r.v != const_as_i128(folded, rdt)) {
+          if (r.state != EVAL_OK || r.v != dt_const_as_i128(folded, rdt)) {
             if (disagree++ < 5)
-              fprintf(stderr, "  eval and const_exec_alu disagree: %s %s (%lld, %lld)\n", op_name(ops[o]), dt->name,
+              fprintf(stderr, "  eval and const_exec_alu disagree: %s %s (%lld, %lld)\n", uop_op_name(ops[o]), dt->name,
                       (long long)vals[i], (long long)vals[j]);
           }
         }

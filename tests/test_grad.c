@@ -639,15 +639,15 @@ static void check_rules_direct(void) {
   tg_scope s = tg_scope_begin();
   double av[3] = {1, 2, 3}, gv[6] = {1, 2, 3, 4, 5, 6};
   tg_tensor *ta = f64(av, TG_SHAPE(3)), *tb = f64(av, TG_SHAPE(3)), *tg = f64(gv, TG_SHAPE(2, 3));
-  tctx_begin("test_grad");
-  UOp *a = tin(ta, 1), *b = tin(tb, 2), *g = tin(tg, 3), *out[2] = {NULL, NULL}, *ab[2] = {a, b};
+  tensor_ctx_begin("test_grad");
+  UOp *a = tensor_in(ta, 1), *b = tensor_in(tb, 2), *g = tensor_in(tg, 3), *out[2] = {NULL, NULL}, *ab[2] = {a, b};
   /* STACK: row i of the gradient to element i */
   UOp *st = uop_new(TG_OP_STACK, NULL, ab, 2, arg_none());
   CHECK(grad_compute(st, g, ab, 2, out) && out[0] && out[1]);
-  tctx_begin("test_grad");
-  tg_tensor *o0 = tctx_end(out[0]);
-  tctx_begin("test_grad");
-  tg_tensor *o1 = tctx_end(out[1]);
+  tensor_ctx_begin("test_grad");
+  tg_tensor *o0 = tensor_ctx_end(out[0]);
+  tensor_ctx_begin("test_grad");
+  tg_tensor *o1 = tensor_ctx_end(out[1]);
   /* TUPLE: its gradient is routed element by element */
   UOp *tup = uop_new(TG_OP_TUPLE, DT_VOID, ab, 2, arg_none()), *gg[2] = {g, a};
   UOp *gtup = uop_new(TG_OP_TUPLE, DT_VOID, gg, 2, arg_none());
@@ -661,17 +661,17 @@ static void check_rules_direct(void) {
   UOp *cb = uop_alu1(TG_OP_CONTIGUOUS_BACKWARD, a);
   CHECK(grad_compute(cb, uop_add(b, b), &a, 1, out) && out[0] && out[0]->op == TG_OP_CONTIGUOUS);
   /* BITCAST: no gradient, so no path */
-  UOp *bc = t_cast(t_bitcast(a, DT_INT64), DT_FLOAT64);
+  UOp *bc = tensor_cast(tensor_bitcast(a, DT_INT64), DT_FLOAT64);
   CHECK(grad_compute(bc, b, &a, 1, out) && out[0] == NULL);
   /* CAST: back to the source dtype */
-  UOp *c32 = t_cast(a, DT_FLOAT32);
-  CHECK(grad_compute(c32, t_cast(b, DT_FLOAT32), &a, 1, out) && out[0] && out[0]->dtype == DT_FLOAT64);
+  UOp *c32 = tensor_cast(a, DT_FLOAT32);
+  CHECK(grad_compute(c32, tensor_cast(b, DT_FLOAT32), &a, 1, out) && out[0] && out[0]->dtype == DT_FLOAT64);
   /* an op without a rule on the path is an error naming it */
-  UOp *fd = t_div(t_cast(a, DT_INT32), t_cast(b, DT_INT32), TG_ROUND_FLOOR);
+  UOp *fd = tensor_div(tensor_cast(a, DT_INT32), tensor_cast(b, DT_INT32), TG_ROUND_FLOOR);
   tg_clear_error();
-  CHECK(!grad_compute(t_cast(fd, DT_FLOAT64), b, &a, 1, out) && out[0] == NULL);
+  CHECK(!grad_compute(tensor_cast(fd, DT_FLOAT64), b, &a, 1, out) && out[0] == NULL);
   CHECK_MSG(strstr(tg_last_error(), "FLOORDIV") != NULL, "no rule: %s", tg_last_error());
-  tctx_end_void();
+  tensor_ctx_end_void();
   CHECK(vals_are(o0, (const double[]){1, 2, 3}, 3) && vals_are(o1, (const double[]){4, 5, 6}, 3));
   tg_scope_end(s);
 }
@@ -718,18 +718,18 @@ static void check_implicit_broadcast(void) {
   double xv[3] = {1, 2, 3};
   tg_tensor *cond = tg_from_data(cv, TG_BOOL, TG_SHAPE(3)), *x = f64(xv, TG_SHAPE(3));
   tg_tensor *w = tg_scalar(4.0, TG_FLOAT64), *w2 = tg_scalar(2.0, TG_FLOAT64), *p = tg_scalar(0.5, TG_FLOAT64);
-  tctx_begin("test_grad");
-  UOp *where = uop_alu3(TG_OP_WHERE, tin(cond, 1), tin(x, 2), tin(w, 3));
-  UOp *mul = uop_alu2(TG_OP_MUL, tin(x, 2), tin(w2, 4));
-  UOp *sp = t_sin(tin(p, 5));
-  UOp *z = t_add(t_sum(uop_alu2(TG_OP_MUL, tin(x, 2), sp), NULL, 0, false, NULL), sp);
-  tctx_begin("test_grad");
-  tg_tensor *hw = tctx_end(where);
-  tctx_begin("test_grad");
-  tg_tensor *hm = tctx_end(mul);
-  tctx_begin("test_grad");
-  tg_tensor *hz = tctx_end(z);
-  tctx_end_void();
+  tensor_ctx_begin("test_grad");
+  UOp *where = uop_alu3(TG_OP_WHERE, tensor_in(cond, 1), tensor_in(x, 2), tensor_in(w, 3));
+  UOp *mul = uop_alu2(TG_OP_MUL, tensor_in(x, 2), tensor_in(w2, 4));
+  UOp *sp = tensor_sin(tensor_in(p, 5));
+  UOp *z = tensor_add(tensor_sum(uop_alu2(TG_OP_MUL, tensor_in(x, 2), sp), NULL, 0, false, NULL), sp);
+  tensor_ctx_begin("test_grad");
+  tg_tensor *hw = tensor_ctx_end(where);
+  tensor_ctx_begin("test_grad");
+  tg_tensor *hm = tensor_ctx_end(mul);
+  tensor_ctx_begin("test_grad");
+  tg_tensor *hz = tensor_ctx_end(z);
+  tensor_ctx_end_void();
   CHECK(hw && hm && hz && hm->uop->src[1] == w2->uop);
   tg_tensor *dw = grad1(tg_sum(hw, NULL, 0, false), w);
   double v = 0;
@@ -760,7 +760,7 @@ static void canon_arg(StrBuf *b, const UOp *u, int64_t *slots, int *nslots) {
     if (k == *nslots && *nslots < 64) slots[(*nslots)++] = u->arg.param->slot;
     sb_printf(b, "p%d:%s:%s", k, u->arg.param->dtype->name, u->arg.param->device);
   } else if (u->op == TG_OP_REDUCE) {
-    sb_printf(b, "%s,%d", op_name((TgOp)u->arg.red.op), u->arg.red.naxes);
+    sb_printf(b, "%s,%d", uop_op_name((TgOp)u->arg.red.op), u->arg.red.naxes);
   } else if (u->op == TG_OP_PERMUTE || u->op == TG_OP_FLIP) {
     for (uint32_t k = 0; k < u->arg.len; k++) sb_printf(b, "%s%lld", k ? "," : "", (long long)u->arg.ints[k]);
   } else {
@@ -780,7 +780,7 @@ static char *graph_text(UOp *root) {
   for (size_t i = 0; i < order.len; i++) {
     UOp *u = order.data[i];
     uopmap_put(&idx, u, (void *)(uintptr_t)i);
-    sb_printf(&b, "%s%s %s ", i ? ";" : "", op_name(uop_op(u)), u->dtype->name);
+    sb_printf(&b, "%s%s %s ", i ? ";" : "", uop_op_name(uop_op(u)), u->dtype->name);
     canon_arg(&b, u, slots, &nslots);
     sb_putc(&b, ' ');
     if (!u->nsrc) sb_putc(&b, '-');
@@ -851,13 +851,13 @@ static tg_tensor *graph_case(const char *name, tg_tensor **in, int *nin) {
 /* the graph tinygrad builds for t: our CUSTOM_GRAD markers (a stride-1 conv2d's transposed-conv input gradient)
  * taken out, so the gradient follows tinygrad's rules through _pool */
 static tg_tensor *tinygrad_graph(const tg_tensor *t) {
-  tctx_begin("tinygrad_graph");
-  return tctx_end(t_strip_custom_grad(t->uop));
+  tensor_ctx_begin("tinygrad_graph");
+  return tensor_ctx_end(tensor_strip_custom_grad(t->uop));
 }
 
 static void check_graph_parity(void) {
   size_t n = sizeof grad_graph_cases / sizeof grad_graph_cases[0], same = 0;
-  setenv("POOL_VIEW", "0", 1); /* tinygrad's _pool through repeat (movement.c pool_disjoint is ours) */
+  test_setenv("POOL_VIEW", "0"); /* tinygrad's _pool through repeat (movement.c pool_disjoint is ours) */
   for (size_t i = 0; i < n; i++) {
     char name[64];
     const char *slash = strchr(grad_graph_cases[i].name, '/');
@@ -883,7 +883,7 @@ static void check_graph_parity(void) {
     }
     tg_scope_end(s);
   }
-  unsetenv("POOL_VIEW");
+  test_unsetenv("POOL_VIEW");
   printf("  grad: %zu of %zu gradient graphs equal tinygrad's node for node\n", same, n);
 }
 
@@ -913,14 +913,14 @@ static void check_pool_view(void) {
     int nreduce[2] = {0, 0};
     tg_tensor *r = NULL; /* one output gradient for both forms */
     for (int form = 0; form < 2; form++) {
-      if (form) setenv("POOL_VIEW", "0", 1);
+      if (form) test_setenv("POOL_VIEW", "0");
       tg_tensor *y = cfg[i].avg ? tg_avg_pool2d(x, k, st, pd, true) : tg_max_pool2d(x, k, st, pd, NULL);
       if (!r && y) r = tg_randn_like(y);
       tg_tensor *loss = y && r ? tg_sum(tg_mul(y, r), NULL, 0, false) : NULL;
       const tg_tensor *wrt[1] = {x};
       tg_tensor *g[1] = {NULL};
       CHECK_MSG(loss && tg_gradient(loss, wrt, 1, g) == TG_OK, "pool view %zu: %s", i, tg_last_error());
-      unsetenv("POOL_VIEW");
+      test_unsetenv("POOL_VIEW");
       val[form][0] = y, val[form][1] = g[0];
       if (g[0]) nreduce[form] = reduce_kernels(g[0]);
     }

@@ -92,8 +92,8 @@ static size_t build_batch(int64_t first, size_t steps, bool *identity_ok) {
 }
 
 static void test_ten_million_nodes(void) {
-  const size_t target = tg_test_sanitized ? 200000 : 10000000;
-  const size_t steps = tg_test_sanitized ? 20000 : 100000; /* ~300k nodes per batch */
+  const size_t target = tg_test_light() ? 200000 : 10000000;
+  const size_t steps = tg_test_light() ? 20000 : 100000; /* ~300k nodes per batch */
   uop_memory_trim();
   size_t base_live = uop_live_count();
   size_t base_rss = rss_bytes();
@@ -116,8 +116,8 @@ static void test_ten_million_nodes(void) {
   printf("  memory: %zu nodes interned and dropped; live %zu -> %zu; RSS baseline %.1f MiB, peak %.1f MiB, "
          "after trim %.1f MiB%s\n",
          created, base_live, uop_live_count(), mib(base_rss), mib(peak_rss), mib(end_rss),
-         tg_test_sanitized ? " (RSS not checked under the sanitizer)" : "");
-  if (!tg_test_sanitized) {
+         tg_test_light() ? " (RSS not checked at this size)" : "");
+  if (!tg_test_light()) {
     CHECK(base_rss > 0);
     CHECK_MSG(end_rss <= base_rss + ((size_t)8 << 20), "RSS %.1f MiB after trim, baseline %.1f MiB", mib(end_rss),
               mib(base_rss));
@@ -128,7 +128,7 @@ static void test_ten_million_nodes(void) {
 /* Rewriting inside a scope leaves nothing behind: after a warm-up (rule sets may keep constants), repeating the same
  * simplification does not change the live count. */
 static void test_rewrite_is_flat(void) {
-  int rounds = tg_test_sanitized ? 21 : 301;
+  int rounds = tg_test_light() ? 21 : 301;
   size_t live[2] = {0, 0};
   for (int i = 0; i < rounds; i++) {
     UOpScope s = uop_scope_begin();

@@ -567,12 +567,12 @@ static void test_dtypes_and_scalars(void) {
     RefState ref;
     make_params(params, &ref);
     const RefCfg adam = {"adam", REF_LAMB, 0.1, 0, 0, 0, 0.9, 0.999, 1e-8, false, false, true};
-    setenv("OPTIM_DTYPE", "float64", 1);
+    test_setenv("OPTIM_DTYPE", "float64");
     tg_optim *o = make_optim(&adam, params, NPARAM);
-    setenv("OPTIM_DTYPE", "int32", 1);
+    test_setenv("OPTIM_DTYPE", "int32");
     CHECK(make_optim(&adam, params, NPARAM) == NULL);
     CHECK(strstr(tg_last_error(), "OPTIM_DTYPE") != NULL);
-    unsetenv("OPTIM_DTYPE");
+    test_unsetenv("OPTIM_DTYPE");
     CHECK(o != NULL);
     for (int step = 0; step < 3 && o; step++) {
       float g[NPARAM][12];
@@ -782,7 +782,7 @@ static void test_mlp_adam_kernels(void) {
 /* many steps of a small MLP: the live handles and nodes stay where they were after the first step, RSS stays flat
  * (within 5% between step 100 and the last), and the loss falls */
 static void test_memory_over_steps(void) {
-  int steps = tg_test_sanitized ? 150 : 2000;
+  int steps = tg_test_light() ? 150 : 2000;
   tg_scope s = tg_scope_begin();
   tg_manual_seed(3);
   Mlp m = make_mlp(16, 32, 4);
@@ -820,7 +820,7 @@ static void test_memory_over_steps(void) {
   CHECK_MSG(live_ok, "live handles grew over %d steps: %zu -> %zu", steps, live_after_first, tg_live_tensors());
   CHECK_MSG(nodes_ok, "live nodes grew over %d steps: %zu -> %zu", steps, nodes_after_first, uop_live_count());
   CHECK_MSG(last_loss < first_loss * 0.5, "loss %g -> %g over %d steps", first_loss, last_loss, steps);
-  if (!tg_test_sanitized) {
+  if (!tg_test_light()) {
     CHECK_MSG(rss_end <= rss_at_100 + rss_at_100 / 20, "RSS grew from %.1f MiB (step 100) to %.1f MiB (step %d)",
               (double)rss_at_100 / 1048576.0, (double)rss_end / 1048576.0, steps);
     printf("  optim: %d AdamW steps of a 16-32-4 MLP: RSS %.1f MiB at step 100, %.1f MiB at the end; "

@@ -922,7 +922,7 @@ static void test_random_gpu_opts(CaseData *cds, bool verbose) {
 static void test_random_opts(void) {
   const char *seed_env = getenv("OPTS_SEED");
   rng_state = seed_env ? strtoull(seed_env, NULL, 10) : 20240611u;
-  int nlists = (int)tg_getenv_int("OPTS_LISTS", tg_test_sanitized ? 12 : 30);
+  int nlists = (int)tg_getenv_int("OPTS_LISTS", tg_test_quick ? 4 : tg_test_sanitized ? 12 : 30);
   bool verbose = getenv("OPTS_VERBOSE") != NULL;
   int nc = (int)tg_getenv_int("OPTS_C", 2); /* random lists per kernel that also go through compiled C */
   const char *only = getenv("OPTS_CASE"), *fixed = getenv("OPTS_LIST");
@@ -1104,7 +1104,7 @@ static void test_opt_errors(void) {
       static const AxisType want_types[6] = {AXIS_WEAK, AXIS_WEAK, AXIS_THREAD, AXIS_UPCAST, AXIS_REDUCE, AXIS_UNROLL};
       for (int i = 0; i < 6; i++) {
         CHECK_MSG(shape[i] == want_shape[i] && types[i] == want_types[i], "axis %d: %lld %s, want %lld %s", i,
-                  (long long)shape[i], axis_type_name(types[i]), (long long)want_shape[i], axis_type_name(want_types[i]));
+                  (long long)shape[i], uop_axis_type_name(types[i]), (long long)want_shape[i], uop_axis_type_name(want_types[i]));
       }
     }
     opt_sched_free(&s);

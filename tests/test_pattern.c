@@ -1,6 +1,6 @@
 /* test_pattern.c — the rule engine: pattern syntax (valid forms in-process, syntax errors in a forked child),
  * matching (commutative orders, repeated names, alternatives, "...", "*p", args, dtypes, literals, backtracking),
- * templates, early reject, graph_rewrite modes (fixed point, bottom-up, walk, enter_calls), loop detection,
+ * templates, early reject, pm_graph_rewrite modes (fixed point, bottom-up, walk, enter_calls), loop detection,
  * substitution, memory, deep graphs, and a throughput micro-benchmark (printed, not asserted). */
 #include <signal.h>
 #include <sys/wait.h>
@@ -67,7 +67,7 @@ static RuleSet *nested_set;
 /* a callback that runs a whole rewrite of its capture (as symbolic rules call simplify) */
 static UOp *simplify_inside_cast(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(rw);
-  UOp *inner = graph_rewrite(m[0], nested_set, NULL, 0, NULL, "nested");
+  UOp *inner = pm_graph_rewrite(m[0], nested_set, NULL, 0, NULL, "nested");
   return inner && inner != m[0] ? uop_cast(inner, root->dtype) : NULL;
 }
 
@@ -378,7 +378,7 @@ static void test_templates(void) {
   uop_scope_end(sc);
 }
 
-/* ---- graph_rewrite ---- */
+/* ---- pm_graph_rewrite ---- */
 
 static const Rule simple_rules[] = {
     RULE("(ADD x 0)", NULL, "x"),
@@ -391,33 +391,33 @@ static void test_fixed_point(void) {
   RuleSet *rs = PM_NEW("simple", simple_rules);
   UOp *x = leaf(DT_INT32, 1);
   UOp *e = uop_mul(uop_add(uop_mul(x, ci(1)), ci(0)), ci(1));
-  CHECK(graph_rewrite(e, rs, NULL, 0, NULL, "t") == x);
+  CHECK(pm_graph_rewrite(e, rs, NULL, 0, NULL, "t") == x);
   /* x+1+1+1+1 folds step by step; the folded sums are rewritten again */
   UOp *chain = x;
   for (int i = 0; i < 4; i++) chain = uop_add(chain, ci(1));
-  CHECK(graph_rewrite(chain, rs, NULL, 0, NULL, "t") == uop_add(x, ci(4)));
+  CHECK(pm_graph_rewrite(chain, rs, NULL, 0, NULL, "t") == uop_add(x, ci(4)));
   /* (x + 3) + -3 -> x + 0 -> x: a rule's result is rewritten again */
-  CHECK(graph_rewrite(uop_add(uop_add(x, ci(3)), ci(-3)), rs, NULL, 0, NULL, "t") == x);
+  CHECK(pm_graph_rewrite(uop_add(uop_add(x, ci(3)), ci(-3)), rs, NULL, 0, NULL, "t") == x);
   /* shared subtrees are rewritten once, parents see the new node */
   UOp *sh = uop_add(x, ci(0));
   UOp *srcs[] = {uop_mul(sh, sh), sh};
   UOp *sink = uop_sink(srcs, 2);
   UOp *xs[] = {uop_mul(x, x), x};
-  CHECK(graph_rewrite(sink, rs, NULL, 0, NULL, "t") == uop_sink(xs, 2));
+  CHECK(pm_graph_rewrite(sink, rs, NULL, 0, NULL, "t") == uop_sink(xs, 2));
   /* nothing matches: the same node comes back */
   UOp *y = uop_add(x, ci(7));
-  CHECK(graph_rewrite(y, rs, NULL, 0, NULL, "t") == y);
+  CHECK(pm_graph_rewrite(y, rs, NULL, 0, NULL, "t") == y);
   /* ctx reaches the callbacks */
   static const Rule counting[] = {RULE("x", count_ctx, NULL)};
   RuleSet *cs = PM_NEW("count", counting);
   int count = 0;
-  graph_rewrite(uop_add(x, ci(7)), cs, &count, 0, NULL, "t");
+  pm_graph_rewrite(uop_add(x, ci(7)), cs, &count, 0, NULL, "t");
   CHECK_EQ_INT(count, 3); /* each distinct node once */
   /* a source whose dtype changes re-derives the parent's dtype */
   static const Rule tofloat[] = {RULE("(NOOP=5)", to_float_leaf, NULL)};
   RuleSet *tf = PM_NEW("tofloat", tofloat);
   UOp *five = leaf(DT_INT32, 5);
-  UOp *r = graph_rewrite(uop_add(five, five), tf, NULL, 0, NULL, "t");
+  UOp *r = pm_graph_rewrite(uop_add(five, five), tf, NULL, 0, NULL, "t");
   CHECK(r && r->op == TG_OP_ADD && r->dtype == DT_FLOAT32);
   pm_free(rs), pm_free(cs), pm_free(tf);
   uop_scope_end(sc);
@@ -433,30 +433,30 @@ static void test_bottom_up_and_walk(void) {
   UOp *x = leaf(DT_INT32, 1), *y = leaf(DT_INT32, 2);
   UOp *e = uop_mul(uop_add(x, ci(0)), y);
   /* default: the source x+0 becomes x first, so the parent rule never sees it */
-  CHECK(graph_rewrite(e, rs, NULL, 0, NULL, "t") == uop_mul(x, y));
+  CHECK(pm_graph_rewrite(e, rs, NULL, 0, NULL, "t") == uop_mul(x, y));
   /* bottom-up: the parent is matched before its sources */
   UOp *sub = uop_new(TG_OP_SUB, NULL, (UOp *[]){x, y}, 2, arg_none());
-  CHECK(graph_rewrite(e, rs, NULL, RW_BOTTOM_UP, NULL, "t") == sub);
+  CHECK(pm_graph_rewrite(e, rs, NULL, RW_BOTTOM_UP, NULL, "t") == sub);
   /* bpm next to a pm: bpm first on the way down, pm on the way up */
   static const Rule top[] = {RULE("(MUL (ADD x 0) y)", NULL, "(SUB x y)")};
   static const Rule bottom[] = {RULE("(ADD x 0)", NULL, "x")};
   RuleSet *t = PM_NEW("top", top), *b = PM_NEW("bottom", bottom);
-  CHECK(graph_rewrite(e, b, NULL, 0, t, "t") == sub);
-  CHECK(graph_rewrite(e, t, NULL, 0, b, "t") == uop_mul(x, y));
+  CHECK(pm_graph_rewrite(e, b, NULL, 0, t, "t") == sub);
+  CHECK(pm_graph_rewrite(e, t, NULL, 0, b, "t") == uop_mul(x, y));
   /* bottom-up repeats to a fixed point on one node */
   static const Rule steps[] = {RULE("(NOOP=1)", noop_1_to_2, NULL), RULE("(NOOP=2)", noop_2_to_3, NULL)};
   RuleSet *st = PM_NEW("steps", steps);
-  CHECK(graph_rewrite(x, st, NULL, RW_BOTTOM_UP, NULL, "t") == leaf(DT_INT32, 3));
+  CHECK(pm_graph_rewrite(x, st, NULL, RW_BOTTOM_UP, NULL, "t") == leaf(DT_INT32, 3));
   /* walk: one pass, a replacement is not rewritten again */
   static const Rule wr[] = {RULE("(MUL x 1)", NULL, "(ADD x 0)"), RULE("(ADD x 0)", NULL, "x")};
   RuleSet *w = PM_NEW("walk", wr);
   UOp *m = uop_mul(x, ci(1));
-  CHECK(graph_rewrite(m, w, NULL, 0, NULL, "t") == x);
-  CHECK(graph_rewrite(m, w, NULL, RW_WALK, NULL, "t") == uop_add(x, ci(0)));
-  CHECK(graph_rewrite(x, st, NULL, RW_WALK | RW_BOTTOM_UP, NULL, "t") == leaf(DT_INT32, 2));
+  CHECK(pm_graph_rewrite(m, w, NULL, 0, NULL, "t") == x);
+  CHECK(pm_graph_rewrite(m, w, NULL, RW_WALK, NULL, "t") == uop_add(x, ci(0)));
+  CHECK(pm_graph_rewrite(x, st, NULL, RW_WALK | RW_BOTTOM_UP, NULL, "t") == leaf(DT_INT32, 2));
   /* walk still rebuilds parents whose sources changed */
   UOp *p = uop_add(uop_add(x, ci(0)), y);
-  CHECK(graph_rewrite(p, w, NULL, RW_WALK, NULL, "t") == uop_add(x, y));
+  CHECK(pm_graph_rewrite(p, w, NULL, RW_WALK, NULL, "t") == uop_add(x, y));
   pm_free(rs), pm_free(t), pm_free(b), pm_free(st), pm_free(w);
   uop_scope_end(sc);
 }
@@ -469,22 +469,22 @@ static void test_enter_calls(void) {
   UOp *body = uop_sink(&body_src, 1);
   UOp *arg = uop_add(x, ci(0));
   UOp *call = uop_new(TG_OP_CALL, DT_VOID, (UOp *[]){body, arg}, 2, arg_none());
-  UOp *r = graph_rewrite(call, rs, NULL, 0, NULL, "t");
+  UOp *r = pm_graph_rewrite(call, rs, NULL, 0, NULL, "t");
   CHECK(r && r->src[0] == body && r->src[1] == x); /* the body is skipped, the other sources are not */
-  r = graph_rewrite(call, rs, NULL, RW_ENTER_CALLS, NULL, "t");
+  r = pm_graph_rewrite(call, rs, NULL, RW_ENTER_CALLS, NULL, "t");
   CHECK(r && r->src[0] == uop_sink(&x, 1) && r->src[1] == x);
-  r = graph_rewrite(call, rs, NULL, RW_WALK, NULL, "t");
+  r = pm_graph_rewrite(call, rs, NULL, RW_WALK, NULL, "t");
   CHECK(r && r->src[0] == body && r->src[1] == x);
   /* a CALL whose first source is not a body (not SINK/PROGRAM/LINEAR/COPY/CUSTOM_FUNCTION) is ordinary data */
   UOp *call2 = uop_new(TG_OP_CALL, DT_INT32, (UOp *[]){body_src, arg}, 2, arg_none());
-  r = graph_rewrite(call2, rs, NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(call2, rs, NULL, 0, NULL, "t");
   CHECK(r && r->src[0] == x);
   /* FUNCTION: src[0] is always the body */
   UOp *arg2 = uop_mul(x, ci(1));
   UOp *fn = uop_new(TG_OP_FUNCTION, DT_VOID, (UOp *[]){body_src, arg2}, 2, arg_none());
-  r = graph_rewrite(fn, rs, NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(fn, rs, NULL, 0, NULL, "t");
   CHECK(r && r->src[0] == body_src && r->src[1] == x);
-  r = graph_rewrite(fn, rs, NULL, RW_ENTER_CALLS, NULL, "t");
+  r = pm_graph_rewrite(fn, rs, NULL, RW_ENTER_CALLS, NULL, "t");
   CHECK(r && r->src[0] == x && r->src[1] == x);
   pm_free(rs);
   uop_scope_end(sc);
@@ -497,25 +497,25 @@ static void test_loops(void) {
   RuleSet *cy = PM_NEW("cycle", cycle);
   UOp *a = leaf(DT_INT32, 1);
   tg_clear_error();
-  CHECK(graph_rewrite(uop_add(a, ci(1)), cy, NULL, 0, NULL, "loopy") == NULL);
+  CHECK(pm_graph_rewrite(uop_add(a, ci(1)), cy, NULL, 0, NULL, "loopy") == NULL);
   CHECK(strstr(tg_last_error(), "loopy") && strstr(tg_last_error(), "noop_") && strstr(tg_last_error(), "(NOOP="));
   tg_clear_error();
-  CHECK(graph_rewrite(a, cy, NULL, RW_BOTTOM_UP, NULL, "loopy_bu") == NULL);
+  CHECK(pm_graph_rewrite(a, cy, NULL, RW_BOTTOM_UP, NULL, "loopy_bu") == NULL);
   CHECK(strstr(tg_last_error(), "loopy_bu") && strstr(tg_last_error(), "noop_"));
   /* a node rewritten into a graph that contains it */
   static const Rule grow[] = {RULE("x:(NOOP=1)", NULL, "(ADD x 1)")};
   RuleSet *gr = PM_NEW("grow", grow);
   tg_clear_error();
-  CHECK(graph_rewrite(uop_mul(a, a), gr, NULL, 0, NULL, "grow") == NULL);
+  CHECK(pm_graph_rewrite(uop_mul(a, a), gr, NULL, 0, NULL, "grow") == NULL);
   CHECK(strstr(tg_last_error(), "grow") && strstr(tg_last_error(), "(ADD x 1)"));
   /* a rule that never stops making new nodes hits REWRITE_STACK_LIMIT */
   static const Rule inc[] = {RULE("c:CONST.int", const_plus_one, NULL)};
   RuleSet *in = PM_NEW("inc", inc);
   tg_clear_error();
-  CHECK(graph_rewrite(ci(0), in, NULL, 0, NULL, "inc") == NULL);
+  CHECK(pm_graph_rewrite(ci(0), in, NULL, 0, NULL, "inc") == NULL);
   CHECK(strstr(tg_last_error(), "REWRITE_STACK_LIMIT") && strstr(tg_last_error(), "const_plus_one"));
   /* walk mode does not loop: one application */
-  CHECK(graph_rewrite(a, cy, NULL, RW_WALK, NULL, "t") == leaf(DT_INT32, 2));
+  CHECK(pm_graph_rewrite(a, cy, NULL, RW_WALK, NULL, "t") == leaf(DT_INT32, 2));
   pm_free(cy), pm_free(gr), pm_free(in);
   uop_scope_end(sc);
 }
@@ -538,8 +538,8 @@ static void test_substitute_and_concat(void) {
   CHECK(ab != pm_concat(b, a));
   CHECK_EQ_INT(pm_rule_count(ab), 3);
   CHECK_EQ_STR(pm_name(ab), "a+b");
-  CHECK(graph_rewrite(uop_mul(uop_add(x, ci(0)), ci(1)), ab, NULL, 0, NULL, "t") == x); /* a's rule first */
-  CHECK(graph_rewrite(uop_add(x, ci(0)), pm_concat(b, a), NULL, 0, NULL, "t") ==
+  CHECK(pm_graph_rewrite(uop_mul(uop_add(x, ci(0)), ci(1)), ab, NULL, 0, NULL, "t") == x); /* a's rule first */
+  CHECK(pm_graph_rewrite(uop_add(x, ci(0)), pm_concat(b, a), NULL, 0, NULL, "t") ==
         uop_new(TG_OP_SUB, NULL, (UOp *[]){x, x}, 2, arg_none()));
   pm_free(ab); /* owned by the memo: ignored */
   pm_free(a), pm_free(b);
@@ -555,7 +555,7 @@ static void test_nested_rewrites(void) {
   RuleSet *rs = PM_NEW("outer", outer);
   UOp *x = leaf(DT_INT32, 1);
   UOp *e = uop_add(uop_cast(uop_add(uop_add(x, ci(2)), ci(3)), DT_FLOAT32), uop_cast(uop_mul(x, ci(1)), DT_FLOAT32));
-  UOp *r = graph_rewrite(e, rs, NULL, 0, NULL, "outer");
+  UOp *r = pm_graph_rewrite(e, rs, NULL, 0, NULL, "outer");
   CHECK(r == uop_add(uop_cast(uop_add(x, ci(5)), DT_FLOAT32), uop_cast(x, DT_FLOAT32)));
   pm_free(rs), pm_free(nested_set);
   uop_scope_end(sc);
@@ -571,9 +571,9 @@ static void test_memory(void) {
   UOp *x = leaf(DT_INT32, 1);
   UOp *e = uop_mul(x, ci(1));
   size_t before = uop_live_count();
-  CHECK(graph_rewrite(e, rs, NULL, 0, NULL, "t") == x);
+  CHECK(pm_graph_rewrite(e, rs, NULL, 0, NULL, "t") == x);
   CHECK_EQ_INT(uop_live_count(), before); /* the intermediates (x+0, x-0, const 0) are gone */
-  UOp *kept = graph_rewrite(uop_add(uop_add(x, ci(2)), ci(0)), rs, NULL, 0, NULL, "t");
+  UOp *kept = pm_graph_rewrite(uop_add(uop_add(x, ci(2)), ci(0)), rs, NULL, 0, NULL, "t");
   CHECK(kept == uop_add(x, ci(2)));
   pm_free(rs);
   uop_scope_end(sc);
@@ -590,30 +590,30 @@ static UOp *deep_chain(UOp *x, size_t n) {
 static void test_deep_graph(void) {
   UOpScope sc = uop_scope_begin();
   RuleSet *rs = PM_NEW("simple", simple_rules);
-  size_t n = tg_test_sanitized ? 30000 : 100000;
+  size_t n = tg_test_light() ? 30000 : 100000;
   UOp *x = leaf(DT_INT32, 1);
   UOp *e = deep_chain(x, n);
-  UOp *r = graph_rewrite(e, rs, NULL, 0, NULL, "deep");
+  UOp *r = pm_graph_rewrite(e, rs, NULL, 0, NULL, "deep");
   int64_t total = 0;
   for (size_t i = 0; i < n; i++) total += (i % 3 == 2) ? (int64_t)(i % 7) : 0;
   CHECK(r == uop_add(x, ci(total)));
-  UOp *w = graph_rewrite(e, rs, NULL, RW_WALK, NULL, "deep_walk");
+  UOp *w = pm_graph_rewrite(e, rs, NULL, RW_WALK, NULL, "deep_walk");
   CHECK(w != NULL && w != e);
   UOp *x2 = leaf(DT_INT32, 2);
   UOp *s = uop_substitute(e, &x, &x2, 1);
-  CHECK(s != NULL && s != e && graph_rewrite(s, rs, NULL, 0, NULL, "deep2") == uop_add(x2, ci(total)));
+  CHECK(s != NULL && s != e && pm_graph_rewrite(s, rs, NULL, 0, NULL, "deep2") == uop_add(x2, ci(total)));
   pm_free(rs);
   uop_scope_end(sc);
 }
 
-/* Throughput of graph_rewrite on a 100k-node index expression (printed; not a pass/fail criterion). */
+/* Throughput of pm_graph_rewrite on a 100k-node index expression (printed; not a pass/fail criterion). */
 static double seconds(void) { /* CPU time of this process: other jobs on the machine do not count */
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 static void bench_rewrite_throughput(void) {
-  if (tg_test_sanitized) return;
+  if (tg_test_light()) return;
   UOpScope sc = uop_scope_begin();
   RuleSet *rs = PM_NEW("bench", simple_rules);
   UOp *x = leaf(DT_INT32, 1);
@@ -630,7 +630,7 @@ static void bench_rewrite_throughput(void) {
   tg_vec_free(&topo);
   /* first: the graph changes (folds, rebuilt parents, new nodes); then: the result again (nothing matches, the
    * engine's own cost: every node visited, every rule of its op tried) */
-  UOp *fixed = graph_rewrite(acc, rs, NULL, 0, NULL, "bench");
+  UOp *fixed = pm_graph_rewrite(acc, rs, NULL, 0, NULL, "bench");
   UOpVec topo2 = {0};
   uop_toposort(fixed, NULL, NULL, &topo2);
   size_t fixed_nodes = topo2.len;
@@ -640,7 +640,7 @@ static void bench_rewrite_throughput(void) {
     UOpScope inner = uop_scope_begin();
     UOp *in = rep % 2 ? fixed : acc;
     double t0 = seconds();
-    UOp *r = graph_rewrite(in, rs, NULL, 0, NULL, "bench");
+    UOp *r = pm_graph_rewrite(in, rs, NULL, 0, NULL, "bench");
     double dt = seconds() - t0;
     CHECK(r == fixed);
     uop_scope_end(inner);
@@ -660,7 +660,7 @@ static void bench_rewrite_throughput(void) {
   double t0 = seconds();
   for (int i = 0; i < reps; i++) {
     UOpScope inner = uop_scope_begin();
-    graph_rewrite(small, rs, NULL, 0, NULL, "bench_small");
+    pm_graph_rewrite(small, rs, NULL, 0, NULL, "bench_small");
     uop_scope_end(inner);
   }
   double small_dt = (seconds() - t0) / reps;

@@ -27,7 +27,7 @@ static char *linear_lines(UOp *lin) {
   sb_init(&b);
   for (uint32_t i = 0; i < lin->nsrc; i++) {
     UOp *u = lin->src[i];
-    sb_printf(&b, "%s%s.%s", i ? "\n" : "", op_name(uop_op(u)), u->dtype->name);
+    sb_printf(&b, "%s%s.%s", i ? "\n" : "", uop_op_name(uop_op(u)), u->dtype->name);
     for (uint32_t k = 0; k < u->nsrc; k++)
       for (uint32_t j = 0; j < lin->nsrc; j++)
         if (lin->src[j] == u->src[k]) { sb_printf(&b, " %u", j); break; }
@@ -298,7 +298,7 @@ static void check_extra_matcher_case(const char *text, const void *in0, const vo
   UOp *k = uop_parse(text);
   CHECK_MSG(k != NULL, "parse: %s", tg_last_error());
   if (!k) return;
-  UOp *rw = graph_rewrite(k, renderer_clang()->extra_matcher(), NULL, 0, NULL, "clang extra matcher");
+  UOp *rw = pm_graph_rewrite(k, renderer_clang()->extra_matcher(), NULL, 0, NULL, "clang extra matcher");
   CHECK(rw != NULL && rw != k);
   UOp *l0 = cg_linearize(k), *l1 = rw ? cg_linearize(rw) : NULL;
   char direct[64], rewritten[64];

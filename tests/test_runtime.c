@@ -110,14 +110,14 @@ static void test_allocator(void) {
   rt_buffer_free(NULL);
 
   /* LRU=0: freed blocks go straight back to the OS */
-  setenv("LRU", "0", 1);
+  test_setenv("LRU", "0");
   rt_shutdown();
   RtBuffer *n1 = NULL;
   CHECK(rt_buffer_new("CPU", 1000, &n1) == TG_OK);
   rt_buffer_free(n1);
   CHECK_EQ_INT(rt_mem_cached(), 0);
   CHECK_EQ_INT(rt_mem_used(), used0);
-  unsetenv("LRU");
+  test_unsetenv("LRU");
   rt_shutdown();
 }
 
@@ -275,8 +275,8 @@ static void test_batch_one_process(void) {
   chmod(wrapper, 0755);
   unlink(log);
   rt_shutdown();
-  setenv("CC", wrapper, 1);
-  setenv("CACHELEVEL", "0", 1); /* everything must really compile */
+  test_setenv("CC", wrapper);
+  test_setenv("CACHELEVEL", "0"); /* everything must really compile */
 
   RtProgram *progs[N + 1] = {0};
   RtStats s0 = rt_stats();
@@ -316,10 +316,10 @@ static void test_batch_one_process(void) {
   tg_free(one);
   for (int i = 0; i < N; i++) tg_free(srcs[i]);
   rt_shutdown();
-  if (saved_cc) setenv("CC", saved_cc, 1);
-  else unsetenv("CC");
+  if (saved_cc) test_setenv("CC", saved_cc);
+  else test_unsetenv("CC");
   tg_free(saved_cc);
-  unsetenv("CACHELEVEL");
+  test_unsetenv("CACHELEVEL");
   unlink(wrapper);
   unlink(log);
 }
@@ -391,10 +391,10 @@ static void test_compile_errors(void) {
   CHECK(rt_compile(&k, &out[1]) == TG_ERR_RUNTIME);
   CHECK(strstr(tg_last_error(), "/nonexistent/tinygrad-cc") != NULL);
   rt_shutdown();
-  if (saved) setenv("CC", saved, 1);
-  else unsetenv("CC");
+  if (saved) test_setenv("CC", saved);
+  else test_unsetenv("CC");
   tg_free(saved);
-  unsetenv("CACHELEVEL");
+  test_unsetenv("CACHELEVEL");
 }
 
 /* ---------------------------------------------------------------------------------------------- disk cache */
@@ -459,10 +459,10 @@ static void test_disk_cache(void) {
   posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   char *argv[] = {exe, (char *)"runtime", NULL};
-  setenv("TG_RUNTIME_CACHE_CHILD", "1", 1);
+  test_setenv("TG_RUNTIME_CACHE_CHILD", "1");
   pid_t pid;
   int rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
-  unsetenv("TG_RUNTIME_CACHE_CHILD");
+  test_unsetenv("TG_RUNTIME_CACHE_CHILD");
   posix_spawn_file_actions_destroy(&fa);
   CHECK(rc == 0);
   int status = -1;
@@ -512,20 +512,20 @@ static void test_disk_cache(void) {
 
   /* CACHELEVEL=0: compiles again and leaves the database alone */
   rt_shutdown();
-  setenv("CACHELEVEL", "0", 1);
+  test_setenv("CACHELEVEL", "0");
   CHECK_EQ_INT(cache_kernels_run(progs), 0);
   RtStats s4 = rt_stats();
   CHECK_EQ_INT(s4.compiler_processes - s3.compiler_processes, 1);
   CHECK_EQ_INT(s4.disk_hits - s3.disk_hits, 0);
-  unsetenv("CACHELEVEL");
+  test_unsetenv("CACHELEVEL");
 
   /* a cache file that cannot be opened: compiling still works, without the cache */
   rt_shutdown();
-  setenv("CACHEDB", "/proc/tinygrad-no-such-dir/cache.db", 1);
+  test_setenv("CACHEDB", "/proc/tinygrad-no-such-dir/cache.db");
   CHECK_EQ_INT(cache_kernels_run(progs), 0);
   RtStats s6 = rt_stats();
   CHECK_EQ_INT(s6.compiler_processes - s4.compiler_processes, 1);
-  setenv("CACHEDB", cache_db, 1);
+  test_setenv("CACHEDB", cache_db);
   rt_shutdown();
 }
 
@@ -630,9 +630,9 @@ void suite_runtime(void) {
   for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) {
     const char *v = getenv(knobs[i]);
     saved[i] = v ? tg_strdup(v) : NULL;
-    unsetenv(knobs[i]);
+    test_unsetenv(knobs[i]);
   }
-  setenv("CACHEDB", cache_db, 1);
+  test_setenv("CACHEDB", cache_db);
   rt_shutdown();
 
   test_allocator();
@@ -647,8 +647,8 @@ void suite_runtime(void) {
 
   rt_shutdown();
   for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) {
-    if (saved[i]) setenv(knobs[i], saved[i], 1);
-    else unsetenv(knobs[i]);
+    if (saved[i]) test_setenv(knobs[i], saved[i]);
+    else test_unsetenv(knobs[i]);
     tg_free(saved[i]);
   }
   char p[400];

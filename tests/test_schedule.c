@@ -52,9 +52,9 @@ static bool equal_up_to_weak_consts(UOp *a, UOp *b, int depth) {
   if (a == b) return true;
   if (a->op == TG_OP_CONST && b->op == TG_OP_CONST && a->dtype != b->dtype) { /* the same value at the strong dtype */
     const DType *d = dt_strong(a->dtype);
-    return d == dt_strong(b->dtype) && const_eq(dt_const(d, a->arg.c), dt_const(d, b->arg.c));
+    return d == dt_strong(b->dtype) && dt_const_eq(dt_const(d, a->arg.c), dt_const(d, b->arg.c));
   }
-  if (depth > 200 || a->op != b->op || a->nsrc != b->nsrc || !arg_eq(&a->arg, &b->arg)) return false;
+  if (depth > 200 || a->op != b->op || a->nsrc != b->nsrc || !uop_arg_eq(&a->arg, &b->arg)) return false;
   if (a->dtype != b->dtype && !(a->op == TG_OP_CONST && dt_strong(a->dtype) == dt_strong(b->dtype))) return false;
   for (uint32_t i = 0; i < a->nsrc; i++)
     if (!equal_up_to_weak_consts(a->src[i], b->src[i], depth + 1)) return false;
@@ -371,11 +371,11 @@ static void check_matmul_panels(void) {
   CHECK_EQ_INT(kernels_of(tg_matmul(a, tg_transpose(b, 0, 1))), 1);    /* A @ B^T: B reads the reduce axis in a row */
   CHECK_EQ_INT(kernels_of(tg_matmul(tg_transpose(a, 0, 1), b)), 1);    /* A^T @ B: A does not */
   CHECK_EQ_INT(kernels_of(tg_sum(tg_mul(a, b), TG_AXES(0), false)), 1); /* not a matmul: no reduce axis in a row of A */
-  setenv("MATMUL_PACK", "0", 1); /* no cache clear: the schedule cache key includes the knob */
+  test_setenv("MATMUL_PACK", "0"); /* no cache clear: the schedule cache key includes the knob */
   CHECK_EQ_INT(kernels_of(tg_matmul(a, b)), 1);
   tg_tensor *plain = tg_matmul(a, b);
   CHECK(tg_realize(plain) == TG_OK);
-  unsetenv("MATMUL_PACK");
+  test_unsetenv("MATMUL_PACK");
   tg_tensor *packed = tg_matmul(a, b);
   CHECK(tg_realize(packed) == TG_OK);
   float *ha = host_floats(a, (size_t)N * N), *hb = host_floats(b, (size_t)N * N);
@@ -412,11 +412,11 @@ static void check_matmul_transposed(void) {
   CHECK_EQ_INT(kernels_of(tg_matmul(x32, tg_transpose(w, 0, 1))), 1); /* 32 rows */
   CHECK_EQ_INT(kernels_of(tg_matmul(xs, tg_transpose(ws, 0, 1))), 1); /* a reduce of 32 */
   CHECK_EQ_INT(kernels_of(tg_matmul(x, tg_contiguous(tg_transpose(w, 0, 1)))), 2); /* its own copy, a plain A @ B */
-  setenv("MATMUL_TRANSPOSE", "0", 1); /* no cache clear: the schedule cache key includes the knob */
+  test_setenv("MATMUL_TRANSPOSE", "0"); /* no cache clear: the schedule cache key includes the knob */
   CHECK_EQ_INT(kernels_of(tg_matmul(x, tg_transpose(w, 0, 1))), 1);
   tg_tensor *plain = tg_matmul(x, tg_transpose(w, 0, 1));
   CHECK(tg_realize(plain) == TG_OK);
-  unsetenv("MATMUL_TRANSPOSE");
+  test_unsetenv("MATMUL_TRANSPOSE");
   tg_tensor *moved = tg_matmul(x, tg_transpose(w, 0, 1));
   CHECK(tg_realize(moved) == TG_OK);
   float *hx = host_floats(x, 512 * 784), *hw = host_floats(w, 128 * 784);
@@ -476,9 +476,9 @@ static void check_cpu_split(void) {
     free(ha);
     free(hb);
   }
-  setenv("CPU_SPLIT_MIN_OUTPUT", "1000000", 1); /* no cache clear: the schedule cache key includes the knob */
+  test_setenv("CPU_SPLIT_MIN_OUTPUT", "1000000"); /* no cache clear: the schedule cache key includes the knob */
   CHECK_EQ_INT(kernels_of(tg_sum(wide, TG_AXES(0), false)), 2);
-  unsetenv("CPU_SPLIT_MIN_OUTPUT");
+  test_unsetenv("CPU_SPLIT_MIN_OUTPUT");
   CHECK_EQ_INT(kernels_of(tg_sum(wide, TG_AXES(0), false)), 1);
   tg_scope_end(ts);
 }
@@ -558,12 +558,12 @@ void suite_schedule(void) {
   char *saved_split = split_env ? strdup(split_env) : NULL;
   for (size_t i = 0; i < TG_ARRAY_LEN(schedule_suite_cases); i++)
     if (!only || strcmp(only, schedule_suite_cases[i].name) == 0) {
-      setenv("SPLIT_REDUCEOP", schedule_suite_cases[i].split_reduceop ? "1" : "0", 1); /* as the tinygrad test ran */
+      test_setenv("SPLIT_REDUCEOP", schedule_suite_cases[i].split_reduceop ? "1" : "0"); /* as the tinygrad test ran */
       check_case(schedule_suite_cases[i].name, schedule_suite_cases[i].graph, schedule_suite_cases[i].nkernels,
                  schedule_suite_cases[i].kernels, true, &suite);
     }
-  if (saved_split) setenv("SPLIT_REDUCEOP", saved_split, 1);
-  else unsetenv("SPLIT_REDUCEOP");
+  if (saved_split) test_setenv("SPLIT_REDUCEOP", saved_split);
+  else test_unsetenv("SPLIT_REDUCEOP");
   free(saved_split);
   sched_cache_clear();
   if (verbose() || getenv("SCHED_STATS"))

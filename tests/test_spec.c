@@ -290,7 +290,7 @@ static void check_robustness(void) {
     UOp *u = uop_new((TgOp)op, DT_FLOAT32, NULL, 0, arg_none());
     for (int st = SPEC_TENSOR; st <= SPEC_FULL; st++) {
       tg_status s = uop_spec_check(u, (SpecStage)st);
-      CHECK(s == TG_OK || (s == TG_ERR_INVALID_ARGUMENT && strstr(tg_last_error(), op_name((TgOp)op))));
+      CHECK(s == TG_OK || (s == TG_ERR_INVALID_ARGUMENT && strstr(tg_last_error(), uop_op_name((TgOp)op))));
     }
   }
   /* a long chain is walked without recursion */

@@ -5,11 +5,11 @@
  * uop.h, following tinygrad's operator semantics (a-b is a+b*-1, a>=b is (a<b)!=True, weak constants adopt their
  * partner's kind, ...). Per case we check:
  *   1. the built graph is tinygrad's (its s-expression equals the one tinygrad printed),
- *   2. graph_rewrite(v, sym + weak cast rules) renders as tinygrad's simplified graph,
+ *   2. pm_graph_rewrite(v, sym + weak cast rules) renders as tinygrad's simplified graph,
  *   3. its vmin / vmax are tinygrad's,
  *   4. brute force: original and simplified agree on every Variable assignment (sampled when the space is large),
  *      and every value lies within the computed bounds.
- * The table's second part holds the assertIs/assertEqual rewrite cases of the other test classes (graph_rewrite(v, sym),
+ * The table's second part holds the assertIs/assertEqual rewrite cases of the other test classes (pm_graph_rewrite(v, sym),
  * v.simplify(), UOp.gcd, divide_exact): the rewritten graph must be tinygrad's node for node.
  * Then, by hand: TestSymbolicNumeric, TestBounds.test_unrolled_arange, and the seed's cases that are not
  * helper_test_variable calls (gated load keeps its valid, single-rounding log10 backward constant, stacked weak casts).
@@ -31,7 +31,7 @@ static const SymCase sym_cases[] = {
 #undef SYM_CASE
 };
 
-/* assertIs(graph_rewrite(v, sym), expected) / assertIs(v.simplify(), expected) cases of every test class */
+/* assertIs(pm_graph_rewrite(v, sym), expected) / assertIs(v.simplify(), expected) cases of every test class */
 typedef struct SymRewrite {
   const char *name, *src, *graph, *rules, *result, *render;
 } SymRewrite;
@@ -544,7 +544,7 @@ static void dump_graph(StrBuf *b, UOp *u) {
     if (c.kind == CK_INVALID) sb_puts(b, "invalid");
     else if (c.kind == CK_BOOL) sb_puts(b, c.b ? "True" : "False");
     else if (c.kind == CK_FLOAT) sb_printf(b, "f%.17g", c.f);
-    else put_i128(b, const_as_i128(c, u->dtype));
+    else put_i128(b, dt_const_as_i128(c, u->dtype));
     return;
   }
   if (is_variable_leaf(u)) {
@@ -555,7 +555,7 @@ static void dump_graph(StrBuf *b, UOp *u) {
     put_i128(b, p->vmax);
     return;
   }
-  sb_printf(b, "(%s:%s", op_name(uop_op(u)), u->dtype->name);
+  sb_printf(b, "(%s:%s", uop_op_name(uop_op(u)), u->dtype->name);
   if (u->op == TG_OP_RANGE && u->arg.kind == ARG_RANGE) sb_printf(b, ":%lld", (long long)u->arg.range->axis_id);
   for (uint32_t i = 0; i < u->nsrc; i++) {
     sb_putc(b, ' ');
@@ -722,7 +722,7 @@ static void run_case(const SymCase *c, CaseTally *t, bool list) {
   CHECK_MSG(same_graph, "%s: built graph differs from tinygrad's\n    got      %s\n    expected %s", c->name, g.s, c->graph);
   if (!same_graph) sb_printf(&why, " graph: got %s;", g.s);
   sb_free(&g);
-  UOp *simp = graph_rewrite(orig, case_rules(), NULL, 0, NULL, "simplify symbolic uop");
+  UOp *simp = pm_graph_rewrite(orig, case_rules(), NULL, 0, NULL, "simplify symbolic uop");
   CHECK_MSG(simp != NULL, "%s: graph_rewrite failed: %s", c->name, tg_last_error());
   if (!simp) {
     sb_printf(&why, " rewrite failed: %s;", tg_last_error());
@@ -781,7 +781,7 @@ static void run_rewrite_case(const SymRewrite *c, CaseTally *t, bool list) {
     CHECK_MSG(!c->graph[0] || strcmp(g.s, c->graph) == 0, "%s: built graph differs from tinygrad's\n    got      %s\n"
               "    expected %s", c->name, g.s, c->graph);
     const RuleSet *rules = strcmp(c->rules, "sym") == 0 ? sym_sym() : sym_symbolic();
-    UOp *out = graph_rewrite(orig, rules, NULL, 0, NULL, c->rules);
+    UOp *out = pm_graph_rewrite(orig, rules, NULL, 0, NULL, c->rules);
     CHECK_MSG(out != NULL, "%s: graph_rewrite failed: %s", c->name, tg_last_error());
     if (out) {
       sb_free(&g);
@@ -834,7 +834,7 @@ static void test_gated_load_keeps_index_valid(void) {
   UOp *load = uop_new(TG_OP_INDEX, NULL, (UOp *[]){buf, valid_idx}, 2, arg_none());
   CHECK(load->dtype == DT_BOOL);
   UOp *e = py_where(cond, vuop(py_where(load, vint(2), vint(0))), vuop(uop_invalid()));
-  UOp *out = graph_rewrite(e, sym_sym(), NULL, 0, NULL, "gated load");
+  UOp *out = pm_graph_rewrite(e, sym_sym(), NULL, 0, NULL, "gated load");
   CHECK_MSG(out != NULL, "gated load: graph_rewrite failed: %s", tg_last_error());
   if (out) {
     UOpVec topo = {0};
@@ -844,7 +844,7 @@ static void test_gated_load_keeps_index_valid(void) {
       if (topo.data[i]->op == TG_OP_INDEX) idx = topo.data[i];
     tg_vec_free(&topo);
     CHECK_MSG(idx != NULL, "gated load: the INDEX is gone");
-    UOp *cond_s = graph_rewrite(cond, sym_symbolic(), NULL, 0, NULL, "cond");
+    UOp *cond_s = pm_graph_rewrite(cond, sym_symbolic(), NULL, 0, NULL, "cond");
     bool kept = idx && idx->nsrc >= 2 && idx->src[1]->op == TG_OP_WHERE && uop_is_invalid(idx->src[1]->src[2]) &&
                 idx->src[1]->src[0] == cond_s;
     char *r = uop_render(out);
@@ -872,7 +872,7 @@ static void test_single_rounding_log10_backward(void) {
   CHECK_EQ_STR(g.s, "(MUL:float weakfloat:f0.3010299956639812 (RECIPROCAL:float (MUL:float var:float:x:1:10 "
                     "weakfloat:f0.69314718055994529)))");
   sb_free(&g);
-  UOp *out = graph_rewrite(e, case_rules(), NULL, 0, NULL, "log10 backward");
+  UOp *out = pm_graph_rewrite(e, case_rules(), NULL, 0, NULL, "log10 backward");
   CHECK_MSG(out != NULL, "log10 backward: graph_rewrite failed: %s", tg_last_error());
   if (out) {
     UOpVec topo = {0};
@@ -905,7 +905,7 @@ static void test_stacked_weak_casts(void) {
     UOp *e = uop_cast(uop_cast(x, DT_WEAKINT), DT_WEAKFLOAT);
     CHECK(e->dtype == DT_WEAKFLOAT && e->src[0]->dtype == DT_WEAKINT);
     /* tinygrad resolves the stacked casts in pm_lower_weak, then sym folds the concrete casts of the constant */
-    UOp *out = graph_rewrite(e, pm_concat(case_rules(), sym_lower_weak_casts()), NULL, 0, NULL, "stacked weak casts");
+    UOp *out = pm_graph_rewrite(e, pm_concat(case_rules(), sym_lower_weak_casts()), NULL, 0, NULL, "stacked weak casts");
     CHECK_MSG(out != NULL, "stacked weak casts: graph_rewrite failed: %s", tg_last_error());
     if (out) {
       UOp *c = out;
@@ -944,7 +944,7 @@ static void test_symbolic_numeric(void) {
       eval_env_init(&env);
       EvalValue want = e ? uop_eval(e, &env) : (EvalValue){0, EVAL_UNDEFINED};
       eval_env_free(&env);
-      UOp *v = e ? graph_rewrite(e, sym_sym(), NULL, 0, NULL, "numeric") : NULL;
+      UOp *v = e ? pm_graph_rewrite(e, sym_sym(), NULL, 0, NULL, "numeric") : NULL;
       bool ok = v && want.state == EVAL_OK && uop_vmin(v) == uop_vmax(v) && uop_vmin(v) == want.v;
       if (!ok) bad++;
       CHECK_MSG(ok, "numeric: %s does not simplify to the constant %lld", src, (long long)want.v);

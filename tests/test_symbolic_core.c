@@ -281,7 +281,7 @@ static void test_bounds_brute_force(void) {
         UOp *u = uop_alu2(op, x, op == TG_OP_AND || op == TG_OP_SHL || op == TG_OP_SHR ? yc : y);
         bool tight = false;
         for (size_t e = 0; e < TG_ARRAY_LEN(exact); e++) tight |= exact[e] == op;
-        snprintf(what, sizeof what, "%s([%lld,%lld], [%lld,%lld])", op_name(op), (long long)ranges[i][0],
+        snprintf(what, sizeof what, "%s([%lld,%lld], [%lld,%lld])", uop_op_name(op), (long long)ranges[i][0],
                  (long long)ranges[i][1], (long long)ranges[j][0], (long long)ranges[j][1]);
         check_bounds(u, tight, what);
       }
@@ -372,39 +372,39 @@ static void test_const_folding(void) {
   const RuleSet *simple = sym_symbolic_simple();
   UOp *r;
   /* int32 arithmetic wraps at the dtype (dtype.c truncation) */
-  r = graph_rewrite(uop_add(uop_const_int(DT_INT32, INT32_MAX), uop_const_int(DT_INT32, 1)), simple, NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_add(uop_const_int(DT_INT32, INT32_MAX), uop_const_int(DT_INT32, 1)), simple, NULL, 0, NULL, "t");
   CHECK(r == uop_const_int(DT_INT32, INT32_MIN));
-  r = graph_rewrite(uop_mul(uop_const_int(DT_UINT8, 20), uop_const_int(DT_UINT8, 20)), simple, NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_mul(uop_const_int(DT_UINT8, 20), uop_const_int(DT_UINT8, 20)), simple, NULL, 0, NULL, "t");
   CHECK(r == uop_const_int(DT_UINT8, 144));
-  r = graph_rewrite(uop_lt(uop_const_float(DT_FLOAT32, 1.5), uop_const_float(DT_FLOAT32, 2.5)), simple, NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_lt(uop_const_float(DT_FLOAT32, 1.5), uop_const_float(DT_FLOAT32, 2.5)), simple, NULL, 0, NULL, "t");
   CHECK(r == uop_const_bool(true));
-  r = graph_rewrite(uop_alu1(TG_OP_SQRT, uop_const_float(DT_FLOAT32, 9.0)), simple, NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_alu1(TG_OP_SQRT, uop_const_float(DT_FLOAT32, 9.0)), simple, NULL, 0, NULL, "t");
   CHECK(r == uop_const_float(DT_FLOAT32, 3.0));
   /* a CAST over a CONST is a value conversion at the CAST's width */
-  r = graph_rewrite(uop_cast(uop_const_float(DT_WEAKFLOAT, -2.7), DT_INT32), simple, NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_cast(uop_const_float(DT_WEAKFLOAT, -2.7), DT_INT32), simple, NULL, 0, NULL, "t");
   CHECK(r == uop_const_int(DT_INT32, -2));
-  r = graph_rewrite(uop_cast(uop_const_int(DT_UINT64, -1), DT_FLOAT64), simple, NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_cast(uop_const_int(DT_UINT64, -1), DT_FLOAT64), simple, NULL, 0, NULL, "t");
   CHECK(r == uop_const_float(DT_FLOAT64, 18446744073709551615.0));
   /* a CAST to a weak dtype is not folded by symbolic (pm_cast_weak commits those) */
   UOp *cw = uop_cast(uop_const_int(DT_INT32, 3), DT_WEAKINT);
-  CHECK(graph_rewrite(cw, simple, NULL, 0, NULL, "t") == cw);
+  CHECK(pm_graph_rewrite(cw, simple, NULL, 0, NULL, "t") == cw);
   /* bitcast folding: float 1.0 is 0x3f800000 */
-  r = graph_rewrite(uop_bitcast(uop_const_float(DT_FLOAT32, 1.0), DT_UINT32), simple, NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_bitcast(uop_const_float(DT_FLOAT32, 1.0), DT_UINT32), simple, NULL, 0, NULL, "t");
   CHECK(r == uop_const_int(DT_UINT32, 0x3f800000));
   /* STACKs fold lane by lane */
   UOp *l1[2] = {uop_const_int(DT_INT32, 1), uop_const_int(DT_INT32, 2)};
   UOp *l2[2] = {uop_const_int(DT_INT32, 10), uop_const_int(DT_INT32, 20)};
   UOp *s1 = uop_new(TG_OP_STACK, NULL, l1, 2, arg_none()), *s2 = uop_new(TG_OP_STACK, NULL, l2, 2, arg_none());
-  r = graph_rewrite(uop_add(s1, s2), simple, NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_add(s1, s2), simple, NULL, 0, NULL, "t");
   CHECK(r->op == TG_OP_STACK && r->nsrc == 2 && r->src[0] == uop_const_int(DT_INT32, 11) &&
         r->src[1] == uop_const_int(DT_INT32, 22));
   /* Invalid poisons binary ops; division by zero is not folded */
-  r = graph_rewrite(uop_add(uop_const_int(DT_WEAKINT, 1), uop_invalid()), simple, NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_add(uop_const_int(DT_WEAKINT, 1), uop_invalid()), simple, NULL, 0, NULL, "t");
   CHECK(uop_is_invalid(r));
   UOp *dz = uop_idiv(uop_const_int(DT_INT32, 7), uop_const_int(DT_INT32, 0));
-  CHECK(graph_rewrite(dz, simple, NULL, 0, NULL, "t") == dz);
+  CHECK(pm_graph_rewrite(dz, simple, NULL, 0, NULL, "t") == dz);
   /* x*0 folds to 0 but nan*0 and inf*0 to nan */
-  r = graph_rewrite(uop_mul(uop_const_float(DT_FLOAT32, INFINITY), uop_const_float(DT_FLOAT32, 0.0)), simple, NULL, 0,
+  r = pm_graph_rewrite(uop_mul(uop_const_float(DT_FLOAT32, INFINITY), uop_const_float(DT_FLOAT32, 0.0)), simple, NULL, 0,
                     NULL, "t");
   CHECK(r->op == TG_OP_CONST && isnan(r->arg.c.f));
   /* resolve / ssimplify */
@@ -426,35 +426,35 @@ static void test_commutative_and_weak(void) {
   Leaves l = make_leaves();
   /* commutative flipping orders operands by tinygrad's tuplize (op, arg, dtype, sources) */
   UOp *ba = uop_add(l.b, l.a);
-  CHECK(graph_rewrite(ba, sym_commutative(), NULL, 0, NULL, "t") == uop_add(l.a, l.b));
+  CHECK(pm_graph_rewrite(ba, sym_commutative(), NULL, 0, NULL, "t") == uop_add(l.a, l.b));
   UOp *w3 = uop_const_int(DT_WEAKINT, 3);
-  CHECK(graph_rewrite(uop_add(w3, l.a), sym_commutative(), NULL, 0, NULL, "t") == uop_add(l.a, w3)); /* BUFFER < CONST */
-  CHECK(graph_rewrite(uop_add(l.r, l.a), sym_commutative(), NULL, 0, NULL, "t") == uop_add(l.a, l.r));
+  CHECK(pm_graph_rewrite(uop_add(w3, l.a), sym_commutative(), NULL, 0, NULL, "t") == uop_add(l.a, w3)); /* BUFFER < CONST */
+  CHECK(pm_graph_rewrite(uop_add(l.r, l.a), sym_commutative(), NULL, 0, NULL, "t") == uop_add(l.a, l.r));
   /* only index (weakint) math is flipped */
   UOp *n2 = uop_variable("n2", 0, 4, DT_INT32);
   UOp *nn = uop_add(n2, l.n);
-  CHECK(graph_rewrite(nn, sym_commutative(), NULL, 0, NULL, "t") == nn);
+  CHECK(pm_graph_rewrite(nn, sym_commutative(), NULL, 0, NULL, "t") == nn);
   /* pm_cast_weak: a CAST over weak math computes at the default int width (long when the bounds need it) */
   UOp *sum = uop_add(l.a, w3);
-  UOp *r = graph_rewrite(uop_cast(sum, DT_INT64), sym_cast_weak(), NULL, 0, NULL, "t");
+  UOp *r = pm_graph_rewrite(uop_cast(sum, DT_INT64), sym_cast_weak(), NULL, 0, NULL, "t");
   CHECK(r == uop_cast(uop_add(uop_cast(l.a, DT_INT64), uop_const_int(DT_INT64, 3)), DT_INT64) ||
         (r->op == TG_OP_ADD && r->dtype == DT_INT64));
-  r = graph_rewrite(uop_cast(sum, DT_INT8), sym_cast_weak(), NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_cast(sum, DT_INT8), sym_cast_weak(), NULL, 0, NULL, "t");
   CHECK(r == uop_cast(uop_add(uop_cast(l.a, DT_INT32), uop_const_int(DT_INT32, 3)), DT_INT8));
-  r = graph_rewrite(uop_cast(w3, DT_INT16), sym_cast_weak(), NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_cast(w3, DT_INT16), sym_cast_weak(), NULL, 0, NULL, "t");
   CHECK(r == uop_const_int(DT_INT16, 3));
   UOp *wide = uop_variable("wide", 0, (i128)1 << 40, NULL);
-  r = graph_rewrite(uop_cast(uop_add(wide, w3), DT_INT16), sym_cast_weak(), NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_cast(uop_add(wide, w3), DT_INT16), sym_cast_weak(), NULL, 0, NULL, "t");
   CHECK(r == uop_cast(uop_add(uop_cast(wide, DT_INT64), uop_const_int(DT_INT64, 3)), DT_INT16));
   CHECK(uop_commit_weak(uop_invalid(), DT_INT32) == uop_invalid());
   /* two stacked weak casts convert at each kind's default: weakint truncates 2.5 to 2 before weakfloat re-lifts */
   UOp *st = uop_cast(uop_cast(uop_const_float(DT_FLOAT32, 2.5), DT_WEAKINT), DT_WEAKFLOAT);
-  r = graph_rewrite(st, pm_concat(sym_sym(), sym_lower_weak_casts()), NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(st, pm_concat(sym_sym(), sym_lower_weak_casts()), NULL, 0, NULL, "t");
   CHECK(r == uop_cast(uop_const_float(DT_FLOAT32, 2.0), DT_WEAKFLOAT));
   /* 1/(x*c) with a weak c keeps 1/c weak: c1*(1/(x*c)) folds c1/c exactly and rounds once at float32 */
   UOp *xf = uop_variable("xf", 1, 10, DT_FLOAT32);
   UOp *c1 = uop_const_float(DT_WEAKFLOAT, log10(2.0)), *c2 = uop_const_float(DT_WEAKFLOAT, log(2.0));
-  r = graph_rewrite(uop_mul(c1, uop_alu1(TG_OP_RECIPROCAL, uop_mul(xf, c2))), sym_sym(), NULL, 0, NULL, "t");
+  r = pm_graph_rewrite(uop_mul(c1, uop_alu1(TG_OP_RECIPROCAL, uop_mul(xf, c2))), sym_sym(), NULL, 0, NULL, "t");
   CHECK(r && r->op == TG_OP_MUL && r->src[1]->op == TG_OP_CONST && r->src[1]->dtype == DT_WEAKFLOAT &&
         fabs(r->src[1]->arg.c.f - 1.0 / log(10.0)) < 1e-15);
   uop_scope_end(sc);
@@ -464,7 +464,7 @@ static void test_commutative_and_weak(void) {
 
 typedef struct SymCase {
   const char *expr;   /* s-expression over the leaves a b c (weakint), n (int), m (long), r s (RANGEs) */
-  const char *render; /* tinygrad: graph_rewrite(expr, sym).render(simplify=False) */
+  const char *render; /* tinygrad: pm_graph_rewrite(expr, sym).render(simplify=False) */
   int64_t vmin, vmax; /* tinygrad's bounds of the result (ints and bools) */
   int is_float;       /* float result: bounds not compared */
 } SymCase;
@@ -601,7 +601,7 @@ static void test_sym_table(void) {
     UOp *e = parse_expr(c->expr, &l);
     CHECK_MSG(e != NULL, "%s: cannot parse", c->expr);
     if (!e) { uop_scope_end(sc); continue; }
-    UOp *r = graph_rewrite(e, sym_sym(), NULL, 0, NULL, "test sym");
+    UOp *r = pm_graph_rewrite(e, sym_sym(), NULL, 0, NULL, "test sym");
     CHECK_MSG(r != NULL, "%s: rewrite failed: %s", c->expr, tg_last_error());
     if (r) {
       char *txt = uop_render(r);
@@ -615,7 +615,7 @@ static void test_sym_table(void) {
         CHECK_MSG(bad == 0, "%s: %ld mismatches against the original (-1: not evaluable)", c->expr, bad);
       }
       /* a second rewrite changes nothing (fixed point) */
-      CHECK_MSG(graph_rewrite(r, sym_sym(), NULL, 0, NULL, "test sym") == r, "%s: not a fixed point", c->expr);
+      CHECK_MSG(pm_graph_rewrite(r, sym_sym(), NULL, 0, NULL, "test sym") == r, "%s: not a fixed point", c->expr);
     }
     uop_scope_end(sc);
   }

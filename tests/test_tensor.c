@@ -36,14 +36,14 @@ static char *canon(UOp *root) {
     UOp *u = order.data[i];
     uopmap_put(&idx, u, (void *)(uintptr_t)i);
     if (i) sb_putc(&b, ';');
-    sb_printf(&b, "%s %s ", op_name(uop_op(u)), u->dtype->name);
+    sb_printf(&b, "%s %s ", uop_op_name(uop_op(u)), u->dtype->name);
     if (u->op == TG_OP_CONST) canon_const(&b, u->arg.c);
     else if ((u->op == TG_OP_BUFFER || u->op == TG_OP_PARAM) && u->arg.kind == ARG_PARAM) {
       int k = 0;
       while (k < nslots && slots[k] != u->arg.param->slot) k++;
       if (k == nslots && nslots < 256) slots[nslots++] = u->arg.param->slot;
       sb_printf(&b, "p%d:%s:%s", k, u->arg.param->dtype->name, u->arg.param->device);
-    } else if (u->op == TG_OP_REDUCE) sb_printf(&b, "%s,%d", op_name((TgOp)u->arg.red.op), u->arg.red.naxes);
+    } else if (u->op == TG_OP_REDUCE) sb_printf(&b, "%s,%d", uop_op_name((TgOp)u->arg.red.op), u->arg.red.naxes);
     else if (u->op == TG_OP_PERMUTE || u->op == TG_OP_FLIP)
       for (uint32_t k = 0; k < u->arg.len; k++) sb_printf(&b, "%s%lld", k ? "," : "", (long long)u->arg.ints[k]);
     else sb_putc(&b, '-');
@@ -261,15 +261,15 @@ static tg_tensor *build_case(const char *n) {
 
 static void test_graph_parity(void) {
   int matched = 0;
-  setenv("POOL_VIEW", "0", 1); /* tinygrad's _pool through repeat (movement.c pool_disjoint is ours) */
+  test_setenv("POOL_VIEW", "0"); /* tinygrad's _pool through repeat (movement.c pool_disjoint is ours) */
   for (size_t i = 0; i < TG_ARRAY_LEN(tensor_graph_cases); i++) {
     tg_scope s = tg_scope_begin();
     tg_tensor *t = build_case(tensor_graph_cases[i].name);
     CHECK_MSG(t != NULL, "case %s: no tensor (%s)", tensor_graph_cases[i].name, tg_last_error());
     if (t) {
-      tctx_begin("test_graph_parity"); /* the tensor builders' context (shape caches) */
-      char *got = canon(t_strip_custom_grad(t->uop)); /* our gradient markers are not in tinygrad's graph */
-      tctx_end_void();
+      tensor_ctx_begin("test_graph_parity"); /* the tensor builders' context (shape caches) */
+      char *got = canon(tensor_strip_custom_grad(t->uop)); /* our gradient markers are not in tinygrad's graph */
+      tensor_ctx_end_void();
       bool same = strcmp(got, tensor_graph_cases[i].graph) == 0;
       if (!same) {
         /* point at the first differing node */
@@ -285,7 +285,7 @@ static void test_graph_parity(void) {
     }
     tg_scope_end(s);
   }
-  unsetenv("POOL_VIEW");
+  test_unsetenv("POOL_VIEW");
   if (getenv("TG_TEST_VERBOSE")) printf("tensor graph parity: %d/%zu\n", matched, TG_ARRAY_LEN(tensor_graph_cases));
 }
 
@@ -640,7 +640,7 @@ static void test_numeric(void) {
   CHECK(tg_realize(ra) == TG_OK);
   UOp *rbuf = ra->uop;
   while (rbuf->op == TG_OP_RESHAPE) rbuf = rbuf->src[0];
-  CHECK_MSG(rbuf->op == TG_OP_BUFFER && uop_in_backward_slice(rb->uop, ra->uop), "realized tensor is %s", op_name(uop_op(rbuf)));
+  CHECK_MSG(rbuf->op == TG_OP_BUFFER && uop_in_backward_slice(rb->uop, ra->uop), "realized tensor is %s", uop_op_name(uop_op(rbuf)));
   host_equals(rb, (const float[]){-8, -6, -4, -2, 0, 2, 4, 6, 8, 10, 12, 14}, 12, "user of a realized tensor");
   double d = 0;
   CHECK(tg_item_double(tg_add(CI(2), CF(0.5)), &d) == TG_OK && d == 2.5);

@@ -22,7 +22,7 @@ static size_t rss_bytes(void) {
 
 void suite_train_memory(void) {
   enum { BATCH = 32, IN = 16, HID = 32, OUT = 4 };
-  int steps = tg_test_sanitized ? 60 : 2000, warm = tg_test_sanitized ? 10 : 100;
+  int steps = tg_test_light() ? 60 : 2000, warm = tg_test_light() ? 10 : 100;
   tg_manual_seed(1);
   tg_linear_layer *l1 = tg_linear_new(IN, HID, true), *l2 = tg_linear_new(HID, OUT, true);
   CHECK(l1 && l2);
@@ -75,7 +75,7 @@ void suite_train_memory(void) {
             live_changes, live_warm, warm, tg_live_tensors());
   CHECK_MSG(loss >= 0 && loss < 0.5 * first_loss, "loss %.4f after %d steps, %.4f at the start", loss, steps,
             first_loss);
-  if (!tg_test_sanitized) {
+  if (!tg_test_light()) {
     size_t rss_end = rss_bytes();
     CHECK(rss_warm > 0 && rss_end > 0);
     double growth = rss_warm ? ((double)rss_end - (double)rss_warm) / (double)rss_warm : 1;

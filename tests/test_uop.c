@@ -4,9 +4,9 @@
 #include "test.h"
 
 static void test_op_tables(void) {
-  CHECK_EQ_STR(op_name(TG_OP_ADD), "ADD");
-  CHECK_EQ_INT(op_by_name("FLOORMOD"), TG_OP_FLOORMOD);
-  CHECK_EQ_INT(op_by_name("NOPE"), -1);
+  CHECK_EQ_STR(uop_op_name(TG_OP_ADD), "ADD");
+  CHECK_EQ_INT(uop_op_by_name("FLOORMOD"), TG_OP_FLOORMOD);
+  CHECK_EQ_INT(uop_op_by_name("NOPE"), -1);
   CHECK(op_has(TG_OP_ADD, OPP_COMMUTATIVE) && op_has(TG_OP_ADD, OPP_ASSOCIATIVE));
   CHECK(!op_has(TG_OP_SUB, OPP_COMMUTATIVE));
   CHECK(op_has(TG_OP_MAX, OPP_IDEMPOTENT) && op_has(TG_OP_MAX, OPP_REDUCE));
@@ -15,21 +15,21 @@ static void test_op_tables(void) {
   CHECK(op_is_elementwise(TG_OP_CAST) && op_is_elementwise(TG_OP_BITCAST));
   CHECK(op_has(TG_OP_SHRINK, OPP_MOVEMENT) && op_has(TG_OP_PERMUTE, OPP_MOVEMENT));
   OpSet s;
-  CHECK(opset_by_group("Commutative", &s));
+  CHECK(uop_opset_by_group("Commutative", &s));
   int n = 0;
   for (int i = 0; i < TG_OP_COUNT; i++) n += opset_has(&s, (TgOp)i);
   CHECK_EQ_INT(n, 8); /* ADD MUL MAX CMPNE CMPEQ XOR AND OR */
-  CHECK(opset_by_group("Unary", &s));
+  CHECK(uop_opset_by_group("Unary", &s));
   n = 0;
   for (int i = 0; i < TG_OP_COUNT; i++) n += opset_has(&s, (TgOp)i);
   CHECK_EQ_INT(n, 7);
-  CHECK(opset_by_group("Binary", &s));
+  CHECK(uop_opset_by_group("Binary", &s));
   n = 0;
   for (int i = 0; i < TG_OP_COUNT; i++) n += opset_has(&s, (TgOp)i);
   CHECK_EQ_INT(n, 19);
-  CHECK(!opset_by_group("Nope", &s));
-  CHECK(opset_by_group("All", &s) && opset_has(&s, TG_OP_ALLREDUCE) && opset_has(&s, TG_OP_SPECIAL));
-  CHECK(axis_type_letter(AXIS_REDUCE) == 'R' && axis_type_letter(AXIS_UPCAST) == 'u');
+  CHECK(!uop_opset_by_group("Nope", &s));
+  CHECK(uop_opset_by_group("All", &s) && opset_has(&s, TG_OP_ALLREDUCE) && opset_has(&s, TG_OP_SPECIAL));
+  CHECK(uop_axis_type_letter(AXIS_REDUCE) == 'R' && uop_axis_type_letter(AXIS_UPCAST) == 'u');
 }
 
 static void test_interning(void) {

@@ -282,7 +282,7 @@ static void render_py(StrBuf *b, const UOp *u, int depth, bool as_uop) {
     sb_printf(b, ".cast(dtypes.%s)", u->dtype->name);
     return;
   }
-  sb_printf(b, "UOp(Ops.%s, dtypes.%s, (", op_name(uop_op(u)), u->dtype->name);
+  sb_printf(b, "UOp(Ops.%s, dtypes.%s, (", uop_op_name(uop_op(u)), u->dtype->name);
   for (uint32_t i = 0; i < u->nsrc; i++) {
     render_py(b, u->src[i], depth + 1, true);
     sb_puts(b, ",");

@@ -2,9 +2,9 @@
 """gen_constalu_cases.py — writes tests/constalu_cases.h: expected results of constant folding, computed by tinygrad.
 
 Tables (all consumed by tests/test_constalu.c, which needs no Python):
-  constalu_cases  const_exec_alu(op, dtype, srcs): tinygrad's exec_alu (python_alu + truncate) run on the operands.
+  constalu_cases  dt_const_exec_alu(op, dtype, srcs): tinygrad's exec_alu (python_alu + truncate) run on the operands.
   dtconst_cases   dt_const(dtype, v): tinygrad's dtype.const(v) followed by truncate[dtype].
-  bitcast_cases   const_bitcast(v, from, to): tinygrad's dtype.bitcast.
+  bitcast_cases   dt_const_bitcast(v, from, to): tinygrad's dtype.bitcast.
   half_cases / bf16_cases / fp8_cases / fp8_decode_cases: float_to_fp16 / float_to_bf16 / float_to_fp8 / fp8_to_float.
 
 Where tinygrad.c deliberately differs from running exec_alu, this script computes the expectation itself, marked
@@ -291,7 +291,7 @@ out.append("/* {dtype, input, dt_const(dtype, input)} */")
 out.append("static const struct { TgDTypeId dt; CaseVal in, out; } dtconst_cases[] = {")
 for dt, v, res in dtconst_cases: out.append(f"  {{{cdt(dt)}, {cval(v, None)}, {cval(res, dt)}}},")
 out.append("};")
-out.append("/* {from, to, value, const_bitcast(value, from, to)} */")
+out.append("/* {from, to, value, dt_const_bitcast(value, from, to)} */")
 out.append("static const struct { TgDTypeId from, to; CaseVal in, out; } bitcast_cases[] = {")
 for a, b, v, res in bitcast_cases: out.append(f"  {{{cdt(a)}, {cdt(b)}, {cval(v, a)}, {cval(res, b)}}},")
 out.append("};")

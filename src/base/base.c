@@ -1,6 +1,8 @@
 /* base.c — allocation, panic, string builder, hashing, env knobs and the per-thread error slot. */
 #include "base.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -102,17 +104,91 @@ i128 tg_gcd128(i128 a, i128 b) {
   return x > (u128)I128_MAX ? I128_MAX : (i128)x;
 }
 
-int64_t tg_getenv_int(const char *name, int64_t dflt) {
-  const char *v = getenv(name);
-  if (!v || !*v) return dflt;
-  char *end;
-  long long x = strtoll(v, &end, 10);
-  return *end ? dflt : (int64_t)x;
+/* ---- env knobs, read once ----
+ * Every knob name seen by tg_getenv_int gets one slot in a fixed open-addressing table: the environment is read the
+ * first time the name is asked for and the parsed value is kept (tinygrad's getenv is cached the same way), so the
+ * hot paths (the schedule cache key reads seven knobs per realize) pay a hash and a compare, not a scan of environ.
+ * A slot holds whether the variable was set to an integer and its value; the caller's default is applied on each
+ * call, so two call sites with different defaults still see what they did before. Readers take no lock: a slot is
+ * published once with release order and never moves. tg_knobs_reload() (public, tinygrad.h) re-reads every knob in
+ * place; it is for a program (or a test) that changed its environment between calls, not while other threads run
+ * library code. */
+#define KNOB_SLOTS 256 /* the library has ~50 knobs; a full table is an internal error */
+typedef struct Knob {
+  char *name;
+  uint64_t hash;
+  _Atomic int64_t value;
+  _Atomic bool set; /* the variable holds an integer (else the caller's default is returned) */
+} Knob;
+static _Atomic(Knob *) knob_table[KNOB_SLOTS];
+static pthread_mutex_t knob_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void knob_read_env(Knob *k) {
+  const char *v = getenv(k->name);
+  char *end = NULL;
+  long long x = v && *v ? strtoll(v, &end, 10) : 0;
+  bool ok = v && *v && !*end;
+  atomic_store_explicit(&k->value, ok ? (int64_t)x : 0, memory_order_relaxed);
+  atomic_store_explicit(&k->set, ok, memory_order_relaxed);
 }
-int tg_debug_level(void) {
-  static int level = -1;
-  if (level < 0) level = (int)tg_getenv_int("DEBUG", 0);
-  return level;
+
+static Knob *knob_find(const char *name) {
+  uint64_t h = tg_hash_bytes(name, strlen(name), 0x6b6e6f62u);
+  for (size_t i = 0, at = (size_t)h % KNOB_SLOTS; i < KNOB_SLOTS; i++, at = (at + 1) % KNOB_SLOTS) {
+    Knob *k = atomic_load_explicit(&knob_table[at], memory_order_acquire);
+    if (!k) {
+      pthread_mutex_lock(&knob_lock); /* first sight of a name: read it, publish it (another thread may have) */
+      k = atomic_load_explicit(&knob_table[at], memory_order_acquire);
+      if (!k) {
+        k = tg_calloc(1, sizeof *k);
+        k->name = tg_strdup(name);
+        k->hash = h;
+        knob_read_env(k);
+        atomic_store_explicit(&knob_table[at], k, memory_order_release);
+      }
+      pthread_mutex_unlock(&knob_lock);
+    }
+    if (k->hash == h && strcmp(k->name, name) == 0) return k;
+  }
+  TG_PANIC("more than %d env knob names", KNOB_SLOTS);
+}
+
+/* The names the library passes are string literals: a small table keyed by the name's address finds its knob without
+ * hashing the text (the compare still checks the text, so a reused buffer is never mistaken). A slot is filled once
+ * and kept; a name whose slot is taken goes through knob_find each time. */
+#define KNOB_ADDR_SLOTS 128
+typedef struct KnobRef { const char *addr; Knob *knob; } KnobRef;
+static _Atomic(KnobRef *) knob_by_addr[KNOB_ADDR_SLOTS];
+
+static Knob *knob_of(const char *name) {
+  size_t at = (size_t)(((uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15ULL) >> 57) % KNOB_ADDR_SLOTS;
+  KnobRef *r = atomic_load_explicit(&knob_by_addr[at], memory_order_acquire);
+  if (TG_LIKELY(r && r->addr == name && strcmp(r->knob->name, name) == 0)) return r->knob;
+  Knob *k = knob_find(name);
+  if (!r) {
+    KnobRef *mine = tg_malloc(sizeof *mine), *expect = NULL;
+    *mine = (KnobRef){name, k};
+    if (!atomic_compare_exchange_strong_explicit(&knob_by_addr[at], &expect, mine, memory_order_acq_rel,
+                                                 memory_order_acquire))
+      tg_free(mine);
+  }
+  return k;
+}
+
+int64_t tg_getenv_int(const char *name, int64_t dflt) {
+  Knob *k = knob_of(name);
+  return atomic_load_explicit(&k->set, memory_order_relaxed) ? atomic_load_explicit(&k->value, memory_order_relaxed)
+                                                              : dflt;
+}
+int tg_debug_level(void) { return (int)tg_getenv_int("DEBUG", 0); }
+
+void tg_knobs_reload(void) {
+  pthread_mutex_lock(&knob_lock);
+  for (size_t i = 0; i < KNOB_SLOTS; i++) {
+    Knob *k = atomic_load_explicit(&knob_table[i], memory_order_acquire);
+    if (k) knob_read_env(k);
+  }
+  pthread_mutex_unlock(&knob_lock);
 }
 
 static _Thread_local char error_msg[1024];

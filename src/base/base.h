@@ -90,7 +90,9 @@ uint64_t tg_hash_bytes(const void *p, size_t n, uint64_t seed);
 int64_t tg_gcd64(int64_t a, int64_t b);
 i128 tg_gcd128(i128 a, i128 b);
 
-/* Env knobs with tinygrad's names, read once: tg_getenv_int("DEBUG", 0). */
+/* Env knobs with tinygrad's names: tg_getenv_int("DEBUG", 0) is the variable's integer value, or dflt when it is unset,
+ * empty or not an integer. Each name is read from the environment once and kept; tg_knobs_reload() (tinygrad.h)
+ * re-reads them all after the program changed its environment. */
 int64_t tg_getenv_int(const char *name, int64_t dflt);
 int tg_debug_level(void); /* DEBUG */
 

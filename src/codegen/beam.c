@@ -189,7 +189,7 @@ static char *shape_str(const OptScheduler *s) {
   for (int i = 0; i < sh.n; i++) {
     char sz[24];
     snprintf(sz, sizeof sz, "%lld", (long long)sh.sizes[i]);
-    sb_printf(&out, "%s%4s%c", i ? " " : "", sz, axis_type_letter(sh.types[i]));
+    sb_printf(&out, "%s%4s%c", i ? " " : "", sz, uop_axis_type_letter(sh.types[i]));
   }
   sched_shape_free(&sh);
   return sb_take(&out);

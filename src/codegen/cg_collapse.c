@@ -186,7 +186,7 @@ static UOp *reduce_load_collapse(RwCtx *rw, UOp *red, UOp **m) { /* red u */
     }
     UOp *body = from.len ? uop_substitute(u, from.data, to.data, from.len) : u;
     UOp *fx = reduce_of(body, &r, 1, red);
-    UOp *sink = graph_rewrite(fx, load_collapse_pm(), NULL, 0, NULL, "reduce_collapse");
+    UOp *sink = pm_graph_rewrite(fx, load_collapse_pm(), NULL, 0, NULL, "reduce_collapse");
     if (sink && no_range(sink)) ret = to.len ? uop_substitute(sink, to.data, from.data, to.len) : sink;
     if (!sink) tg_clear_error(); /* a collapse that does not work out leaves the REDUCE as it is */
   }
@@ -213,5 +213,5 @@ static const Rule load_collapse_rules[] = {
 UOp *cg_load_collapse(UOp *sink) {
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("pm_load_collapse", load_collapse_rules);
-  return graph_rewrite(sink, pm, NULL, 0, NULL, "load collapse");
+  return pm_graph_rewrite(sink, pm, NULL, 0, NULL, "load collapse");
 }

@@ -77,7 +77,7 @@ static UOp *identity_of(TgOp op, const DType *d) {
  * counts its valid lanes; left Invalid, the combined value would gate the whole group away. */
 static UOp *reduce_lane(UOp *x, TgOp op, const UOpVec *rs, int64_t lane) {
   UOp *v = at_lane(x, rs, lane);
-  UOp *sv = graph_rewrite(v, sym_symbolic(), NULL, 0, NULL, "expander lane");
+  UOp *sv = pm_graph_rewrite(v, sym_symbolic(), NULL, 0, NULL, "expander lane");
   if (sv && uop_is_invalid(sv)) return identity_of(op, x->dtype); /* a lane that is all padding */
   if (sv && sv->op == TG_OP_WHERE && uop_is_invalid(sv->src[2]) && !dt_is_weak(sv->dtype))
     return uop_where(sv->src[0], sv->src[1], identity_of(op, sv->dtype));
@@ -453,10 +453,10 @@ UOp *cg_expand(UOp *sink, const Renderer *ren) {
   if (c.order.len) {
     /* no symbolic pass here: it could drop a range from one lane's REDUCE and not another's, and the lanes of one
      * REDUCE must end their loops together (merge_reduce_ends); the passes after reduce lowering fold the lanes */
-    ret = graph_rewrite(sink, pm, &c, 0, NULL, "expander");
+    ret = pm_graph_rewrite(sink, pm, &c, 0, NULL, "expander");
     static const RuleSet *lane_fold;
     if (!lane_fold) lane_fold = pm_concat(sym_symbolic(), pm_lane_fold());
-    if (ret) ret = graph_rewrite(ret, lane_fold, NULL, 0, NULL, "expander symbolic");
+    if (ret) ret = pm_graph_rewrite(ret, lane_fold, NULL, 0, NULL, "expander symbolic");
     if (ret) {
       /* every UPCAST/UNROLL range must be gone: one left means a shape this expander does not handle */
       UOpVec t2 = {0};
@@ -464,7 +464,7 @@ UOp *cg_expand(UOp *sink, const Renderer *ren) {
       for (size_t i = 0; i < t2.len && ret; i++)
         if (is_expand_range(t2.data[i])) {
           tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: an %s range outside END/REDUCE not supported yet",
-                       axis_type_name(cg_axis_type(t2.data[i])));
+                       uop_axis_type_name(cg_axis_type(t2.data[i])));
           ret = NULL;
         }
       tg_vec_free(&t2);

@@ -119,7 +119,7 @@ UOp *cg_remove_reduces(UOp *sink) {
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("remove reduces", reduce_rules);
   ReduceCtx ctx = {0};
-  UOp *ret = graph_rewrite(sink, pm, &ctx, 0, NULL, "remove reduces");
+  UOp *ret = pm_graph_rewrite(sink, pm, &ctx, 0, NULL, "remove reduces");
   return ret ? cg_merge_reduce_ends(ret) : NULL;
 }
 
@@ -183,7 +183,7 @@ UOp *cg_add_loads(UOp *sink) {
     set = PM_NEW("pm_add_loads", add_loads_rules);
     pm = pm_concat(sym_symbolic_simple(), set);
   }
-  return graph_rewrite(sink, pm, NULL, 0, NULL, "expand broadcast / add loads");
+  return pm_graph_rewrite(sink, pm, NULL, 0, NULL, "expand broadcast / add loads");
 }
 
 /* ================================================================================================================
@@ -311,7 +311,7 @@ static const RuleSet *pm_lower_weak(void) {
 }
 
 static UOp *lower_one(UOp *s) {
-  UOp *r = graph_rewrite(s, pm_lower_weak(), NULL, 0, NULL, "lower weak");
+  UOp *r = pm_graph_rewrite(s, pm_lower_weak(), NULL, 0, NULL, "lower weak");
   if (!r) return NULL;
   /* the consumer absorbs the cast on its own edge */
   return r->op == TG_OP_CAST && dt_is_weak(r->dtype) ? r->src[0] : r;
@@ -589,7 +589,7 @@ static const Rule casted_const_rules[] = {
 UOp *cg_casted_consts(UOp *sink) {
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("pm_casted_consts", casted_const_rules);
-  return graph_rewrite(sink, pm, NULL, RW_WALK, NULL, "casted consts");
+  return pm_graph_rewrite(sink, pm, NULL, RW_WALK, NULL, "casted consts");
 }
 
 /* ================================================================================================================

@@ -195,8 +195,8 @@ UOp *cg_split_ranges(UOp *sink) {
   UOp *ret = sink;
   if (from.len) {
     ret = uop_substitute(sink, from.data, to.data, from.len);
-    ret = graph_rewrite(ret, sym_symbolic(), NULL, 0, NULL, "split ranges simplify");
-    if (ret) ret = graph_rewrite(ret, cg_pm_flatten_range(), NULL, 0, NULL, "split ranges flatten");
+    ret = pm_graph_rewrite(ret, sym_symbolic(), NULL, 0, NULL, "split ranges simplify");
+    if (ret) ret = pm_graph_rewrite(ret, cg_pm_flatten_range(), NULL, 0, NULL, "split ranges flatten");
   }
   tg_vec_free(&topo); tg_vec_free(&from); tg_vec_free(&to);
   return ret;
@@ -254,7 +254,7 @@ static UOp *merge_adjacent(RwCtx *rw, UOp *root, UOp **m) {
       UOp *nr0 = cg_range_resize(r0, uop_mul(s0, s1));
       UOp *from[2] = {r0, r1}, *to[2] = {uop_idiv(nr0, s1), uop_mod(nr0, s1)};
       UOp *nidx = uop_substitute(u, from, to, 2);
-      nidx = graph_rewrite(nidx, merge_check_pm(), NULL, 0, NULL, "check_merge");
+      nidx = pm_graph_rewrite(nidx, merge_check_pm(), NULL, 0, NULL, "check_merge");
       if (nidx && count_divmod(nidx) <= count_divmod(u)) u = nidx;
     }
   }
@@ -300,7 +300,7 @@ static void shrink_set(ShrinkVec *v, UOp *r, UOp *end) {
 }
 
 UOp *cg_simplify_ranges(UOp *sink) {
-  sink = graph_rewrite(sink, merge_pm(), NULL, 0, NULL, "simplify ranges");
+  sink = pm_graph_rewrite(sink, merge_pm(), NULL, 0, NULL, "simplify ranges");
   if (!sink) return NULL;
   /* mark_gated: a range only used under `r < c` gates runs to the largest c */
   ShrinkVec ctx = {0};
@@ -349,7 +349,7 @@ UOp *cg_simplify_ranges(UOp *sink) {
   }
   if (from.len) {
     sink = uop_substitute(sink, from.data, to.data, from.len);
-    sink = graph_rewrite(sink, sym_symbolic(), NULL, 0, NULL, "shrink ranges simplify");
+    sink = pm_graph_rewrite(sink, sym_symbolic(), NULL, 0, NULL, "shrink ranges simplify");
   }
   tg_vec_free(&from); tg_vec_free(&to); tg_vec_free(&topo); tg_vec_free(&ctx);
   cg_ranges_free(&rr);

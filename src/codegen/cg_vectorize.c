@@ -143,5 +143,5 @@ static const Rule vectorize_rules[] = {
 UOp *cg_vectorize(UOp *sink) {
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("vectorize lanes", vectorize_rules);
-  return graph_rewrite(sink, pm, NULL, 0, NULL, "vectorize lanes");
+  return pm_graph_rewrite(sink, pm, NULL, 0, NULL, "vectorize lanes");
 }

@@ -1,5 +1,5 @@
 /* codegen.c — the codegen pipeline (tinygrad codegen/__init__.py full_rewrite_to_sink) for a renderer without locals
- * and without opt search: the stages of codegen.h in tinygrad's order, each a graph_rewrite with its rule sets. */
+ * and without opt search: the stages of codegen.h in tinygrad's order, each a pm_graph_rewrite with its rule sets. */
 #include "cg_internal.h"
 
 #include <stdio.h>
@@ -13,7 +13,7 @@ static bool check_input(UOp *sink) {
     UOp *u = topo.data[i];
     if (op_has(uop_op(u), OPP_MOVEMENT) || u->op == TG_OP_STAGE || u->op == TG_OP_WMMA || u->op == TG_OP_UNSHARD ||
         u->op == TG_OP_SPECIAL) {
-      tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: %s in a kernel AST not supported yet", op_name(uop_op(u)));
+      tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: %s in a kernel AST not supported yet", uop_op_name(uop_op(u)));
       ok = false;
     }
     if (u->op == TG_OP_RANGE && u->dtype->count > 1) {
@@ -46,13 +46,13 @@ static const RuleSet *sym_flatten(void) {
 
 static UOp *optimize(UOp *s, const Renderer *ren) {
   if (s->op != TG_OP_SINK) {
-    tg_set_error(TG_ERR_INVALID_ARGUMENT, "codegen: a kernel AST is a SINK, got %s", op_name(uop_op(s)));
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "codegen: a kernel AST is a SINK, got %s", uop_op_name(uop_op(s)));
     return NULL;
   }
   if (!check_input(s)) return NULL;
   STEP(cg_load_collapse(s));
   STEP(cg_split_ranges(s));
-  STEP(graph_rewrite(s, sym_flatten(), NULL, 0, NULL, "initial symbolic"));
+  STEP(pm_graph_rewrite(s, sym_flatten(), NULL, 0, NULL, "initial symbolic"));
   STEP(cg_simplify_ranges(s));
   STEP(cg_apply_opts(s, ren));
   return s;
@@ -91,25 +91,25 @@ UOp *cg_lower(UOp *kernel_sink, const Renderer *ren) {
   UOpScope sc = uop_scope_begin();
   UOp *s = optimize(kernel_sink, ren);
   if (!s) goto fail;
-  STEP(graph_rewrite(s, postopt, NULL, 0, NULL, "postopt symbolic"));
+  STEP(pm_graph_rewrite(s, postopt, NULL, 0, NULL, "postopt symbolic"));
   STEP(cg_expand(s, ren));
   STEP(cg_remove_reduces(s));
   STEP(cg_add_gpudims(s, ren));
   STEP(cg_add_loads(s));
-  STEP(graph_rewrite(s, devec, NULL, 0, NULL, "devectorize2"));
-  STEP(graph_rewrite(s, sym_pow(), NULL, 0, NULL, "early symbolic"));
+  STEP(pm_graph_rewrite(s, devec, NULL, 0, NULL, "devectorize2"));
+  STEP(pm_graph_rewrite(s, sym_pow(), NULL, 0, NULL, "early symbolic"));
   STEP(cg_memory_coalescing(s, ren));
   STEP(cg_vectorize(s));
-  STEP(graph_rewrite(s, sym_symbolic_simple(), NULL, RW_BOTTOM_UP, NULL, "add images"));
-  STEP(graph_rewrite(s, extra_sym, NULL, 0, NULL, "extra symbolic"));
-  STEP(graph_rewrite(s, lower_idx, NULL, 0, NULL, "lower all index dtypes"));
-  STEP(graph_rewrite(s, sym_symbolic(), NULL, 0, NULL, "final symbolic"));
-  STEP(graph_rewrite(s, cg_pm_cast_float_alu(), NULL, 0, NULL, "cast float alu operands"));
-  STEP(graph_rewrite(s, cg_pm_early_decomp(ren), rctx, 0, NULL, "early decompositions"));
-  STEP(graph_rewrite(s, cg_pm_commit_weak(), NULL, 0, NULL, "decomp dtypes"));
-  STEP(graph_rewrite(s, cg_pm_late_decomp(ren), rctx, 0, NULL, "late decompositions"));
-  STEP(graph_rewrite(s, cg_pm_move_gates_from_index(), NULL, 0, NULL, "move gates from index"));
-  STEP(graph_rewrite(s, final_with_extra, rctx, 0, NULL, "final rewrite"));
+  STEP(pm_graph_rewrite(s, sym_symbolic_simple(), NULL, RW_BOTTOM_UP, NULL, "add images"));
+  STEP(pm_graph_rewrite(s, extra_sym, NULL, 0, NULL, "extra symbolic"));
+  STEP(pm_graph_rewrite(s, lower_idx, NULL, 0, NULL, "lower all index dtypes"));
+  STEP(pm_graph_rewrite(s, sym_symbolic(), NULL, 0, NULL, "final symbolic"));
+  STEP(pm_graph_rewrite(s, cg_pm_cast_float_alu(), NULL, 0, NULL, "cast float alu operands"));
+  STEP(pm_graph_rewrite(s, cg_pm_early_decomp(ren), rctx, 0, NULL, "early decompositions"));
+  STEP(pm_graph_rewrite(s, cg_pm_commit_weak(), NULL, 0, NULL, "decomp dtypes"));
+  STEP(pm_graph_rewrite(s, cg_pm_late_decomp(ren), rctx, 0, NULL, "late decompositions"));
+  STEP(pm_graph_rewrite(s, cg_pm_move_gates_from_index(), NULL, 0, NULL, "move gates from index"));
+  STEP(pm_graph_rewrite(s, final_with_extra, rctx, 0, NULL, "final rewrite"));
   STEP(cg_casted_consts(s));
   STEP(cg_add_implicit_barriers(s));
   STEP(cg_add_control_flow(s));

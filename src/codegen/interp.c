@@ -2,7 +2,7 @@
  *
  * Each list position holds one value slot (a Const on its dtype's grid, or a pointer for PARAM/BUFFER/INDEX), written
  * when the walk reaches it, as the C variable of that UOp would be. RANGE/END jump back to the loop head, IF skips
- * to its ENDIF. Integer and bool ALU ops use const_exec_alu (tinygrad's wrap-around semantics); float ops are computed
+ * to its ENDIF. Integer and bool ALU ops use dt_const_exec_alu (tinygrad's wrap-around semantics); float ops are computed
  * in double and rounded to the result dtype (exact for float32 +-*÷ and sqrt, as C computes them); float->int casts
  * follow C truncation, with x86's "integer indefinite" for values C leaves undefined (a dead WHERE branch may compute
  * them). Accesses are bounds-checked against the buffer sizes the PARAMs declare.
@@ -61,7 +61,7 @@ static void set_width(Slot *s, uint32_t n) {
 }
 
 static tg_status fail(const UOp *u, const char *what) {
-  return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: interp: %s %s: %s", op_name(uop_op(u)), u->dtype->name, what);
+  return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: interp: %s %s: %s", uop_op_name(uop_op(u)), u->dtype->name, what);
 }
 
 /* ---- values in memory ---- */
@@ -89,7 +89,7 @@ static Const read_elem(const char *p, const DType *d) {
 static bool write_elem(char *p, const DType *d, Const v) {
   v = dt_const(d, v);
   switch (d->scalar->id) {
-  case TG_BOOL: *(uint8_t *)p = (uint8_t)(const_as_i128(v, d) != 0); return true;
+  case TG_BOOL: *(uint8_t *)p = (uint8_t)(dt_const_as_i128(v, d) != 0); return true;
   case TG_INT8: case TG_UINT8: *(uint8_t *)p = (uint8_t)v.i; return true;
   case TG_INT16: case TG_UINT16: { uint16_t x = (uint16_t)v.i; memcpy(p, &x, 2); return true; }
   case TG_INT32: case TG_UINT32: { uint32_t x = (uint32_t)v.i; memcpy(p, &x, 4); return true; }
@@ -138,24 +138,24 @@ static bool float_alu(TgOp op, const double *x, double *r) {
 static Const exec_alu(const UOp *u, const Const *src, bool *ok) {
   TgOp op = uop_op(u);
   *ok = true;
-  if (op == TG_OP_WHERE) return const_as_i128(src[0], u->src[0]->dtype) != 0 ? src[1] : src[2];
+  if (op == TG_OP_WHERE) return dt_const_as_i128(src[0], u->src[0]->dtype) != 0 ? src[1] : src[2];
   if (op_has(op, OPP_COMPARISON)) {
     const DType *od = u->src[0]->dtype;
     if (dt_is_float(od)) {
-      double a = const_as_double(src[0], od), b = const_as_double(src[1], od);
+      double a = dt_const_as_double(src[0], od), b = dt_const_as_double(src[1], od);
       return const_bool(op == TG_OP_CMPLT ? a < b : op == TG_OP_CMPNE ? a != b : a == b);
     }
-    Const r = const_exec_alu(op, od, src, (int)u->nsrc);
+    Const r = dt_const_exec_alu(op, od, src, (int)u->nsrc);
     *ok = r.kind == CK_BOOL;
     return r;
   }
   if (dt_is_float(u->dtype)) {
     double x[3], r;
-    for (uint32_t k = 0; k < u->nsrc && k < 3; k++) x[k] = const_as_double(src[k], u->src[k]->dtype);
+    for (uint32_t k = 0; k < u->nsrc && k < 3; k++) x[k] = dt_const_as_double(src[k], u->src[k]->dtype);
     if (!float_alu(op, x, &r)) { *ok = false; return const_invalid(); }
     return round_float(u->dtype, r);
   }
-  Const r = const_exec_alu(op, u->dtype, src, (int)u->nsrc);
+  Const r = dt_const_exec_alu(op, u->dtype, src, (int)u->nsrc);
   *ok = r.kind != CK_NONE && r.kind != CK_INVALID;
   return r;
 }
@@ -176,16 +176,16 @@ static Const float_to_int(double x, const DType *to) {
 
 static Const cast_value(Const v, const DType *from, const DType *to) {
   const DType *f = from->scalar, *t = to->scalar;
-  if (t == DT_BOOL) return const_bool(dt_is_float(f) ? const_as_double(v, f) != 0 || isnan(const_as_double(v, f))
-                                                      : const_as_i128(v, f) != 0);
-  if (dt_is_float(f) && dt_is_float(t)) return round_float(t, const_as_double(v, f));
-  if (dt_is_float(f)) return float_to_int(const_as_double(v, f), t);
+  if (t == DT_BOOL) return const_bool(dt_is_float(f) ? dt_const_as_double(v, f) != 0 || isnan(dt_const_as_double(v, f))
+                                                      : dt_const_as_i128(v, f) != 0);
+  if (dt_is_float(f) && dt_is_float(t)) return round_float(t, dt_const_as_double(v, f));
+  if (dt_is_float(f)) return float_to_int(dt_const_as_double(v, f), t);
   if (t == DT_FLOAT32) { /* one rounding from the integer, as C converts */
-    i128 x = const_as_i128(v, f);
+    i128 x = dt_const_as_i128(v, f);
     return const_float(x < 0 ? (float)(int64_t)x : (float)(uint64_t)x);
   }
   if (t == DT_FLOAT64) {
-    i128 x = const_as_i128(v, f);
+    i128 x = dt_const_as_i128(v, f);
     return const_float(x < 0 ? (double)(int64_t)x : (double)(uint64_t)x);
   }
   return dt_const_from(t, v, f);
@@ -304,12 +304,12 @@ static tg_status elem_address(uint32_t i, const UOp *u, const Slot *idx, uint32_
   int64_t e = idx->index + (int64_t)k;
   if (e < 0 || (idx->numel >= 0 && e >= idx->numel))
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tinygrad.c: interp: %s out of bounds: element %lld of %lld (list position %u)",
-                        op_name(uop_op(u)), (long long)e, (long long)idx->numel, i);
+                        uop_op_name(uop_op(u)), (long long)e, (long long)idx->numel, i);
   *addr = idx->ptr + e * (int64_t)dt_itemsize(elem);
   return TG_OK;
 }
 
-static bool truthy(const Slot *s, const UOp *src) { return s && const_as_i128(s->v, src->dtype) != 0; }
+static bool truthy(const Slot *s, const UOp *src) { return s && dt_const_as_i128(s->v, src->dtype) != 0; }
 
 static tg_status step_memory(Interp *in, uint32_t i, UOp *u, void *const *bufs, const int64_t *vals, size_t nparams) {
   Slot *me = &in->slot[i];
@@ -364,7 +364,7 @@ static tg_status step_memory(Interp *in, uint32_t i, UOp *u, void *const *bufs, 
     Slot *b = src_slot(in, i, 0), *x = u->nsrc >= 2 ? src_slot(in, i, 1) : NULL;
     if (!b || !x || (uop_is(u, TG_OP_INDEX) && u->nsrc != 2) || (uop_is(u, TG_OP_SHRINK) && u->nsrc != 3))
       return fail(u, "only INDEX(buffer, index) and SHRINK(buffer, offset, size) are supported");
-    int64_t at = (int64_t)const_as_i128(x->v, u->src[1]->dtype);
+    int64_t at = (int64_t)dt_const_as_i128(x->v, u->src[1]->dtype);
     if (!b->ptr) { /* a lane of a vector value */
       if (uop_is(u, TG_OP_SHRINK)) return fail(u, "SHRINK of a value");
       uint32_t n = b->lanes ? b->nlanes : 1;
@@ -428,7 +428,7 @@ static tg_status scalar_value(UOp *u, uint32_t i, const Const *src, Const *out) 
   }
   if (op == TG_OP_BITCAST) {
     if (dt_itemsize(u->dtype) != dt_itemsize(u->src[0]->dtype)) return fail(u, "bitcast between sizes");
-    *out = const_bitcast(src[0], u->src[0]->dtype, u->dtype);
+    *out = dt_const_bitcast(src[0], u->src[0]->dtype, u->dtype);
     return out->kind == CK_NONE ? fail(u, "bitcast not supported for these dtypes") : TG_OK;
   }
   if (!op_is_alu(op)) return fail(u, "op not supported by the interpreter yet");
@@ -436,7 +436,7 @@ static tg_status scalar_value(UOp *u, uint32_t i, const Const *src, Const *out) 
   *out = exec_alu(u, src, &ok);
   if (!ok)
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tinygrad.c: interp: %s %s has no defined value (division by zero, "
-                        "negative shift ...) at list position %u", op_name(op), u->dtype->name, i);
+                        "negative shift ...) at list position %u", uop_op_name(op), u->dtype->name, i);
   return TG_OK;
 }
 
@@ -526,7 +526,7 @@ static tg_status run_thread(Interp *in, uint32_t *pc, void *const *bufs, const i
       UOp *rng = linear->src[r];
       if (u->nsrc == 3 && !truthy(src_slot(in, i, 2), u->src[2])) { i++; break; }
       if (rng->dtype == DT_VOID) { i = r + 1; break; }
-      int64_t next = (int64_t)const_as_i128(rs->v, rng->dtype) + 1;
+      int64_t next = (int64_t)dt_const_as_i128(rs->v, rng->dtype) + 1;
       rs->v = dt_const(rng->dtype, const_int(next));
       i = next < rs->numel ? r + 1 : i + 1;
       break;

@@ -133,8 +133,8 @@ static int cmp_dtype(const DType *a, const DType *b) {
 static int cmp_const(const UOp *a, const UOp *b) {
   Const x = uop_const_val(a), y = uop_const_val(b);
   if (x.kind == CK_INVALID || y.kind == CK_INVALID) return cmp_num(x.kind == CK_INVALID, y.kind == CK_INVALID);
-  if (x.kind != CK_FLOAT && y.kind != CK_FLOAT) return cmp_num(const_as_i128(x, a->dtype), const_as_i128(y, b->dtype));
-  double dx = const_as_double(x, a->dtype), dy = const_as_double(y, b->dtype);
+  if (x.kind != CK_FLOAT && y.kind != CK_FLOAT) return cmp_num(dt_const_as_i128(x, a->dtype), dt_const_as_i128(y, b->dtype));
+  double dx = dt_const_as_double(x, a->dtype), dy = dt_const_as_double(y, b->dtype);
   if (isnan(dx) || isnan(dy)) return UNORDERED; /* Python: nan is neither equal to, less nor greater than anything */
   return cmp_double(dx, dy);
 }
@@ -633,7 +633,7 @@ static bool is_index_or_casted(const UOp *u) {
 
 UOp *cg_linearize(UOp *sink) {
   if (!sink || !uop_is(sink, TG_OP_SINK)) {
-    tg_set_error(TG_ERR_INVALID_ARGUMENT, "linearize: the root must be a SINK, got %s", sink ? op_name(uop_op(sink)) : "NULL");
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "linearize: the root must be a SINK, got %s", sink ? uop_op_name(uop_op(sink)) : "NULL");
     return NULL;
   }
   UOpVec order = {0};
@@ -646,7 +646,7 @@ UOp *cg_linearize(UOp *sink) {
   for (size_t i = 0; i < order.len; i++) {
     UOp *u = order.data[i];
     if (uop_is(u, TG_OP_IF) || uop_is(u, TG_OP_ENDIF)) {
-      tg_set_error(TG_ERR_INVALID_ARGUMENT, "linearize: %s is not allowed in the graph", op_name(uop_op(u)));
+      tg_set_error(TG_ERR_INVALID_ARGUMENT, "linearize: %s is not allowed in the graph", uop_op_name(uop_op(u)));
       goto done;
     }
     UOp **src = u->nsrc <= TG_ARRAY_LEN(srcbuf) ? srcbuf : tg_malloc(u->nsrc * sizeof(UOp *));

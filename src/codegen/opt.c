@@ -192,7 +192,7 @@ static tg_status opt_error(const OptScheduler *s, Opt o, const char *why) {
   sb_init(&shape);
   for (size_t i = 0; i < r.len; i++) {
     char *e = uop_render(r.data[i]->src[0]);
-    sb_printf(&shape, "%s%s%c", i ? " " : "", e, axis_type_letter(cg_axis_type(r.data[i])));
+    sb_printf(&shape, "%s%s%c", i ? " " : "", e, uop_axis_type_letter(cg_axis_type(r.data[i])));
     tg_free(e);
   }
   tg_status st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "KernelOptError: %s: %s (shape %s)", buf, why, shape.s);
@@ -468,7 +468,7 @@ UOp *opt_get_optimized_ast(OptScheduler *s, const char *name_override) {
   ki.dont_use_locals = s->dont_use_locals;
   ki.applied_opts = s->napplied;
   memcpy(ki.applied, s->applied, (size_t)s->napplied * sizeof(Opt));
-  UOp *ast = graph_rewrite(s->ast, cg_pm_flatten_range(), NULL, 0, NULL, "flatten range");
+  UOp *ast = pm_graph_rewrite(s->ast, cg_pm_flatten_range(), NULL, 0, NULL, "flatten range");
   if (!ast) return NULL;
   return uop_new(TG_OP_SINK, DT_VOID, ast->src, ast->nsrc, arg_kernel(&ki));
 }

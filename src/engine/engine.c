@@ -104,7 +104,7 @@ static tg_status ensure_allocated(const UOp *u, RtBuffer **out) {
   }
   int64_t numel = buffer_numel(u);
   if (!is_global_buffer(u) || numel < 0)
-    return tg_set_error(TG_ERR_RUNTIME, "realize: cannot allocate %s %s (not a sized global BUFFER)", op_name(uop_op(u)),
+    return tg_set_error(TG_ERR_RUNTIME, "realize: cannot allocate %s %s (not a sized global BUFFER)", uop_op_name(uop_op(u)),
                         u->dtype->name);
   RtBuffer *b;
   tg_status st = rt_buffer_new(u->arg.param->device[0] ? u->arg.param->device : tg_default_device(),
@@ -147,7 +147,7 @@ tg_status engine_copyout(UOp *buffer, void *out, size_t nbytes) {
   BufEntry *e = buf_find(buffer);
   if (!e)
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "copyout: %s %s has no device memory (not realized)",
-                        op_name(uop_op(buffer)), buffer->dtype->name);
+                        uop_op_name(uop_op(buffer)), buffer->dtype->name);
   if (nbytes != rt_buffer_nbytes(e->buf))
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "copyout: %zu bytes requested from a buffer of %zu bytes", nbytes,
                         rt_buffer_nbytes(e->buf));

@@ -10,20 +10,20 @@ static tg_status fail_status(void) { return tg_last_status() != TG_OK ? tg_last_
 
 /* The root and its seed gradient: 1 for a 0-d root, else the given gradient (same shape). NULL on error. */
 static UOp *root_seed(const tg_tensor *root, const tg_tensor *gradient, UOp **root_uop) {
-  UOp *r = tin(root, 1);
+  UOp *r = tensor_in(root, 1);
   if (!r) return NULL;
-  if (!dt_is_float(r->dtype)) return terr("only float tensors have gradients (root is %s)", r->dtype->name);
+  if (!dt_is_float(r->dtype)) return tensor_err("only float tensors have gradients (root is %s)", r->dtype->name);
   *root_uop = r;
   if (!gradient) {
     if (root->shape.ndim != 0)
-      return terr("when no gradient is provided, backward must be called on a scalar tensor (root shape %s)",
-                  fmt_shape(&root->shape));
-    return t_const_like(r, const_float(1.0), NULL);
+      return tensor_err("when no gradient is provided, backward must be called on a scalar tensor (root shape %s)",
+                  tensor_fmt_shape(&root->shape));
+    return tensor_const_like(r, const_float(1.0), NULL);
   }
-  UOp *g = tin(gradient, 2);
+  UOp *g = tensor_in(gradient, 2);
   if (!g) return NULL;
   if (!shape_eq(&gradient->shape, &root->shape))
-    return terr("gradient shape %s differs from root shape %s", fmt_shape(&gradient->shape), fmt_shape(&root->shape));
+    return tensor_err("gradient shape %s differs from root shape %s", tensor_fmt_shape(&gradient->shape), tensor_fmt_shape(&root->shape));
   return g;
 }
 
@@ -31,14 +31,14 @@ static UOp *root_seed(const tg_tensor *root, const tg_tensor *gradient, UOp **ro
  * tg_const_float(2.0) is a constant without a dtype of its own: "cannot take gradient wrt a weak tensor"). A strong
  * device-less constant (tg_scalar) is allowed, as in tinygrad; tg_requires_grad also wants storage. */
 static bool check_wrt(const tg_tensor *t, int argi, bool need_storage) {
-  UOp *u = tin(t, argi);
+  UOp *u = tensor_in(t, argi);
   if (!u) return false;
   if (dt_is_weak(u->dtype)) {
-    terr("cannot take gradient wrt a weak tensor (argument %d, dtype %s): it has no storage", argi, u->dtype->name);
+    tensor_err("cannot take gradient wrt a weak tensor (argument %d, dtype %s): it has no storage", argi, u->dtype->name);
     return false;
   }
   if (!dt_is_float(u->dtype)) {
-    terr("only float tensors have gradients (argument %d is %s)", argi, u->dtype->name);
+    tensor_err("only float tensors have gradients (argument %d is %s)", argi, u->dtype->name);
     return false;
   }
   if (need_storage && !t->device) {
@@ -52,10 +52,10 @@ static bool check_wrt(const tg_tensor *t, int argi, bool need_storage) {
 /* ------------------------------------------------------------------------------------------ requires_grad */
 
 tg_status tg_requires_grad(tg_tensor *t, bool requires_grad) {
-  tctx_begin("tg_requires_grad");
-  bool ok = requires_grad ? check_wrt(t, 1, true) : tin(t, 1) != NULL;
+  tensor_ctx_begin("tg_requires_grad");
+  bool ok = requires_grad ? check_wrt(t, 1, true) : tensor_in(t, 1) != NULL;
   if (ok) t->requires_grad = requires_grad;
-  tctx_end_void();
+  tensor_ctx_end_void();
   return ok ? TG_OK : fail_status();
 }
 
@@ -70,8 +70,8 @@ void tg_zero_grad(tg_tensor *t) {
 }
 
 tg_tensor *tg_detach(const tg_tensor *t) {
-  tctx_begin("tg_detach");
-  return tctx_end(t_detach(tin(t, 1)));
+  tensor_ctx_begin("tg_detach");
+  return tensor_ctx_end(tensor_detach(tensor_in(t, 1)));
 }
 
 /* -------------------------------------------------------------------------------------------------- gradient */
@@ -80,11 +80,11 @@ tg_status tg_gradient_with_grad(const tg_tensor *target, const tg_tensor *gradie
                                 size_t n, tg_tensor **out) {
   if (out)
     for (size_t i = 0; i < n; i++) out[i] = NULL;
-  tctx_begin("tg_gradient");
+  tensor_ctx_begin("tg_gradient");
   UOp *root = NULL, *seed = root_seed(target, gradient, &root);
   bool ok = seed != NULL;
   if (ok && n && (!wrt || !out)) {
-    terr("wrt and out must not be NULL");
+    tensor_err("wrt and out must not be NULL");
     ok = false;
   }
   UOp **targets = tg_calloc(n ? n : 1, sizeof *targets), **grads = tg_calloc(n ? n : 1, sizeof *grads);
@@ -95,18 +95,18 @@ tg_status tg_gradient_with_grad(const tg_tensor *target, const tg_tensor *gradie
   ok = ok && grad_compute(root, seed, targets, n, grads);
   for (size_t i = 0; ok && i < n; i++) {
     /* no path from the target: zeros (tinygrad's const_like(0)) */
-    if (!grads[i]) grads[i] = t_const_like(targets[i], const_int(0), NULL);
+    if (!grads[i]) grads[i] = tensor_const_like(targets[i], const_int(0), NULL);
     Shape s;
-    ok = grads[i] && tshape(grads[i], &s);
+    ok = grads[i] && tensor_shape(grads[i], &s);
   }
   /* every result is valid: the handles cannot fail now */
   for (size_t i = 0; ok && i < n; i++) {
-    tctx_begin("tg_gradient");
-    out[i] = tctx_end(grads[i]);
+    tensor_ctx_begin("tg_gradient");
+    out[i] = tensor_ctx_end(grads[i]);
   }
   tg_free(targets);
   tg_free(grads);
-  tctx_end_void();
+  tensor_ctx_end_void();
   return ok ? TG_OK : fail_status();
 }
 
@@ -119,7 +119,7 @@ tg_status tg_gradient(const tg_tensor *target, const tg_tensor *const *wrt, size
 static bool in_graph(const UOpMap *nodes, const tg_tensor *t) { return uopmap_get(nodes, t->uop) != NULL; }
 
 tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) {
-  tctx_begin("tg_backward");
+  tensor_ctx_begin("tg_backward");
   UOp *r = NULL, *seed = root_seed(root, gradient, &r);
   bool ok = seed != NULL;
   /* every live handle that requires a gradient and whose node is in the root's graph */
@@ -139,17 +139,17 @@ tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) {
   }
   UOp **targets = tg_calloc(need.len ? need.len : 1, sizeof *targets);
   UOp **grads = tg_calloc(need.len ? need.len : 1, sizeof *grads);
-  for (size_t i = 0; i < need.len; i++) targets[i] = tin(need.data[i], (int)i + 1);
+  for (size_t i = 0; i < need.len; i++) targets[i] = tensor_in(need.data[i], (int)i + 1);
   ok = ok && grad_compute(r, seed, targets, need.len, grads);
   /* build every new grad first, then install them: an error leaves all grads as they were */
   for (size_t i = 0; ok && i < need.len; i++) {
     tg_tensor *t = need.data[i];
-    UOp *g = grads[i] ? grads[i] : t_const_like(targets[i], const_int(0), NULL);
-    if (g && !tdevice(g)) g = t_clone(g); /* a constant gradient gets storage, like tinygrad's clone(device) */
-    if (g && t->grad) g = t_add(tin(t->grad, 1), g);
+    UOp *g = grads[i] ? grads[i] : tensor_const_like(targets[i], const_int(0), NULL);
+    if (g && !tensor_has_device(g)) g = tensor_clone(g); /* a constant gradient gets storage, like tinygrad's clone(device) */
+    if (g && t->grad) g = tensor_add(tensor_in(t->grad, 1), g);
     Shape s;
-    if (g && tshape(g, &s) && !shape_eq(&s, &t->shape))
-      g = terr("grad shape %s must match tensor shape %s", fmt_shape(&s), fmt_shape(&t->shape));
+    if (g && tensor_shape(g, &s) && !shape_eq(&s, &t->shape))
+      g = tensor_err("grad shape %s must match tensor shape %s", tensor_fmt_shape(&s), tensor_fmt_shape(&t->shape));
     grads[i] = g;
     ok = g != NULL;
   }
@@ -162,14 +162,14 @@ tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) {
       t->grad->uop = grads[i];
       t->grad->device = tdevice_name(grads[i]);
     } else {
-      tctx_begin("tg_backward");
-      t->grad = tctx_end_owned(grads[i]);
+      tensor_ctx_begin("tg_backward");
+      t->grad = tensor_ctx_end_owned(grads[i]);
     }
   }
   tg_free(targets);
   tg_free(grads);
   tg_vec_free(&need);
-  tctx_end_void();
+  tensor_ctx_end_void();
   return ok ? TG_OK : fail_status();
 }
 

@@ -7,17 +7,17 @@
 
 UOp *grad_unbroadcast(UOp *v, UOp *k) {
   Shape ks, vs;
-  if (!tshape(k, &ks) || !tshape(v, &vs)) return NULL;
+  if (!tensor_shape(k, &ks) || !tensor_shape(v, &vs)) return NULL;
   if (shape_eq(&ks, &vs)) return v;
   /* tinygrad broadcast_axes: the axes added on the left, and the size-1 axes that were stretched */
   int nleft = vs.ndim - ks.ndim, axes[TG_MAX_DIMS], n = 0;
-  if (nleft < 0) return terr("gradient of shape %s cannot be summed to %s", fmt_shape(&vs), fmt_shape(&ks));
+  if (nleft < 0) return tensor_err("gradient of shape %s cannot be summed to %s", tensor_fmt_shape(&vs), tensor_fmt_shape(&ks));
   for (int i = 0; i < nleft; i++) axes[n++] = i;
   for (int i = 0; i < ks.ndim; i++)
     if (ks.d[i] == 1 && vs.d[nleft + i] != 1) axes[n++] = nleft + i;
-  UOp *acc = t_cast(v, dt_sum_acc(v->dtype));
-  UOp *sum = n ? t_reduce(acc, TG_OP_ADD, axes, n, false) : acc;
-  return t_cast(t_reshape(sum, ks.d, ks.ndim), v->dtype);
+  UOp *acc = tensor_cast(v, dt_sum_acc(v->dtype));
+  UOp *sum = n ? tensor_reduce(acc, TG_OP_ADD, axes, n, false) : acc;
+  return tensor_cast(tensor_reshape(sum, ks.d, ks.ndim), v->dtype);
 }
 
 typedef struct PathCtx {
@@ -56,8 +56,8 @@ bool grad_compute(UOp *root, UOp *root_grad, UOp *const *targets, size_t n, UOp 
     UOp *lgrads = pm_rewrite(grad_rules(), t0, &gctx);
     if (!lgrads) {
       if (!gctx.failed)
-        tg_set_error(TG_ERR_UNSUPPORTED, "%s: failed to compute gradient for %s (no gradient rule)", tctx_op(),
-                     op_name(uop_op(t0)));
+        tg_set_error(TG_ERR_UNSUPPORTED, "%s: failed to compute gradient for %s (no gradient rule)", tensor_ctx_op(),
+                     uop_op_name(uop_op(t0)));
       ok = false;
       break;
     }
@@ -70,7 +70,7 @@ bool grad_compute(UOp *root, UOp *root_grad, UOp *const *targets, size_t n, UOp 
       if (v->op != TG_OP_TUPLE) v = grad_unbroadcast(v, src);
       if (!v) { ok = false; break; }
       void **prev = uopmap_get(&grads, src);
-      if (prev && !is_none(*prev)) v = t_add((UOp *)*prev, v);
+      if (prev && !is_none(*prev)) v = tensor_add((UOp *)*prev, v);
       if (!v) { ok = false; break; }
       uopmap_put(&grads, src, v);
     }

@@ -121,7 +121,7 @@ static void put_py_value(StrBuf *b, const UOp *c) {
   case CK_FLOAT: put_py_float(b, v.f); break;
   case CK_BOOL: sb_puts(b, v.b ? "True" : "False"); break;
   case CK_INT: {
-    i128 x = const_as_i128(v, c->dtype);
+    i128 x = dt_const_as_i128(v, c->dtype);
     if (x > (i128)INT64_MAX) sb_printf(b, "%llu", (unsigned long long)(u128)x);
     else sb_printf(b, "%lld", (long long)x);
     break;
@@ -168,7 +168,7 @@ static void put_ref(CRender *cr, StrBuf *b, const UOp *u) {
   if (v) { sb_puts(b, (const char *)*v); return; }
   if (uop_is_const(u)) { put_const_cast(cr, b, u, u); return; }
   cr->failed = true;
-  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: render: %s used before it was rendered", op_name(uop_op(u)));
+  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: render: %s used before it was rendered", uop_op_name(uop_op(u)));
 }
 
 /* tinygrad strip_parens: drop one pair of outer parentheses when what is inside is balanced */
@@ -211,12 +211,12 @@ static void put_const_cast(CRender *cr, StrBuf *b, const UOp *x, const UOp *c) {
   if (d == DT_FLOAT32) { put_py_value(b, c); sb_putc(b, 'f'); return; }
   if (d == DT_INT64) { put_py_value(b, c); sb_putc(b, 'l'); return; }
   if (d == DT_UINT64 || d == DT_UINT32) { /* truncated to the width, unsigned */
-    i128 iv = v.kind == CK_FLOAT ? (i128)v.f : const_as_i128(v, c->dtype);
+    i128 iv = v.kind == CK_FLOAT ? (i128)v.f : dt_const_as_i128(v, c->dtype);
     uint64_t u = d == DT_UINT32 ? (uint64_t)(uint32_t)iv : (uint64_t)iv;
     sb_printf(b, "%llu%s", (unsigned long long)u, d == DT_UINT32 ? "u" : "ul");
     return;
   }
-  if (d == DT_BOOL) { sb_puts(b, const_as_double(v, c->dtype) != 0 ? "1" : "0"); return; }
+  if (d == DT_BOOL) { sb_puts(b, dt_const_as_double(v, c->dtype) != 0 ? "1" : "0"); return; }
   bool small_float = d == DT_FLOAT16 || d == DT_BFLOAT16 || d->id == TG_FP8E4M3 || d->id == TG_FP8E5M2 ||
                      d->id == TG_FP8E4M3FNUZ || d->id == TG_FP8E5M2FNUZ;
   bool small_uint = d == DT_UINT8 || d == DT_UINT16, small_int = d == DT_INT8 || d == DT_INT16;
@@ -260,7 +260,7 @@ static void put_access(CRender *cr, StrBuf *b, const UOp *bidx) {
 
 static bool fail_unsupported(CRender *cr, const UOp *u, const char *why) {
   cr->failed = true;
-  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: render: %s %s %s not supported yet", op_name(uop_op(u)), u->dtype->name,
+  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: render: %s %s %s not supported yet", uop_op_name(uop_op(u)), u->dtype->name,
                why);
   return false;
 }

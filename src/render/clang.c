@@ -43,7 +43,7 @@ static UOp *bf16_const_bits(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(rw);
   TG_UNUSED(m);
   if (root->arg.c.kind == CK_INVALID) return NULL;
-  uint16_t bits = tg_float_to_bf16_bits((float)const_as_double(root->arg.c, root->dtype));
+  uint16_t bits = tg_float_to_bf16_bits((float)dt_const_as_double(root->arg.c, root->dtype));
   return uop_bitcast(uop_const_int(DT_UINT16, bits), DT_BFLOAT16);
 }
 

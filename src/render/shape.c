@@ -43,7 +43,7 @@ static const UOpShape no_shape = {false, 0, {0}};
 static const UOpShape scalar_shape = {true, 0, {0}};
 
 static bool shape_fail(const UOp *u, const char *why) {
-  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: shape of %s %s: %s", op_name(uop_op(u)), u->dtype->name, why);
+  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: shape of %s %s: %s", uop_op_name(uop_op(u)), u->dtype->name, why);
   return false;
 }
 

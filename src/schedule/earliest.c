@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static ShapeCache *g_shapes; /* the shape cache of the running pass (set around each graph_rewrite) */
+static ShapeCache *g_shapes; /* the shape cache of the running pass (set around each pm_graph_rewrite) */
 
 static bool shape_of(UOp *u, Shape *s) { return sched_shape_of(u, g_shapes, s) == SHAPE_OK; }
 
@@ -520,31 +520,31 @@ static const DType *uint_of_size(int bytes) {
 static UOp *bitcast_by_shifts(UOp *x, const DType *to) {
   int ns = dt_itemsize(to), os = dt_itemsize(x->dtype);
   const DType *new_uint = uint_of_size(ns);
-  UOp *tmp = t_bitcast(x, uint_of_size(os));
+  UOp *tmp = tensor_bitcast(x, uint_of_size(os));
   Shape xs;
-  if (!tmp || !tshape(x, &xs) || xs.ndim == 0 || xs.ndim >= TG_MAX_DIMS) return NULL;
+  if (!tmp || !tensor_shape(x, &xs) || xs.ndim == 0 || xs.ndim >= TG_MAX_DIMS) return NULL;
   if (ns > os) {
     int rate = ns / os;
     int64_t shape[TG_MAX_DIMS];
     for (int i = 0; i < xs.ndim - 1; i++) shape[i] = xs.d[i];
     shape[xs.ndim - 1] = xs.d[xs.ndim - 1] / rate;
     shape[xs.ndim] = rate;
-    tmp = t_reshape(tmp, shape, xs.ndim + 1);
+    tmp = tensor_reshape(tmp, shape, xs.ndim + 1);
     UOp *sum = NULL;
     for (int i = 0; i < rate && tmp; i++) {
       int64_t bounds[2 * TG_MAX_DIMS];
       for (int k = 0; k < xs.ndim; k++) { bounds[2 * k] = 0; bounds[2 * k + 1] = shape[k]; }
       bounds[2 * xs.ndim] = i;
       bounds[2 * xs.ndim + 1] = i + 1;
-      UOp *part = t_alu(TG_OP_SHL, t_cast(t_shrink(tmp, bounds, xs.ndim + 1), new_uint), wi(8 * i * os));
-      sum = sum ? t_add(sum, part) : part;
+      UOp *part = tensor_alu(TG_OP_SHL, tensor_cast(tensor_shrink(tmp, bounds, xs.ndim + 1), new_uint), tensor_weak_int(8 * i * os));
+      sum = sum ? tensor_add(sum, part) : part;
     }
-    return t_bitcast(t_squeeze(sum, -1), to);
+    return tensor_bitcast(tensor_squeeze(sum, -1), to);
   }
   UOp *parts[8];
   int n = os / ns;
-  for (int i = 0; i < n; i++) parts[i] = t_alu(TG_OP_SHR, tmp, wi(8 * i * ns));
-  return t_bitcast(t_cast(t_flatten(t_stack(parts, n, -1), -2, -1), new_uint), to);
+  for (int i = 0; i < n; i++) parts[i] = tensor_alu(TG_OP_SHR, tmp, tensor_weak_int(8 * i * ns));
+  return tensor_bitcast(tensor_cast(tensor_flatten(tensor_stack(parts, n, -1), -2, -1), new_uint), to);
 }
 
 /* a BITCAST that changes the element size becomes shifts over an unsigned view (tinygrad expand_bitcast) */
@@ -555,9 +555,9 @@ static UOp *expand_bitcast(RwCtx *rw, UOp *bc, UOp **m) {
   if (dt_itemsize(bc->dtype) == dt_itemsize(x->dtype)) return NULL;
   const char *dev = sched_device(x);
   if (dev && (strncmp(dev, "DISK", 4) == 0 || strncmp(dev, "TINYFS", 6) == 0)) return NULL;
-  tctx_begin("bitcast");
+  tensor_ctx_begin("bitcast");
   UOp *r = uop_keep(bitcast_by_shifts(x, bc->dtype));
-  tctx_end_void();
+  tensor_ctx_end_void();
   uop_drop(r); /* back in the rewrite's scope */
   return r;
 }
@@ -588,7 +588,7 @@ UOp *sched_earliest_rewrites(UOp *sink) {
   shape_cache_init(&sc);
   ShapeCache *prev = g_shapes;
   g_shapes = &sc;
-  UOp *r = graph_rewrite(sink, pm, NULL, RW_BOTTOM_UP, NULL, "earliest rewrites");
+  UOp *r = pm_graph_rewrite(sink, pm, NULL, RW_BOTTOM_UP, NULL, "earliest rewrites");
   g_shapes = prev;
   shape_cache_free(&sc);
   return r;

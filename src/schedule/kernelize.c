@@ -152,7 +152,7 @@ UOp *sched_cleanup(UOp *sink) {
   static RuleSet *mine; /* kept in a static: the concatenation does not own its parts */
   if (!mine) mine = PM_NEW("schedule cleanup", cleanup_rules);
   if (!pm) pm = pm_concat(pm_concat(sym_symbolic(), sched_pm_reduce_simplify()), mine);
-  return graph_rewrite(sink, pm, NULL, 0, NULL, "symbolic+reduce_collapse+debuf");
+  return pm_graph_rewrite(sink, pm, NULL, 0, NULL, "symbolic+reduce_collapse+debuf");
 }
 
 /* ---------------------------------------------------------------------------------------------------------------
@@ -267,7 +267,7 @@ UOp *sched_limit_bufs(UOp *sink) {
   tg_vec_free(&topo);
   if (nbuf <= (size_t)(max_bufs - 1)) return sink; /* no kernel can cross the limit */
   uopmap_init(&c.sets);
-  UOp *r = graph_rewrite(sink, pm, &c, 0, NULL, "limit buffers");
+  UOp *r = pm_graph_rewrite(sink, pm, &c, 0, NULL, "limit buffers");
   for (size_t i = 0; i < c.owned.len; i++) {
     tg_vec_free(c.owned.data[i]);
     tg_free(c.owned.data[i]);
@@ -409,7 +409,7 @@ UOp *sched_add_buffers(UOp *sink) {
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("stage to store", add_buffer_rules);
   AddBufCtx c = {0, false};
-  UOp *r = graph_rewrite(sink, pm, &c, RW_BOTTOM_UP, NULL, "stage to store");
+  UOp *r = pm_graph_rewrite(sink, pm, &c, RW_BOTTOM_UP, NULL, "stage to store");
   if (c.failed || !r) return NULL;
   if (uop_op_in_backward_slice_with_self(r, TG_OP_STAGE)) {
     tg_set_error(TG_ERR_RUNTIME, "schedule: a STAGE survived add_buffers (internal error)");
@@ -556,7 +556,7 @@ static UOp *split_store(RwCtx *rw, UOp *x, UOp **m) {
   if (st->op == TG_OP_STORE && uop_is_variable(st->src[0])) return NULL;
   LocalCtx c;
   memset(&c, 0, sizeof c);
-  UOp *ret = graph_rewrite(x, local, &c, RW_BOTTOM_UP, NULL, "kernel split");
+  UOp *ret = pm_graph_rewrite(x, local, &c, RW_BOTTOM_UP, NULL, "kernel split");
   UOp *call = NULL;
   if (ret) {
     KernelInfo ki;
@@ -597,8 +597,8 @@ UOp *sched_split_kernels(UOp *sink) {
   static RuleSet *pm, *pm2;
   if (!pm) pm = PM_NEW("split kernels", split_rules);
   if (!pm2) pm2 = PM_NEW("remove indexing from call args", no_index_rules);
-  UOp *r = graph_rewrite(sink, pm, NULL, RW_BOTTOM_UP, NULL, "split kernels");
-  return r ? graph_rewrite(r, pm2, NULL, 0, NULL, "remove indexing from call args") : NULL;
+  UOp *r = pm_graph_rewrite(sink, pm, NULL, RW_BOTTOM_UP, NULL, "split kernels");
+  return r ? pm_graph_rewrite(r, pm2, NULL, 0, NULL, "remove indexing from call args") : NULL;
 }
 
 UOp *sched_kernel_graph(UOp *sink) {

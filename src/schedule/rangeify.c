@@ -16,7 +16,7 @@
  * apply_movement_op: the index expressions of a movement op's input, given its output's. */
 
 static UOp *simplify_with(UOp *u, const RuleSet *pm, const char *name) {
-  UOp *r = graph_rewrite(u, pm, NULL, 0, NULL, name);
+  UOp *r = pm_graph_rewrite(u, pm, NULL, 0, NULL, name);
   return r ? r : u;
 }
 
@@ -376,7 +376,7 @@ static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
     Shape ps;
     if (!shape_or_fail(c, x->src[0], &ps)) goto out;
     if (!sched_apply_movement(x, &ps, outr, nout, inr, &nin)) {
-      tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: rangeify: movement op %s with a symbolic argument", op_name(op));
+      tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: rangeify: movement op %s with a symbolic argument", uop_op_name(op));
       c->failed = true;
       goto out;
     }
@@ -593,7 +593,7 @@ UOp *sched_run_rangeify(UOp *tsink) {
     rangeify_node(&c, x, &consumers[i]);
   }
   UOp *ret = NULL;
-  if (!c.failed) ret = graph_rewrite(tsink, pm, &c, RW_BOTTOM_UP, NULL, "apply rangeify");
+  if (!c.failed) ret = pm_graph_rewrite(tsink, pm, &c, RW_BOTTOM_UP, NULL, "apply rangeify");
   if (c.failed) ret = NULL;
   for (size_t i = 0; i < topo.len; i++) tg_vec_free(&consumers[i]);
   tg_free(consumers);

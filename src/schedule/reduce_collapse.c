@@ -281,7 +281,7 @@ static UOp *reduce_collapse(RwCtx *rw, UOp *red, UOp **m) {
       UOp *fxn = uop_substitute(u, from.data, to.data, from.len);
       UOp *rsrc[2] = {fxn, r};
       fxn = uop_new(TG_OP_REDUCE, fxn->dtype, rsrc, 2, arg_reduce(TG_OP_ADD, 0));
-      UOp *sink = graph_rewrite(fxn, pm_reduce_collapse(), NULL, 0, NULL, "reduce_collapse");
+      UOp *sink = pm_graph_rewrite(fxn, pm_reduce_collapse(), NULL, 0, NULL, "reduce_collapse");
       if (sink && no_range(sink)) res = uop_substitute(sink, to.data, from.data, to.len);
     }
     tg_vec_free(&inc);

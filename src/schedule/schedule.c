@@ -66,7 +66,7 @@ static void add_edge(SchedGraph *g, UOp *from, UOp *to) {
 static bool states_of(UOp *s, UOpVec *out) {
   s = unwrap_src(s);
   if (s->op != TG_OP_AFTER && s->op != TG_OP_BUFFER && s->op != TG_OP_PARAM) {
-    tg_set_error(TG_ERR_RUNTIME, "schedule: input to kernel must resolve to a buffer state, not %s", op_name(uop_op(s)));
+    tg_set_error(TG_ERR_RUNTIME, "schedule: input to kernel must resolve to a buffer state, not %s", uop_op_name(uop_op(s)));
     return false;
   }
   tg_vec_push(out, s);
@@ -92,7 +92,7 @@ UOp *sched_create_schedule(UOp *sink) {
       if (is_kernel(s)) tg_vec_push(&kernels, s);
       else if (s->op == TG_OP_AFTER) tg_vec_push(&deps, s);
       else if (s->op != TG_OP_STORE) {
-        tg_set_error(TG_ERR_RUNTIME, "schedule: AFTER source should be CALL, END, STORE, or AFTER, not %s", op_name(uop_op(s)));
+        tg_set_error(TG_ERR_RUNTIME, "schedule: AFTER source should be CALL, END, STORE, or AFTER, not %s", uop_op_name(uop_op(s)));
         ok = false;
       }
     }

@@ -3,9 +3,9 @@
  * stretched axes, expands on the left and permutes back), and a view op that changes nothing returns its input. */
 #include "tensor/tensor.h"
 
-static bool get_shape(UOp *x, Shape *s) { return x && tshape(x, s); }
+static bool get_shape(UOp *x, Shape *s) { return x && tensor_shape(x, s); }
 
-UOp *t_mop(UOp *x, TgOp op, const int64_t *a, const int64_t *b, int n) {
+UOp *tensor_mop(UOp *x, TgOp op, const int64_t *a, const int64_t *b, int n) {
   if (!x) return NULL;
   UOp *src[3] = {x, NULL, NULL};
   switch (op) {
@@ -20,69 +20,69 @@ UOp *t_mop(UOp *x, TgOp op, const int64_t *a, const int64_t *b, int n) {
     return uop_new(op, NULL, src, 3, arg_none());
   case TG_OP_PERMUTE: case TG_OP_FLIP:
     return uop_new(op, NULL, src, 1, arg_ints(op == TG_OP_PERMUTE ? ARG_PERM : ARG_FLIP, a, (size_t)n));
-  default: return terr("%s is not a movement op", op_name(op));
+  default: return tensor_err("%s is not a movement op", uop_op_name(op));
   }
 }
 
-UOp *t_reshape(UOp *x, const int64_t *shape, int n) {
+UOp *tensor_reshape(UOp *x, const int64_t *shape, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
-  if (n > TG_MAX_DIMS) return terr("reshape to %d dims, at most %d supported", n, TG_MAX_DIMS);
+  if (n > TG_MAX_DIMS) return tensor_err("reshape to %d dims, at most %d supported", n, TG_MAX_DIMS);
   int64_t ns[TG_MAX_DIMS], known = 1;
   int infer = -1;
   for (int i = 0; i < n; i++) {
     ns[i] = shape[i];
     if (shape[i] == -1) {
-      if (infer >= 0) return terr("only one dimension can be inferred using -1, getting %s", fmt_dims(shape, n));
+      if (infer >= 0) return tensor_err("only one dimension can be inferred using -1, getting %s", tensor_fmt_dims(shape, n));
       infer = i;
-    } else if (shape[i] < 0) return terr("shape can't contain negative numbers %s", fmt_dims(shape, n));
+    } else if (shape[i] < 0) return tensor_err("shape can't contain negative numbers %s", tensor_fmt_dims(shape, n));
     else known *= shape[i];
   }
   if (infer >= 0) {
-    if (known == 0) return terr("cannot infer -1 in %s for %s (zero elements)", fmt_dims(shape, n), fmt_shape(&s));
+    if (known == 0) return tensor_err("cannot infer -1 in %s for %s (zero elements)", tensor_fmt_dims(shape, n), tensor_fmt_shape(&s));
     ns[infer] = shape_numel(&s) / known;
   }
   Shape to = {n, {0}};
   memcpy(to.d, ns, (size_t)n * sizeof(int64_t));
-  if (shape_numel(&to) != shape_numel(&s)) return terr("size mismatch, can't reshape (%s) -> (%s)", fmt_shape(&s), fmt_shape(&to));
+  if (shape_numel(&to) != shape_numel(&s)) return tensor_err("size mismatch, can't reshape (%s) -> (%s)", tensor_fmt_shape(&s), tensor_fmt_shape(&to));
   if (shape_eq(&to, &s)) return x;
-  return t_mop(x, TG_OP_RESHAPE, ns, NULL, n);
+  return tensor_mop(x, TG_OP_RESHAPE, ns, NULL, n);
 }
 
-UOp *t_permute(UOp *x, const int *order, int n) {
+UOp *tensor_permute(UOp *x, const int *order, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return terr("order has %d axes, tensor %s has %d", n, fmt_shape(&s), s.ndim);
+  if (n != s.ndim) return tensor_err("order has %d axes, tensor %s has %d", n, tensor_fmt_shape(&s), s.ndim);
   int64_t ord[TG_MAX_DIMS];
   bool seen[TG_MAX_DIMS] = {0}, ident = true;
   for (int i = 0; i < n; i++) {
     int d;
-    if (!resolve_dim(x, order[i], false, &d)) return NULL;
-    if (seen[d]) return terr("order is not a valid permutation of %d axes", n);
+    if (!tensor_resolve_dim(x, order[i], false, &d)) return NULL;
+    if (seen[d]) return tensor_err("order is not a valid permutation of %d axes", n);
     seen[d] = true;
     ord[i] = d;
     ident = ident && d == i;
   }
-  return ident ? x : t_mop(x, TG_OP_PERMUTE, ord, NULL, n);
+  return ident ? x : tensor_mop(x, TG_OP_PERMUTE, ord, NULL, n);
 }
 
-UOp *t_transpose(UOp *x, int d0, int d1) {
-  int nd = tndim(x), a, b;
-  if (nd < 0 || !resolve_dim(x, d0, false, &a) || !resolve_dim(x, d1, false, &b)) return NULL;
+UOp *tensor_transpose(UOp *x, int d0, int d1) {
+  int nd = tensor_ndim(x), a, b;
+  if (nd < 0 || !tensor_resolve_dim(x, d0, false, &a) || !tensor_resolve_dim(x, d1, false, &b)) return NULL;
   int order[TG_MAX_DIMS];
   for (int i = 0; i < nd; i++) order[i] = i;
   order[a] = b, order[b] = a;
-  return t_permute(x, order, nd);
+  return tensor_permute(x, order, nd);
 }
 
-UOp *t_broadcast_to(UOp *x, const Shape *ns) {
+UOp *tensor_broadcast_to(UOp *x, const Shape *ns) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
   if (shape_eq(&s, ns)) return x;
-  if (s.ndim > ns->ndim) return terr("cannot broadcast tensor to fewer dimensions. shape=%s to %s", fmt_shape(&s), fmt_shape(ns));
+  if (s.ndim > ns->ndim) return tensor_err("cannot broadcast tensor to fewer dimensions. shape=%s to %s", tensor_fmt_shape(&s), tensor_fmt_shape(ns));
   int n_left = ns->ndim - s.ndim;
   for (int i = 0; i < s.ndim; i++)
-    if (s.d[i] != ns->d[n_left + i] && s.d[i] != 1) return terr("cannot broadcast %s to %s", fmt_shape(&s), fmt_shape(ns));
+    if (s.d[i] != ns->d[n_left + i] && s.d[i] != 1) return tensor_err("cannot broadcast %s to %s", tensor_fmt_shape(&s), tensor_fmt_shape(ns));
   int expand_at[TG_MAX_DIMS], kept[TG_MAX_DIMS], ne = 0, nk = 0;
   for (int i = 0; i < s.ndim; i++) {
     if (s.d[i] == 1 && ns->d[n_left + i] != 1) expand_at[ne++] = i;
@@ -92,7 +92,7 @@ UOp *t_broadcast_to(UOp *x, const Shape *ns) {
   for (int i = 0; i < nk; i++) sq[i] = s.d[kept[i]];
   for (int i = 0; i < n_left; i++) ex[i] = ns->d[i];
   for (int i = 0; i < ne; i++) ex[n_left + i] = ns->d[n_left + expand_at[i]];
-  UOp *r = t_mop(t_reshape(x, sq, nk), TG_OP_EXPAND, ex, NULL, n_left + ne);
+  UOp *r = tensor_mop(tensor_reshape(x, sq, nk), TG_OP_EXPAND, ex, NULL, n_left + ne);
   int perm[TG_MAX_DIMS];
   for (int i = 0; i < n_left; i++) perm[i] = i;
   for (int i = 0; i < s.ndim; i++) {
@@ -104,137 +104,137 @@ UOp *t_broadcast_to(UOp *x, const Shape *ns) {
         if (kept[k] == i) pos = ne + k;
     perm[n_left + i] = n_left + pos;
   }
-  return t_permute(r, perm, ns->ndim);
+  return tensor_permute(r, perm, ns->ndim);
 }
 
-UOp *t_expand(UOp *x, const int64_t *shape, int n) {
+UOp *tensor_expand(UOp *x, const int64_t *shape, int n) {
   Shape s, ns;
   if (!get_shape(x, &s)) return NULL;
-  if (n > TG_MAX_DIMS) return terr("expand to %d dims, at most %d supported", n, TG_MAX_DIMS);
+  if (n > TG_MAX_DIMS) return tensor_err("expand to %d dims, at most %d supported", n, TG_MAX_DIMS);
   int nd = TG_MAX(n, s.ndim);
   ns.ndim = nd;
   for (int i = 0; i < nd; i++) {
     int is = i - (nd - s.ndim), in = i - (nd - n);
     int64_t from = is >= 0 ? s.d[is] : 1, to = in >= 0 ? shape[in] : 1;
     ns.d[i] = to == -1 ? from : to;
-    if (ns.d[i] < 0) return terr("invalid size %lld in expand to %s", (long long)to, fmt_dims(shape, n));
+    if (ns.d[i] < 0) return tensor_err("invalid size %lld in expand to %s", (long long)to, tensor_fmt_dims(shape, n));
   }
-  return t_broadcast_to(x, &ns);
+  return tensor_broadcast_to(x, &ns);
 }
 
-UOp *t_flip(UOp *x, const int *axes, int n) {
+UOp *tensor_flip(UOp *x, const int *axes, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
   int64_t flags[TG_MAX_DIMS] = {0};
   bool any = false;
   for (int i = 0; i < n; i++) {
     int d;
-    if (!resolve_dim(x, axes[i], false, &d)) return NULL;
-    if (flags[d]) return terr("dim can appear at most once, getting %d twice", d);
+    if (!tensor_resolve_dim(x, axes[i], false, &d)) return NULL;
+    if (flags[d]) return tensor_err("dim can appear at most once, getting %d twice", d);
     flags[d] = 1;
     any = true;
   }
-  return any ? t_mop(x, TG_OP_FLIP, flags, NULL, s.ndim) : x;
+  return any ? tensor_mop(x, TG_OP_FLIP, flags, NULL, s.ndim) : x;
 }
 
-UOp *t_pad_raw(UOp *x, const int64_t *pads, int n) {
+UOp *tensor_pad_raw(UOp *x, const int64_t *pads, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return terr("ndim=%d != len(pads)=%d", s.ndim, n);
+  if (n != s.ndim) return tensor_err("ndim=%d != len(pads)=%d", s.ndim, n);
   int64_t beg[TG_MAX_DIMS], sz[TG_MAX_DIMS];
   bool same = true;
   for (int i = 0; i < n; i++) {
-    if (pads[2 * i] < 0 || pads[2 * i + 1] < 0) return terr("negative pad (%lld, %lld) on axis %d", (long long)pads[2 * i], (long long)pads[2 * i + 1], i);
+    if (pads[2 * i] < 0 || pads[2 * i + 1] < 0) return tensor_err("negative pad (%lld, %lld) on axis %d", (long long)pads[2 * i], (long long)pads[2 * i + 1], i);
     beg[i] = pads[2 * i];
     sz[i] = s.d[i] + pads[2 * i] + pads[2 * i + 1];
     same = same && sz[i] == s.d[i];
   }
-  return same ? x : t_mop(x, TG_OP_PAD, beg, sz, n);
+  return same ? x : tensor_mop(x, TG_OP_PAD, beg, sz, n);
 }
 
-UOp *t_shrink(UOp *x, const int64_t *bounds, int n) {
+UOp *tensor_shrink(UOp *x, const int64_t *bounds, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return terr("ndim=%d != len(bounds)=%d", s.ndim, n);
+  if (n != s.ndim) return tensor_err("ndim=%d != len(bounds)=%d", s.ndim, n);
   int64_t off[TG_MAX_DIMS], sz[TG_MAX_DIMS];
   bool same = true;
   for (int i = 0; i < n; i++) {
     int64_t a = bounds[2 * i], b = bounds[2 * i + 1];
-    if (a < 0 || b < a || b > s.d[i]) return terr("invalid shrink (%lld, %lld) on axis %d of %s", (long long)a, (long long)b, i, fmt_shape(&s));
+    if (a < 0 || b < a || b > s.d[i]) return tensor_err("invalid shrink (%lld, %lld) on axis %d of %s", (long long)a, (long long)b, i, tensor_fmt_shape(&s));
     off[i] = a;
     sz[i] = b - a;
     same = same && sz[i] == s.d[i];
   }
-  return same ? x : t_mop(x, TG_OP_SHRINK, off, sz, n);
+  return same ? x : tensor_mop(x, TG_OP_SHRINK, off, sz, n);
 }
 
-UOp *t_shrink_to(UOp *x, const int64_t *shape, int n) {
+UOp *tensor_shrink_to(UOp *x, const int64_t *shape, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return terr("ndim=%d != len(shape)=%d", s.ndim, n);
+  if (n != s.ndim) return tensor_err("ndim=%d != len(shape)=%d", s.ndim, n);
   int64_t b[2 * TG_MAX_DIMS];
   for (int i = 0; i < n; i++) b[2 * i] = 0, b[2 * i + 1] = shape[i] < 0 ? s.d[i] : shape[i];
-  return t_shrink(x, b, n);
+  return tensor_shrink(x, b, n);
 }
 
-UOp *t_pad_to(UOp *x, const int64_t *shape, int n) {
+UOp *tensor_pad_to(UOp *x, const int64_t *shape, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return terr("ndim=%d != len(shape)=%d", s.ndim, n);
+  if (n != s.ndim) return tensor_err("ndim=%d != len(shape)=%d", s.ndim, n);
   int64_t beg[TG_MAX_DIMS] = {0}, sz[TG_MAX_DIMS];
   bool same = true;
   for (int i = 0; i < n; i++) {
     sz[i] = shape[i] < 0 ? s.d[i] : shape[i];
-    if (sz[i] < s.d[i]) return terr("cannot pad %s to smaller %s", fmt_shape(&s), fmt_dims(shape, n));
+    if (sz[i] < s.d[i]) return tensor_err("cannot pad %s to smaller %s", tensor_fmt_shape(&s), tensor_fmt_dims(shape, n));
     same = same && sz[i] == s.d[i];
   }
-  return same ? x : t_mop(x, TG_OP_PAD, beg, sz, n);
+  return same ? x : tensor_mop(x, TG_OP_PAD, beg, sz, n);
 }
 
-UOp *t_squeeze(UOp *x, int dim) {
+UOp *tensor_squeeze(UOp *x, int dim) {
   Shape s;
   int d;
-  if (!get_shape(x, &s) || !resolve_dim(x, dim, false, &d)) return NULL;
+  if (!get_shape(x, &s) || !tensor_resolve_dim(x, dim, false, &d)) return NULL;
   if (s.ndim == 0 || s.d[d] != 1) return x;
   int64_t ns[TG_MAX_DIMS];
   int k = 0;
   for (int i = 0; i < s.ndim; i++)
     if (i != d) ns[k++] = s.d[i];
-  return t_reshape(x, ns, k);
+  return tensor_reshape(x, ns, k);
 }
 
-UOp *t_unsqueeze(UOp *x, int dim) {
+UOp *tensor_unsqueeze(UOp *x, int dim) {
   Shape s;
   int d;
-  if (!get_shape(x, &s) || !resolve_dim(x, dim, true, &d)) return NULL;
-  if (s.ndim + 1 > TG_MAX_DIMS) return terr("unsqueeze beyond %d dims", TG_MAX_DIMS);
+  if (!get_shape(x, &s) || !tensor_resolve_dim(x, dim, true, &d)) return NULL;
+  if (s.ndim + 1 > TG_MAX_DIMS) return tensor_err("unsqueeze beyond %d dims", TG_MAX_DIMS);
   int64_t ns[TG_MAX_DIMS];
   for (int i = 0, k = 0; i <= s.ndim; i++) ns[i] = i == d ? 1 : s.d[k++];
-  return t_reshape(x, ns, s.ndim + 1);
+  return tensor_reshape(x, ns, s.ndim + 1);
 }
 
-UOp *t_flatten(UOp *x, int start, int end) {
+UOp *tensor_flatten(UOp *x, int start, int end) {
   Shape s;
   int a, b;
-  if (!get_shape(x, &s) || !resolve_dim(x, start, false, &a) || !resolve_dim(x, end, false, &b)) return NULL;
+  if (!get_shape(x, &s) || !tensor_resolve_dim(x, start, false, &a) || !tensor_resolve_dim(x, end, false, &b)) return NULL;
   int64_t ns[TG_MAX_DIMS], p = 1;
   int k = 0;
   for (int i = 0; i < a; i++) ns[k++] = s.d[i];
   for (int i = a; i <= b && i < s.ndim; i++) p *= s.d[i];
   ns[k++] = p;
   for (int i = b + 1; i < s.ndim; i++) ns[k++] = s.d[i];
-  return t_reshape(x, ns, k);
+  return tensor_reshape(x, ns, k);
 }
 
-UOp *t_repeat(UOp *x, const int64_t *repeats, int n) {
+UOp *tensor_repeat(UOp *x, const int64_t *repeats, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
-  if (n < s.ndim) return terr("repeat needs at least %d repeats, got %d", s.ndim, n);
-  if (2 * n > TG_MAX_DIMS) return terr("repeat over %d dims not supported (at most %d)", n, TG_MAX_DIMS / 2);
+  if (n < s.ndim) return tensor_err("repeat needs at least %d repeats, got %d", s.ndim, n);
+  if (2 * n > TG_MAX_DIMS) return tensor_err("repeat over %d dims not supported (at most %d)", n, TG_MAX_DIMS / 2);
   int64_t base[TG_MAX_DIMS], uns[TG_MAX_DIMS], exp[TG_MAX_DIMS], fin[TG_MAX_DIMS];
   int nu = 0;
   for (int i = 0; i < n; i++) {
-    if (repeats[i] < 0) return terr("negative repeat %lld", (long long)repeats[i]);
+    if (repeats[i] < 0) return tensor_err("negative repeat %lld", (long long)repeats[i]);
     base[i] = i < n - s.ndim ? 1 : s.d[i - (n - s.ndim)];
   }
   for (int i = 0; i < n; i++) {
@@ -242,28 +242,28 @@ UOp *t_repeat(UOp *x, const int64_t *repeats, int n) {
     else uns[nu] = 1, exp[nu++] = repeats[i], uns[nu] = base[i], exp[nu++] = base[i];
     fin[i] = repeats[i] * base[i];
   }
-  return t_reshape(t_expand(t_reshape(x, uns, nu), exp, nu), fin, n);
+  return tensor_reshape(tensor_expand(tensor_reshape(x, uns, nu), exp, nu), fin, n);
 }
 
 /* tinygrad stack: STACK(x0, x1, ...) of a common dtype (consts re-made at it), then the new axis moved to `dim` */
-UOp *t_stack(UOp *const *xs, int n, int dim) {
-  if (n <= 0) return terr("stack needs at least one tensor");
+UOp *tensor_stack(UOp *const *xs, int n, int dim) {
+  if (n <= 0) return tensor_err("stack needs at least one tensor");
   Shape s0, si;
   for (int i = 0; i < n; i++)
     if (!xs[i]) return NULL;
   if (!get_shape(xs[0], &s0)) return NULL;
   for (int i = 1; i < n; i++) {
     if (!get_shape(xs[i], &si)) return NULL;
-    if (!shape_eq(&s0, &si)) return terr("all shapes must match for stack, got %s and %s", fmt_shape(&s0), fmt_shape(&si));
+    if (!shape_eq(&s0, &si)) return tensor_err("all shapes must match for stack, got %s and %s", tensor_fmt_shape(&s0), tensor_fmt_shape(&si));
   }
   int d;
-  if (!resolve_dim(xs[0], dim, true, &d)) return NULL;
-  if (s0.ndim + 1 > TG_MAX_DIMS) return terr("stack beyond %d dims", TG_MAX_DIMS);
+  if (!tensor_resolve_dim(xs[0], dim, true, &d)) return NULL;
+  if (s0.ndim + 1 > TG_MAX_DIMS) return tensor_err("stack beyond %d dims", TG_MAX_DIMS);
   const DType *dt = uop_derive_dtype(TG_OP_STACK, xs, (size_t)n, NULL);
   UOp **src = tg_malloc((size_t)n * sizeof *src);
   for (int i = 0; i < n; i++) {
     UOp *u = xs[i];
-    src[i] = uop_is_invalid(u) ? u : u->op == TG_OP_CONST ? uop_const(dt, u->arg.c) : t_cast(u, dt);
+    src[i] = uop_is_invalid(u) ? u : u->op == TG_OP_CONST ? uop_const(dt, u->arg.c) : tensor_cast(u, dt);
   }
   UOp *r = uop_new(TG_OP_STACK, dt, src, (size_t)n, arg_none());
   tg_free(src);
@@ -272,38 +272,38 @@ UOp *t_stack(UOp *const *xs, int n, int dim) {
   for (int i = 1; i <= d; i++) perm[k++] = i;
   perm[k++] = 0;
   for (int i = d + 1; i < s0.ndim + 1; i++) perm[k++] = i;
-  return t_permute(r, perm, s0.ndim + 1);
+  return tensor_permute(r, perm, s0.ndim + 1);
 }
 
-UOp *t_cat(UOp *const *xs, int n, int dim) {
-  if (n <= 0) return terr("cat needs at least one tensor");
+UOp *tensor_cat(UOp *const *xs, int n, int dim) {
+  if (n <= 0) return tensor_err("cat needs at least one tensor");
   for (int i = 0; i < n; i++)
     if (!xs[i]) return NULL;
   Shape s0, si;
   int d;
-  if (!get_shape(xs[0], &s0) || !resolve_dim(xs[0], dim, false, &d)) return NULL;
+  if (!get_shape(xs[0], &s0) || !tensor_resolve_dim(xs[0], dim, false, &d)) return NULL;
   bool same = true;
   for (int i = 1; i < n; i++) {
     if (!get_shape(xs[i], &si)) return NULL;
     bool ok = si.ndim == s0.ndim;
     for (int k = 0; ok && k < s0.ndim; k++) ok = k == d || si.d[k] == s0.d[k];
-    if (!ok) return terr("shapes %s and %s cannot be concatenated on dim %d", fmt_shape(&s0), fmt_shape(&si), d);
+    if (!ok) return tensor_err("shapes %s and %s cannot be concatenated on dim %d", tensor_fmt_shape(&s0), tensor_fmt_shape(&si), d);
     same = same && si.d[d] == s0.d[d];
   }
-  if (same) return t_flatten(t_stack(xs, n, d), d, d + 1);
+  if (same) return tensor_flatten(tensor_stack(xs, n, d), d, d + 1);
   int64_t total = 0, at = 0;
   for (int i = 0; i < n; i++) {
-    tshape(xs[i], &si);
+    tensor_shape(xs[i], &si);
     total += si.d[d];
   }
   UOp *acc = NULL;
   for (int i = 0; i < n; i++) {
-    tshape(xs[i], &si);
+    tensor_shape(xs[i], &si);
     int64_t pads[2 * TG_MAX_DIMS] = {0};
     pads[2 * d] = at, pads[2 * d + 1] = total - at - si.d[d];
     at += si.d[d];
-    UOp *p = t_pad_constant(xs[i], pads, si.ndim, const_float(0.0));
-    acc = acc ? (acc->dtype == DT_BOOL ? t_alu(TG_OP_OR, acc, p) : t_add(acc, p)) : p;
+    UOp *p = tensor_pad_constant(xs[i], pads, si.ndim, const_float(0.0));
+    acc = acc ? (acc->dtype == DT_BOOL ? tensor_alu(TG_OP_OR, acc, p) : tensor_add(acc, p)) : p;
   }
   return acc;
 }
@@ -328,32 +328,32 @@ static UOp *pool_disjoint(UOp *x, const Shape *s, const int64_t *k, int nk, cons
   int64_t a[TG_MAX_DIMS];
   for (int j = 0; j < nn; j++) a[j] = -1;
   for (int j = 0; j < nk; j++) a[nn + j] = o_[j] * stride[j];
-  x = t_shrink_to(x, a, s->ndim);
+  x = tensor_shrink_to(x, a, s->ndim);
   for (int j = 0; j < nn; j++) a[j] = s->d[j];
   for (int j = 0; j < nk; j++) a[nn + 2 * j] = o_[j], a[nn + 2 * j + 1] = stride[j];
-  x = t_reshape(x, a, nn + 2 * nk);
+  x = tensor_reshape(x, a, nn + 2 * nk);
   for (int j = 0; j < nn; j++) a[j] = -1;
   for (int j = 0; j < nk; j++) a[nn + 2 * j] = o_[j], a[nn + 2 * j + 1] = k[j];
-  x = t_shrink_to(x, a, nn + 2 * nk);
+  x = tensor_shrink_to(x, a, nn + 2 * nk);
   int perm[TG_MAX_DIMS], p = 0;
   for (int j = 0; j < nn; j++) perm[p++] = j;
   for (int j = 0; j < nk; j++) perm[p++] = nn + 2 * j;
   for (int j = 0; j < nk; j++) perm[p++] = nn + 2 * j + 1;
-  return t_permute(x, perm, nn + 2 * nk);
+  return tensor_permute(x, perm, nn + 2 * nk);
 }
 
 /* tinygrad _pool: sliding windows over the last nk axes -> (..., o_1..o_n, k_1..k_n) */
-UOp *t_pool(UOp *x, const int64_t *k, int nk, const int64_t *stride, const int64_t *dilation) {
+UOp *tensor_pool(UOp *x, const int64_t *k, int nk, const int64_t *stride, const int64_t *dilation) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
-  if (s.ndim < nk) return terr("can't pool %s with %d kernel dims", fmt_shape(&s), nk);
+  if (s.ndim < nk) return tensor_err("can't pool %s with %d kernel dims", tensor_fmt_shape(&s), nk);
   int nn = s.ndim - nk;
-  if (nn + 3 * nk > TG_MAX_DIMS) return terr("pooling needs more than %d dims", TG_MAX_DIMS);
+  if (nn + 3 * nk > TG_MAX_DIMS) return tensor_err("pooling needs more than %d dims", TG_MAX_DIMS);
   int64_t i_[TG_MAX_DIMS], o_[TG_MAX_DIMS], f_[TG_MAX_DIMS];
   for (int j = 0; j < nk; j++) {
     i_[j] = s.d[nn + j];
-    if (k[j] < 1 || stride[j] < 1 || dilation[j] < 1) return terr("kernel, stride and dilation must be positive");
-    if (dilation[j] * (k[j] - 1) + 1 > i_[j]) return terr("kernel size cannot be greater than actual input size %s", fmt_shape(&s));
+    if (k[j] < 1 || stride[j] < 1 || dilation[j] < 1) return tensor_err("kernel, stride and dilation must be positive");
+    if (dilation[j] * (k[j] - 1) + 1 > i_[j]) return tensor_err("kernel size cannot be greater than actual input size %s", tensor_fmt_shape(&s));
     o_[j] = pyceildiv(i_[j] - dilation[j] * (k[j] - 1), stride[j]);
     f_[j] = TG_MAX(1, pyceildiv(o_[j] * stride[j] - dilation[j], i_[j]));
   }
@@ -364,37 +364,37 @@ UOp *t_pool(UOp *x, const int64_t *k, int nk, const int64_t *stride, const int64
   int64_t a[TG_MAX_DIMS];
   for (int j = 0; j < nn; j++) a[j] = 1;
   for (int j = 0; j < nk; j++) a[nn + j] = pyceildiv(k[j] * (i_[j] * f_[j] + dilation[j]), i_[j]);
-  x = t_repeat(x, a, s.ndim);
+  x = tensor_repeat(x, a, s.ndim);
   for (int j = 0; j < nn; j++) a[j] = -1;
   for (int j = 0; j < nk; j++) a[nn + j] = k[j] * (i_[j] * f_[j] + dilation[j]);
-  x = t_shrink_to(x, a, s.ndim);
+  x = tensor_shrink_to(x, a, s.ndim);
   for (int j = 0; j < nn; j++) a[j] = s.d[j];
   for (int j = 0; j < nk; j++) a[nn + 2 * j] = k[j], a[nn + 2 * j + 1] = i_[j] * f_[j] + dilation[j];
-  x = t_reshape(x, a, nn + 2 * nk);
+  x = tensor_reshape(x, a, nn + 2 * nk);
   for (int j = 0; j < nn; j++) a[j] = -1;
   for (int j = 0; j < nk; j++) a[nn + 2 * j] = k[j], a[nn + 2 * j + 1] = o_[j] * stride[j];
-  x = t_shrink_to(x, a, nn + 2 * nk);
+  x = tensor_shrink_to(x, a, nn + 2 * nk);
   for (int j = 0; j < nn; j++) a[j] = s.d[j];
   for (int j = 0; j < nk; j++) a[nn + 3 * j] = k[j], a[nn + 3 * j + 1] = o_[j], a[nn + 3 * j + 2] = stride[j];
-  x = t_reshape(x, a, nn + 3 * nk);
+  x = tensor_reshape(x, a, nn + 3 * nk);
   for (int j = 0; j < nn; j++) a[j] = -1;
   for (int j = 0; j < nk; j++) a[nn + 3 * j] = k[j], a[nn + 3 * j + 1] = o_[j], a[nn + 3 * j + 2] = 1;
-  x = t_shrink_to(x, a, nn + 3 * nk);
+  x = tensor_shrink_to(x, a, nn + 3 * nk);
   for (int j = 0; j < nn; j++) a[j] = s.d[j];
   for (int j = 0; j < nk; j++) a[nn + 2 * j] = k[j], a[nn + 2 * j + 1] = o_[j];
-  x = t_reshape(x, a, nn + 2 * nk);
+  x = tensor_reshape(x, a, nn + 2 * nk);
   int perm[TG_MAX_DIMS], p = 0;
   for (int j = 0; j < nn; j++) perm[p++] = j;
   for (int j = 0; j < nk; j++) perm[p++] = nn + 2 * j + 1;
   for (int j = 0; j < nk; j++) perm[p++] = nn + 2 * j;
-  return t_permute(x, perm, nn + 2 * nk);
+  return tensor_permute(x, perm, nn + 2 * nk);
 }
 
 /* OpMixin._pad_constant: negative pads shrink first; a nonzero fill goes through a bool mask and WHERE */
-UOp *t_pad_constant(UOp *x, const int64_t *pads, int n, Const value) {
+UOp *tensor_pad_constant(UOp *x, const int64_t *pads, int n, Const value) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return terr("padding length is improper, %d pairs for ndim=%d", n, s.ndim);
+  if (n != s.ndim) return tensor_err("padding length is improper, %d pairs for ndim=%d", n, s.ndim);
   bool has_neg = false;
   for (int i = 0; i < 2 * n; i++) has_neg = has_neg || pads[i] < 0;
   int64_t pp[2 * TG_MAX_DIMS];
@@ -404,49 +404,49 @@ UOp *t_pad_constant(UOp *x, const int64_t *pads, int n, Const value) {
     for (int i = 0; i < n; i++) {
       b[2 * i] = -TG_MIN(pads[2 * i], 0);
       b[2 * i + 1] = TG_MIN(pads[2 * i + 1] + s.d[i], s.d[i]);
-      if (b[2 * i] > b[2 * i + 1]) return terr("negative padding removes more than axis %d of %s", i, fmt_shape(&s));
+      if (b[2 * i] > b[2 * i + 1]) return tensor_err("negative padding removes more than axis %d of %s", i, tensor_fmt_shape(&s));
       pp[2 * i] = TG_MAX(pads[2 * i], 0), pp[2 * i + 1] = TG_MAX(pads[2 * i + 1], 0);
     }
-    X = t_shrink(x, b, n);
+    X = tensor_shrink(x, b, n);
   } else memcpy(pp, pads, (size_t)(2 * n) * sizeof(int64_t));
-  UOp *base = t_pad_raw(X, pp, n);
+  UOp *base = tensor_pad_raw(X, pp, n);
   bool zero = (value.kind == CK_FLOAT && value.f == 0.0) || (value.kind == CK_INT && value.i == 0) ||
               (value.kind == CK_BOOL && !value.b);
   if (zero) return base;
-  UOp *mask = t_pad_raw(t_const_like(X, const_bool(true), DT_BOOL), pp, n);
-  return t_where(mask, base, t_const(value, NULL));
+  UOp *mask = tensor_pad_raw(tensor_const_like(X, const_bool(true), DT_BOOL), pp, n);
+  return tensor_where(mask, base, tensor_const(value, NULL));
 }
 
 /* the reflect/replicate/circular modes of OpMixin.pad */
-UOp *t_pad_mode(UOp *x, const int64_t *pads, int n, tg_pad_mode mode, Const value) {
+UOp *tensor_pad_mode(UOp *x, const int64_t *pads, int n, tg_pad_mode mode, Const value) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return terr("padding length is improper, %d pairs for ndim=%d", n, s.ndim);
-  if (mode == TG_PAD_CONSTANT) return t_pad_constant(x, pads, n, value);
+  if (n != s.ndim) return tensor_err("padding length is improper, %d pairs for ndim=%d", n, s.ndim);
+  if (mode == TG_PAD_CONSTANT) return tensor_pad_constant(x, pads, n, value);
   if (mode == TG_PAD_CIRCULAR) {
     int64_t b[2 * TG_MAX_DIMS], pp[2 * TG_MAX_DIMS], rep[TG_MAX_DIMS];
     for (int i = 0; i < n; i++) {
       b[2 * i] = -TG_MIN(pads[2 * i], 0), b[2 * i + 1] = TG_MIN(pads[2 * i + 1] + s.d[i], s.d[i]);
-      if (b[2 * i] > b[2 * i + 1]) return terr("negative padding removes more than axis %d of %s", i, fmt_shape(&s));
+      if (b[2 * i] > b[2 * i + 1]) return tensor_err("negative padding removes more than axis %d of %s", i, tensor_fmt_shape(&s));
       pp[2 * i] = TG_MAX(pads[2 * i], 0), pp[2 * i + 1] = TG_MAX(pads[2 * i + 1], 0);
     }
-    UOp *X = t_shrink(x, b, n);
+    UOp *X = tensor_shrink(x, b, n);
     Shape xs;
     if (!get_shape(X, &xs)) return NULL;
     for (int i = 0; i < n; i++) {
-      if (pp[2 * i] > xs.d[i] || pp[2 * i + 1] > xs.d[i]) return terr("Padding value causes wrapping around more than once.");
+      if (pp[2 * i] > xs.d[i] || pp[2 * i + 1] > xs.d[i]) return tensor_err("Padding value causes wrapping around more than once.");
       rep[i] = 1 + (pp[2 * i] != 0) + (pp[2 * i + 1] != 0);
     }
-    UOp *R = t_repeat(X, rep, n);
+    UOp *R = tensor_repeat(X, rep, n);
     Shape rs;
     if (!get_shape(R, &rs)) return NULL;
     for (int i = 0; i < n; i++) {
       b[2 * i] = pp[2 * i] == 0 ? 0 : xs.d[i] - pp[2 * i];
       b[2 * i + 1] = pp[2 * i + 1] == 0 ? rs.d[i] : rs.d[i] - xs.d[i] + pp[2 * i + 1];
     }
-    return t_shrink(R, b, n);
+    return tensor_shrink(R, b, n);
   }
-  if (mode != TG_PAD_REFLECT && mode != TG_PAD_REPLICATE) return terr("unknown pad mode %d", (int)mode);
+  if (mode != TG_PAD_REFLECT && mode != TG_PAD_REPLICATE) return tensor_err("unknown pad mode %d", (int)mode);
   UOp *X = x;
   for (int d = 0; d < n; d++) {
     int64_t pB = TG_MAX(pads[2 * d], 0), pA = TG_MAX(pads[2 * d + 1], 0);
@@ -456,27 +456,27 @@ UOp *t_pad_mode(UOp *x, const int64_t *pads, int n, tg_pad_mode mode, Const valu
     UOp *xB = NULL, *xA = NULL;
     if (mode == TG_PAD_REFLECT) {
       if (pB >= sz || pA >= sz)
-        return terr("Padding (%lld, %lld) should be less than the input size=%lld for dim=%d.", (long long)pB, (long long)pA, (long long)sz, d);
+        return tensor_err("Padding (%lld, %lld) should be less than the input size=%lld for dim=%d.", (long long)pB, (long long)pA, (long long)sz, d);
       tg_index idx[TG_MAX_DIMS];
       for (int i = 0; i < xs.ndim; i++) idx[i] = (tg_index){TG_IDX_SLICE, 0, 0, 1, false, false, NULL};
       if (pB > 0) {
         idx[d] = (tg_index){TG_IDX_SLICE, pB, 0, -1, true, true, NULL};
-        xB = t_getitem(X, idx, (size_t)xs.ndim);
+        xB = tensor_getitem(X, idx, (size_t)xs.ndim);
       }
       if (pA > 0) {
         idx[d] = (tg_index){TG_IDX_SLICE, sz - 2, sz - 2 - pA, -1, true, sz - 2 - pA >= 0, NULL};
-        xA = t_getitem(X, idx, (size_t)xs.ndim);
+        xA = tensor_getitem(X, idx, (size_t)xs.ndim);
       }
     } else {
       int64_t b[2 * TG_MAX_DIMS], e[TG_MAX_DIMS];
       for (int i = 0; i < xs.ndim; i++) b[2 * i] = 0, b[2 * i + 1] = xs.d[i], e[i] = -1;
       if (pB > 0) {
         b[2 * d] = 0, b[2 * d + 1] = 1, e[d] = pB;
-        xB = t_expand(t_shrink(X, b, xs.ndim), e, xs.ndim);
+        xB = tensor_expand(tensor_shrink(X, b, xs.ndim), e, xs.ndim);
       }
       if (pA > 0) {
         b[2 * d] = xs.d[d] - 1, b[2 * d + 1] = xs.d[d], e[d] = pA;
-        xA = t_expand(t_shrink(X, b, xs.ndim), e, xs.ndim);
+        xA = tensor_expand(tensor_shrink(X, b, xs.ndim), e, xs.ndim);
       }
     }
     UOp *pieces[3];
@@ -484,11 +484,11 @@ UOp *t_pad_mode(UOp *x, const int64_t *pads, int n, tg_pad_mode mode, Const valu
     if (xB) pieces[np++] = xB;
     pieces[np++] = X;
     if (xA) pieces[np++] = xA;
-    X = t_cat(pieces, np, d); /* a cat of one piece still stacks and flattens, as tinygrad's */
+    X = tensor_cat(pieces, np, d); /* a cat of one piece still stacks and flattens, as tinygrad's */
   }
   Shape xs;
   if (!get_shape(X, &xs)) return NULL;
   int64_t b[2 * TG_MAX_DIMS];
   for (int i = 0; i < n; i++) b[2 * i] = -TG_MIN(pads[2 * i], 0), b[2 * i + 1] = TG_MIN(pads[2 * i + 1] + xs.d[i], xs.d[i]);
-  return t_shrink(X, b, n);
+  return tensor_shrink(X, b, n);
 }

@@ -37,35 +37,35 @@ static UOp *u32_buffer(const char *device, uint32_t a, uint32_t b) {
 
 static UOp *idx_int(UOp *x, int64_t i) {
   tg_index ix = {TG_IDX_INT, i, 0, 1, true, false, NULL};
-  return t_getitem(x, &ix, 1);
+  return tensor_getitem(x, &ix, 1);
 }
 
 static UOp *idx_slice(UOp *x, int64_t a, int64_t b) {
   tg_index ix = {TG_IDX_SLICE, a, b, 1, true, true, NULL};
-  return t_getitem(x, &ix, 1);
+  return tensor_getitem(x, &ix, 1);
 }
 
 /* RandMixin._threefry_random_bits */
 static UOp *threefry_bits(UOp *key, UOp *c0, UOp *c1) {
-  UOp *x = t_alu(TG_OP_OR, t_alu(TG_OP_SHL, t_cast(c1, DT_UINT64), wi(32)), t_cast(c0, DT_UINT64));
-  UOp *k = t_alu(TG_OP_OR, t_alu(TG_OP_SHL, t_cast(idx_int(key, 1), DT_UINT64), wi(32)), t_cast(idx_int(key, 0), DT_UINT64));
-  x = t_alu(TG_OP_THREEFRY, x, k);
-  UOp *parts[2] = {t_cast(x, DT_UINT32), t_cast(t_alu(TG_OP_SHR, x, wi(32)), DT_UINT32)};
-  return t_cat(parts, 2, 0);
+  UOp *x = tensor_alu(TG_OP_OR, tensor_alu(TG_OP_SHL, tensor_cast(c1, DT_UINT64), tensor_weak_int(32)), tensor_cast(c0, DT_UINT64));
+  UOp *k = tensor_alu(TG_OP_OR, tensor_alu(TG_OP_SHL, tensor_cast(idx_int(key, 1), DT_UINT64), tensor_weak_int(32)), tensor_cast(idx_int(key, 0), DT_UINT64));
+  x = tensor_alu(TG_OP_THREEFRY, x, k);
+  UOp *parts[2] = {tensor_cast(x, DT_UINT32), tensor_cast(tensor_alu(TG_OP_SHR, x, tensor_weak_int(32)), DT_UINT32)};
+  return tensor_cat(parts, 2, 0);
 }
 
 /* RandMixin.random_bits for num < 2^32 - 1 words (one chunk) */
 static UOp *random_bits(UOp *key, UOp *counter, int64_t num) {
-  if (num >= (int64_t)UINT32_MAX) return terr_unsupported("more than 2^32-1 random words in one call");
+  if (num >= (int64_t)UINT32_MAX) return tensor_err_unsupported("more than 2^32-1 random words in one call");
   UOp *low = idx_slice(counter, 0, 1), *high = idx_slice(counter, 1, 2);
-  UOp *c_low = t_add(low, wi(0));
-  UOp *c_high = t_add(t_add(high, wi(0)), t_lt(c_low, low));
+  UOp *c_low = tensor_add(low, tensor_weak_int(0));
+  UOp *c_high = tensor_add(tensor_add(high, tensor_weak_int(0)), tensor_lt(c_low, low));
   UOp *new_key = threefry_bits(key, c_low, c_high);
   int64_t half = (num + 1) / 2;
-  UOp *counts0 = t_arange(0, (double)half, 1, DT_UINT32);
-  UOp *counts1 = t_add(counts0, wi(half));
+  UOp *counts0 = tensor_arange(0, (double)half, 1, DT_UINT32);
+  UOp *counts1 = tensor_add(counts0, tensor_weak_int(half));
   UOp *bits = idx_slice(threefry_bits(new_key, counts0, counts1), 0, num);
-  return t_cat(&bits, 1, 0); /* bits[0].cat(*bits[1:]): a STACK of one, flattened */
+  return tensor_cat(&bits, 1, 0); /* bits[0].cat(*bits[1:]): a STACK of one, flattened */
 }
 
 static int mantissa_bits(const DType *d) {
@@ -87,16 +87,16 @@ static const DType *uint_of_size(int bytes) {
 /* RandMixin._bits_to_rand */
 static UOp *bits_to_rand(UOp *bits, const Shape *s, const DType *dt) {
   const DType *ud = uint_of_size(dt_itemsize(dt));
-  Const one = const_bitcast(dt_const(dt, const_float(1.0)), dt, ud);
-  UOp *u = t_bitcast(bits, ud);
-  u = t_alu(TG_OP_OR, t_alu(TG_OP_SHR, u, wi(dt->bitsize - mantissa_bits(dt))), wi(one.i));
-  UOp *f = idx_slice(t_bitcast(u, dt), 0, shape_numel(s));
-  return t_reshape(t_sub(f, wi(1)), s->d, s->ndim);
+  Const one = dt_const_bitcast(dt_const(dt, const_float(1.0)), dt, ud);
+  UOp *u = tensor_bitcast(bits, ud);
+  u = tensor_alu(TG_OP_OR, tensor_alu(TG_OP_SHR, u, tensor_weak_int(dt->bitsize - mantissa_bits(dt))), tensor_weak_int(one.i));
+  UOp *f = idx_slice(tensor_bitcast(u, dt), 0, shape_numel(s));
+  return tensor_reshape(tensor_sub(f, tensor_weak_int(1)), s->d, s->ndim);
 }
 
 /* RandMixin.rand with Tensor._next_counter's key and counter */
 static UOp *t_rand(const Shape *s, const DType *dt) {
-  if (!dt_is_float(dt) || dt_is_weak(dt) || mantissa_bits(dt) < 0) return terr("rand only supports concrete float dtypes, got %s", dt->name);
+  if (!dt_is_float(dt) || dt_is_weak(dt) || mantissa_bits(dt) < 0) return tensor_err("rand only supports concrete float dtypes, got %s", dt->name);
   int64_t num = (shape_numel(s) * dt_itemsize(dt) + 3) / 4;
   char canon[TG_NAME_MAX];
   if (!rt_device_canonical(rand_device ? rand_device : tg_default_device(), canon, sizeof canon)) return NULL;
@@ -118,79 +118,79 @@ static UOp *t_rand(const Shape *s, const DType *dt) {
 
 /* randn_like's Box-Muller over a stacked pair of uniforms */
 static UOp *t_randn(const Shape *s, const DType *dt) {
-  if (s->ndim + 1 > TG_MAX_DIMS) return terr("too many dims");
+  if (s->ndim + 1 > TG_MAX_DIMS) return tensor_err("too many dims");
   Shape s2 = {s->ndim + 1, {2}};
   for (int i = 0; i < s->ndim; i++) s2.d[i + 1] = s->d[i];
   UOp *src = t_rand(&s2, DT_FLOAT32);
   UOp *a = idx_int(src, 0), *b = idx_int(src, 1);
-  UOp *r = t_mul(t_cos(t_mul(a, wf(2 * M_PI))), t_sqrt(t_mul(t_log(t_sub(wi(1), b)), wi(-2))));
-  return t_cast(r, dt);
+  UOp *r = tensor_mul(tensor_cos(tensor_mul(a, tensor_weak_float(2 * M_PI))), tensor_sqrt(tensor_mul(tensor_log(tensor_sub(tensor_weak_int(1), b)), tensor_weak_int(-2))));
+  return tensor_cast(r, dt);
 }
 
 static bool rand_args(const int64_t *shape, size_t ndim, tg_dtype dtype, const DType *dflt, Shape *s, const DType **dt) {
-  if (ndim > TG_MAX_DIMS) return terr("%zu dims, at most %d supported", ndim, TG_MAX_DIMS), false;
-  if (ndim && !shape) return terr("shape is NULL"), false;
+  if (ndim > TG_MAX_DIMS) return tensor_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS), false;
+  if (ndim && !shape) return tensor_err("shape is NULL"), false;
   s->ndim = (int)ndim;
   for (size_t i = 0; i < ndim; i++) {
-    if (shape[i] < 0) return terr("invalid input shape %s", fmt_dims(shape, (int)ndim)), false;
+    if (shape[i] < 0) return tensor_err("invalid input shape %s", tensor_fmt_dims(shape, (int)ndim)), false;
     s->d[i] = shape[i];
   }
-  if ((unsigned)dtype >= TG_DTYPE_COUNT) return terr("unknown dtype %d", (int)dtype), false;
+  if ((unsigned)dtype >= TG_DTYPE_COUNT) return tensor_err("unknown dtype %d", (int)dtype), false;
   *dt = dtype == TG_VOID ? dflt : &tg_dtype_table[dtype];
   return true;
 }
 
 tg_tensor *tg_rand(const int64_t *shape, size_t ndim, tg_dtype dtype) {
-  tctx_begin("tg_rand");
+  tensor_ctx_begin("tg_rand");
   Shape s;
   const DType *dt;
-  return tctx_end(rand_args(shape, ndim, dtype, dt_default_float(), &s, &dt) ? t_rand(&s, dt) : NULL);
+  return tensor_ctx_end(rand_args(shape, ndim, dtype, dt_default_float(), &s, &dt) ? t_rand(&s, dt) : NULL);
 }
 
 tg_tensor *tg_randn(const int64_t *shape, size_t ndim, tg_dtype dtype) {
-  tctx_begin("tg_randn");
+  tensor_ctx_begin("tg_randn");
   Shape s;
   const DType *dt;
-  return tctx_end(rand_args(shape, ndim, dtype, dt_default_float(), &s, &dt) ? t_randn(&s, dt) : NULL);
+  return tensor_ctx_end(rand_args(shape, ndim, dtype, dt_default_float(), &s, &dt) ? t_randn(&s, dt) : NULL);
 }
 
-static UOp *pynum(double v) { return v == floor(v) && fabs(v) < 9e15 ? wi((int64_t)v) : wf(v); }
+static UOp *pynum(double v) { return v == floor(v) && fabs(v) < 9e15 ? tensor_weak_int((int64_t)v) : tensor_weak_float(v); }
 
 tg_tensor *tg_uniform(const int64_t *shape, size_t ndim, double low, double high, tg_dtype dtype) {
-  tctx_begin("tg_uniform");
+  tensor_ctx_begin("tg_uniform");
   Shape s;
   const DType *dt;
   UOp *r = NULL;
   if (rand_args(shape, ndim, dtype, dt_default_float(), &s, &dt)) {
-    if (!(low < high)) r = terr("requires low < high, got low=%g, high=%g", low, high);
-    else r = t_add(t_cast(t_mul(pynum(high - low), t_rand(&s, dt_default_float())), dt), pynum(low));
+    if (!(low < high)) r = tensor_err("requires low < high, got low=%g, high=%g", low, high);
+    else r = tensor_add(tensor_cast(tensor_mul(pynum(high - low), t_rand(&s, dt_default_float())), dt), pynum(low));
   }
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_randint(const int64_t *shape, size_t ndim, int64_t low, int64_t high, tg_dtype dtype) {
-  tctx_begin("tg_randint");
+  tensor_ctx_begin("tg_randint");
   Shape s;
   const DType *dt;
   UOp *r = NULL;
   if (rand_args(shape, ndim, dtype, DT_INT32, &s, &dt)) {
-    if (!dt_is_int(dt) || dt_is_weak(dt)) r = terr("dtype=%s must be int", dt->name);
-    else if (low >= high) r = terr("requires low < high, got low=%lld, high=%lld", (long long)low, (long long)high);
-    else r = t_add(t_cast(t_mul(wi(high - low), t_rand(&s, dt_default_float())), dt), wi(low));
+    if (!dt_is_int(dt) || dt_is_weak(dt)) r = tensor_err("dtype=%s must be int", dt->name);
+    else if (low >= high) r = tensor_err("requires low < high, got low=%lld, high=%lld", (long long)low, (long long)high);
+    else r = tensor_add(tensor_cast(tensor_mul(tensor_weak_int(high - low), t_rand(&s, dt_default_float())), dt), tensor_weak_int(low));
   }
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_normal(const int64_t *shape, size_t ndim, double mean, double std, tg_dtype dtype) {
-  tctx_begin("tg_normal");
+  tensor_ctx_begin("tg_normal");
   Shape s;
   const DType *dt;
   UOp *r = NULL;
   if (rand_args(shape, ndim, dtype, dt_default_float(), &s, &dt)) {
-    if (std < 0) r = terr("requires std >= 0, got std=%g", std);
-    else r = t_add(t_mul(pynum(std), t_randn(&s, dt)), pynum(mean));
+    if (std < 0) r = tensor_err("requires std >= 0, got std=%g", std);
+    else r = tensor_add(tensor_mul(pynum(std), t_randn(&s, dt)), pynum(mean));
   }
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_rand_like(const tg_tensor *t) {

@@ -11,7 +11,7 @@
 /* resolve and dedup axes (NULL = all); an error names the bad axis */
 static bool resolve_axes(UOp *x, const int *axes, int naxes, bool *red, int *nd) {
   Shape s;
-  if (!tshape(x, &s)) return false;
+  if (!tensor_shape(x, &s)) return false;
   *nd = s.ndim;
   memset(red, 0, sizeof(bool) * TG_MAX_DIMS);
   if (!axes) {
@@ -20,7 +20,7 @@ static bool resolve_axes(UOp *x, const int *axes, int naxes, bool *red, int *nd)
   }
   for (int i = 0; i < naxes; i++) {
     int d;
-    if (!resolve_dim(x, axes[i], false, &d)) return false;
+    if (!tensor_resolve_dim(x, axes[i], false, &d)) return false;
     if (s.ndim == 0) continue; /* tinygrad: a 0-d tensor reduces nothing */
     red[d] = true;
   }
@@ -30,7 +30,7 @@ static bool resolve_axes(UOp *x, const int *axes, int naxes, bool *red, int *nd)
 /* UOp._rop */
 static UOp *rop(UOp *x, TgOp op, const bool *red) {
   Shape s;
-  if (!tshape(x, &s)) return NULL;
+  if (!tensor_shape(x, &s)) return NULL;
   int perm[TG_MAX_DIMS], np = 0, nred = 0, nkeep = 0;
   int64_t keep[TG_MAX_DIMS];
   bool same = true;
@@ -41,40 +41,40 @@ static UOp *rop(UOp *x, TgOp op, const bool *red) {
     if (!red[i]) keep[nkeep++] = s.d[i];
     if (red[i] && s.d[i] == 1) same = false;
   }
-  if (nred == 0) return t_reshape(x, keep, nkeep);
-  UOp *p = t_permute(x, perm, s.ndim);
+  if (nred == 0) return tensor_reshape(x, keep, nkeep);
+  UOp *p = tensor_permute(x, perm, s.ndim);
   if (!p) return NULL;
   UOp *r = uop_new(TG_OP_REDUCE, NULL, &p, 1, arg_reduce(op, nred));
-  return same ? r : t_reshape(r, keep, nkeep);
+  return same ? r : tensor_reshape(r, keep, nkeep);
 }
 
 /* ReduceMixin._reduce */
-UOp *t_reduce(UOp *x, TgOp op, const int *axes, int naxes, bool keepdim) {
+UOp *tensor_reduce(UOp *x, TgOp op, const int *axes, int naxes, bool keepdim) {
   if (!x) return NULL;
-  x = t_cast(x, dt_strong(x->dtype));
+  x = tensor_cast(x, dt_strong(x->dtype));
   bool red[TG_MAX_DIMS];
   int nd;
   if (!resolve_axes(x, axes, naxes, red, &nd)) return NULL;
   UOp *r = rop(x, op, red);
   if (!keepdim || !r) return r;
   Shape s;
-  tshape(x, &s);
+  tensor_shape(x, &s);
   for (int i = 0; i < s.ndim; i++)
     if (red[i]) s.d[i] = 1;
-  return t_reshape(r, s.d, s.ndim);
+  return tensor_reshape(r, s.d, s.ndim);
 }
 
-UOp *t_sum(UOp *x, const int *axes, int naxes, bool keepdim, const DType *dtype) {
+UOp *tensor_sum(UOp *x, const int *axes, int naxes, bool keepdim, const DType *dtype) {
   if (!x) return NULL;
-  UOp *r = t_reduce(t_cast(x, dtype ? dtype : dt_sum_acc(x->dtype)), TG_OP_ADD, axes, naxes, keepdim);
+  UOp *r = tensor_reduce(tensor_cast(x, dtype ? dtype : dt_sum_acc(x->dtype)), TG_OP_ADD, axes, naxes, keepdim);
   bool small_float = x->dtype == DT_FLOAT16 || x->dtype == DT_BFLOAT16 || (dt_is_float(x->dtype) && x->dtype->bitsize == 8);
-  return !dtype && small_float ? t_cast(r, x->dtype) : r;
+  return !dtype && small_float ? tensor_cast(r, x->dtype) : r;
 }
 
-UOp *t_prod(UOp *x, const int *axes, int naxes, bool keepdim) { return t_reduce(x, TG_OP_MUL, axes, naxes, keepdim); }
-UOp *t_max(UOp *x, const int *axes, int naxes, bool keepdim) { return t_reduce(x, TG_OP_MAX, axes, naxes, keepdim); }
-UOp *t_min(UOp *x, const int *axes, int naxes, bool keepdim) {
-  return t_inverse(t_max(t_inverse(x), axes, naxes, keepdim));
+UOp *tensor_prod(UOp *x, const int *axes, int naxes, bool keepdim) { return tensor_reduce(x, TG_OP_MUL, axes, naxes, keepdim); }
+UOp *tensor_max(UOp *x, const int *axes, int naxes, bool keepdim) { return tensor_reduce(x, TG_OP_MAX, axes, naxes, keepdim); }
+UOp *tensor_min(UOp *x, const int *axes, int naxes, bool keepdim) {
+  return tensor_inverse(tensor_max(tensor_inverse(x), axes, naxes, keepdim));
 }
 
 /* product of the sizes a reduction over `axes` removes (tinygrad's denominator) */
@@ -82,60 +82,60 @@ static bool reduced_count(UOp *x, const int *axes, int naxes, int64_t *out) {
   bool red[TG_MAX_DIMS];
   int nd;
   Shape s;
-  if (!resolve_axes(x, axes, naxes, red, &nd) || !tshape(x, &s)) return false;
+  if (!resolve_axes(x, axes, naxes, red, &nd) || !tensor_shape(x, &s)) return false;
   *out = 1;
   for (int i = 0; i < s.ndim; i++)
     if (red[i] && s.d[i] != 1) *out *= s.d[i];
   return true;
 }
 
-UOp *t_mean(UOp *x, const int *axes, int naxes, bool keepdim) {
+UOp *tensor_mean(UOp *x, const int *axes, int naxes, bool keepdim) {
   if (!x) return NULL;
   const DType *out = dt_is_float(x->dtype) ? x->dtype : DT_FLOAT32;
   int64_t n;
   if (!reduced_count(x, axes, naxes, &n)) return NULL;
-  UOp *num = t_sum(t_cast(x, dt_sum_acc(x->dtype)), axes, naxes, keepdim, NULL);
-  return t_cast(t_div(num, wi(n), TG_ROUND_NONE), out);
+  UOp *num = tensor_sum(tensor_cast(x, dt_sum_acc(x->dtype)), axes, naxes, keepdim, NULL);
+  return tensor_cast(tensor_div(num, tensor_weak_int(n), TG_ROUND_NONE), out);
 }
 
-UOp *t_var(UOp *x, const int *axes, int naxes, bool keepdim, double correction) {
+UOp *tensor_var(UOp *x, const int *axes, int naxes, bool keepdim, double correction) {
   if (!x) return NULL;
   const DType *out = dt_is_float(x->dtype) ? x->dtype : DT_FLOAT32;
-  UOp *sq = t_square(t_sub(x, t_mean(x, axes, naxes, true)));
+  UOp *sq = tensor_square(tensor_sub(x, tensor_mean(x, axes, naxes, true)));
   int64_t n;
   if (!sq || !reduced_count(x, axes, naxes, &n)) return NULL;
-  UOp *num = t_sum(t_cast(sq, dt_sum_acc(x->dtype)), axes, naxes, keepdim, NULL);
+  UOp *num = tensor_sum(tensor_cast(sq, dt_sum_acc(x->dtype)), axes, naxes, keepdim, NULL);
   double d = (double)n - correction;
-  UOp *den = correction == floor(correction) ? wi(d > 0 ? (int64_t)d : 0) : wf(d > 0 ? d : 0);
-  return t_cast(t_div(num, den, TG_ROUND_NONE), out);
+  UOp *den = correction == floor(correction) ? tensor_weak_int(d > 0 ? (int64_t)d : 0) : tensor_weak_float(d > 0 ? d : 0);
+  return tensor_cast(tensor_div(num, den, TG_ROUND_NONE), out);
 }
 
-UOp *t_softmax(UOp *x, int axis, bool log) {
-  UOp *m = t_sub(x, t_detach(t_max(x, &axis, 1, true)));
-  UOp *e = t_exp(m);
-  UOp *ss = t_sum(e, &axis, 1, true, NULL);
-  return log ? t_sub(m, t_log(ss)) : t_mul(e, t_reciprocal(ss));
+UOp *tensor_softmax(UOp *x, int axis, bool log) {
+  UOp *m = tensor_sub(x, tensor_detach(tensor_max(x, &axis, 1, true)));
+  UOp *e = tensor_exp(m);
+  UOp *ss = tensor_sum(e, &axis, 1, true, NULL);
+  return log ? tensor_sub(m, tensor_log(ss)) : tensor_mul(e, tensor_reciprocal(ss));
 }
 
-UOp *t_logsumexp(UOp *x, int axis, bool keepdim) {
-  UOp *m = t_detach(t_max(x, &axis, 1, true));
-  UOp *r = t_log(t_sum(t_exp(t_sub(x, m)), &axis, 1, keepdim, NULL));
-  return t_add(r, keepdim ? m : t_squeeze(m, axis));
+UOp *tensor_logsumexp(UOp *x, int axis, bool keepdim) {
+  UOp *m = tensor_detach(tensor_max(x, &axis, 1, true));
+  UOp *r = tensor_log(tensor_sum(tensor_exp(tensor_sub(x, m)), &axis, 1, keepdim, NULL));
+  return tensor_add(r, keepdim ? m : tensor_squeeze(m, axis));
 }
 
-UOp *t_argmax(UOp *x, int axis, bool keepdim) {
+UOp *tensor_argmax(UOp *x, int axis, bool keepdim) {
   Shape s;
   int d;
-  if (!x || !tshape(x, &s)) return NULL;
-  if (!resolve_dim(x, axis, false, &d)) return NULL;
-  if (s.ndim == 0) return terr("argmax of a 0-d tensor needs no axis");
-  UOp *m = t_eq(x, t_max(x, &d, 1, true));
+  if (!x || !tensor_shape(x, &s)) return NULL;
+  if (!tensor_resolve_dim(x, axis, false, &d)) return NULL;
+  if (s.ndim == 0) return tensor_err("argmax of a 0-d tensor needs no axis");
+  UOp *m = tensor_eq(x, tensor_max(x, &d, 1, true));
   int64_t rs[TG_MAX_DIMS];
   int nr = 0;
   rs[nr++] = s.d[d];
   for (int i = d + 1; i < s.ndim; i++) rs[nr++] = 1;
-  UOp *idx = t_mul(m, t_reshape(t_arange((double)s.d[d], 0, -1, NULL), rs, nr));
-  return t_cast(t_sub(wi(s.d[d]), t_max(idx, &d, 1, keepdim)), DT_INT32);
+  UOp *idx = tensor_mul(m, tensor_reshape(tensor_arange((double)s.d[d], 0, -1, NULL), rs, nr));
+  return tensor_cast(tensor_sub(tensor_weak_int(s.d[d]), tensor_max(idx, &d, 1, keepdim)), DT_INT32);
 }
 
 static Const identity_element(TgOp op, const DType *dt) {
@@ -146,107 +146,107 @@ static Const identity_element(TgOp op, const DType *dt) {
   return const_int((int64_t)dt_min_int(dt));
 }
 
-UOp *t_cumalu(UOp *x, int axis, TgOp op) {
+UOp *tensor_cumalu(UOp *x, int axis, TgOp op) {
   Shape s;
   int d;
-  if (!x || !tshape(x, &s) || !resolve_dim(x, axis, false, &d)) return NULL;
-  if (s.ndim == 0 || s.d[d] == 0) return terr("cumulative op over an empty axis");
+  if (!x || !tensor_shape(x, &s) || !tensor_resolve_dim(x, axis, false, &d)) return NULL;
+  if (s.ndim == 0 || s.d[d] == 0) return tensor_err("cumulative op over an empty axis");
   int64_t pads[2 * TG_MAX_DIMS] = {0};
   pads[2 * (s.ndim - 1)] = s.d[d] - 1;
   int64_t k = s.d[d], one = 1;
-  UOp *pooled = t_pool(t_pad_constant(t_transpose(x, d, -1), pads, s.ndim, identity_element(op, x->dtype)), &k, 1, &one, &one);
+  UOp *pooled = tensor_pool(tensor_pad_constant(tensor_transpose(x, d, -1), pads, s.ndim, identity_element(op, x->dtype)), &k, 1, &one, &one);
   int last = -1;
-  UOp *r = op == TG_OP_ADD ? t_sum(pooled, &last, 1, false, NULL) : op == TG_OP_MAX ? t_max(pooled, &last, 1, false)
-                                                                                    : t_prod(pooled, &last, 1, false);
-  return t_transpose(r, d, -1);
+  UOp *r = op == TG_OP_ADD ? tensor_sum(pooled, &last, 1, false, NULL) : op == TG_OP_MAX ? tensor_max(pooled, &last, 1, false)
+                                                                                    : tensor_prod(pooled, &last, 1, false);
+  return tensor_transpose(r, d, -1);
 }
 
 /* _split_cumalu: one pooled sum up to 512, two stages beyond */
 static UOp *split_cumalu(UOp *x, int axis, TgOp op) {
   Shape s;
   int d;
-  if (!x || !tshape(x, &s) || !resolve_dim(x, axis, false, &d)) return NULL;
-  if (s.ndim == 0 || shape_numel(&s) == 0) return op == TG_OP_ADD ? t_cast(x, t_sum(x, NULL, 0, false, NULL)->dtype) : x;
+  if (!x || !tensor_shape(x, &s) || !tensor_resolve_dim(x, axis, false, &d)) return NULL;
+  if (s.ndim == 0 || shape_numel(&s) == 0) return op == TG_OP_ADD ? tensor_cast(x, tensor_sum(x, NULL, 0, false, NULL)->dtype) : x;
   const int64_t SPLIT = 256;
   int64_t n = s.d[d];
-  if (n <= SPLIT * 2) return t_cumalu(x, d, op);
+  if (n <= SPLIT * 2) return tensor_cumalu(x, d, op);
   Const value = identity_element(op, x->dtype);
   int64_t pads[2 * TG_MAX_DIMS] = {0};
   pads[2 * (s.ndim - 1)] = (n + SPLIT - 1) / SPLIT * SPLIT - n;
-  UOp *t = t_pad_constant(t_transpose(x, d, -1), pads, s.ndim, value);
+  UOp *t = tensor_pad_constant(tensor_transpose(x, d, -1), pads, s.ndim, value);
   Shape ts;
-  if (!tshape(t, &ts) || ts.ndim + 1 > TG_MAX_DIMS) return t ? terr("too many dims") : NULL;
+  if (!tensor_shape(t, &ts) || ts.ndim + 1 > TG_MAX_DIMS) return t ? tensor_err("too many dims") : NULL;
   int64_t us[TG_MAX_DIMS];
   for (int i = 0; i < ts.ndim - 1; i++) us[i] = ts.d[i];
   us[ts.ndim - 1] = -1, us[ts.ndim] = SPLIT;
-  UOp *chunks = t_cumalu(t_reshape(t, us, ts.ndim + 1), -1, op);
+  UOp *chunks = tensor_cumalu(tensor_reshape(t, us, ts.ndim + 1), -1, op);
   int cn = ts.ndim + 1;
   tg_index idx[2] = {{TG_IDX_ELLIPSIS, 0, 0, 1, false, false, NULL}, {TG_IDX_INT, -1, 0, 1, true, false, NULL}};
-  UOp *last = t_getitem(chunks, idx, 2);
+  UOp *last = tensor_getitem(chunks, idx, 2);
   int64_t bp[2 * TG_MAX_DIMS] = {0};
   bp[2 * (cn - 2)] = 1, bp[2 * (cn - 2) + 1] = -1;
-  UOp *base = t_pad_constant(t_cumalu(last, -1, op), bp, cn - 1, value);
-  UOp *bu = t_unsqueeze(base, -1);
+  UOp *base = tensor_pad_constant(tensor_cumalu(last, -1, op), bp, cn - 1, value);
+  UOp *bu = tensor_unsqueeze(base, -1);
   UOp *srcs[2] = {chunks, bu};
   UOp *comb = chunks && bu ? uop_new(op, NULL, srcs, 2, arg_none()) : NULL;
-  UOp *flat = t_flatten(comb, -2, -1);
+  UOp *flat = tensor_flatten(comb, -2, -1);
   tg_index tail[2] = {{TG_IDX_ELLIPSIS, 0, 0, 1, false, false, NULL}, {TG_IDX_SLICE, -n, 0, 1, true, false, NULL}};
-  return t_transpose(t_getitem(flat, tail, 2), d, -1);
+  return tensor_transpose(tensor_getitem(flat, tail, 2), d, -1);
 }
 
-UOp *t_cumsum(UOp *x, int axis) { return split_cumalu(x, axis, TG_OP_ADD); }
+UOp *tensor_cumsum(UOp *x, int axis) { return split_cumalu(x, axis, TG_OP_ADD); }
 
-UOp *t_dot(UOp *x, UOp *w) {
+UOp *tensor_dot(UOp *x, UOp *w) {
   Shape xs, ws;
-  if (!x || !w || !tshape(x, &xs) || !tshape(w, &ws)) return NULL;
+  if (!x || !w || !tensor_shape(x, &xs) || !tensor_shape(w, &ws)) return NULL;
   int dx = xs.ndim, dw = ws.ndim;
-  if (!(dx > 0 && dw > 0)) return terr("both tensors need to be at least 1D, got %dD and %dD", dx, dw);
+  if (!(dx > 0 && dw > 0)) return tensor_err("both tensors need to be at least 1D, got %dD and %dD", dx, dw);
   int axis_w = -TG_MIN(dw, 2);
-  if (xs.d[dx - 1] != ws.d[dw + axis_w]) return terr("cannot dot %s and %s", fmt_shape(&xs), fmt_shape(&ws));
+  if (xs.d[dx - 1] != ws.d[dw + axis_w]) return tensor_err("cannot dot %s and %s", tensor_fmt_shape(&xs), tensor_fmt_shape(&ws));
   int ones = TG_MIN(TG_MIN(dx - 1, dw - 1), 1);
   int64_t a[TG_MAX_DIMS];
   int n = 0;
   for (int i = 0; i < dx - 1; i++) a[n++] = xs.d[i];
   for (int i = 0; i < ones; i++) a[n++] = 1;
   a[n++] = xs.d[dx - 1];
-  x = t_reshape(x, a, n);
+  x = tensor_reshape(x, a, n);
   n = 0;
   for (int i = 0; i < dw - 2; i++) a[n++] = ws.d[i];
   for (int i = 0; i < ones; i++) a[n++] = 1;
   for (int i = dw + axis_w; i < dw; i++) a[n++] = ws.d[i];
-  w = t_transpose(t_reshape(w, a, n), -1, axis_w);
+  w = tensor_transpose(tensor_reshape(w, a, n), -1, axis_w);
   if (!x || !w) return NULL;
   int last = -1;
-  return t_cast(t_sum(t_mul(x, w), &last, 1, false, NULL), dt_least_upper(x->dtype, w->dtype));
+  return tensor_cast(tensor_sum(tensor_mul(x, w), &last, 1, false, NULL), dt_least_upper(x->dtype, w->dtype));
 }
 
-UOp *t_one_hot_along_dim(UOp *x, int64_t num_classes, int dim) {
+UOp *tensor_one_hot_along_dim(UOp *x, int64_t num_classes, int dim) {
   if (!x) return NULL;
-  if (!dt_is_int(x->dtype)) return terr("one-hot expects an int index tensor, getting %s", x->dtype->name);
-  int d, nd = tndim(x);
-  if (!resolve_dim(x, dim, false, &d)) return NULL;
+  if (!dt_is_int(x->dtype)) return tensor_err("one-hot expects an int index tensor, getting %s", x->dtype->name);
+  int d, nd = tensor_ndim(x);
+  if (!tensor_resolve_dim(x, dim, false, &d)) return NULL;
   int offset = nd - d - 1;
   int64_t rs[TG_MAX_DIMS];
   rs[0] = num_classes;
   for (int i = 0; i < offset; i++) rs[1 + i] = 1;
-  return t_eq(x, t_reshape(t_arange(0, (double)num_classes, 1, NULL), rs, 1 + offset));
+  return tensor_eq(x, tensor_reshape(tensor_arange(0, (double)num_classes, 1, NULL), rs, 1 + offset));
 }
 
-UOp *t_gather(UOp *x, int dim, UOp *index) {
+UOp *tensor_gather(UOp *x, int dim, UOp *index) {
   Shape xs, is;
   int d;
-  if (!x || !index || !tshape(x, &xs) || !tshape(index, &is)) return NULL;
-  if (!dt_is_int(index->dtype)) return terr("index dtype %s is not an int dtype", index->dtype->name);
-  if (is.ndim != xs.ndim) return terr("self.ndim must equal index.ndim, self %s, index %s", fmt_shape(&xs), fmt_shape(&is));
-  if (!resolve_dim(x, dim, false, &d)) return NULL;
+  if (!x || !index || !tensor_shape(x, &xs) || !tensor_shape(index, &is)) return NULL;
+  if (!dt_is_int(index->dtype)) return tensor_err("index dtype %s is not an int dtype", index->dtype->name);
+  if (is.ndim != xs.ndim) return tensor_err("self.ndim must equal index.ndim, self %s, index %s", tensor_fmt_shape(&xs), tensor_fmt_shape(&is));
+  if (!tensor_resolve_dim(x, dim, false, &d)) return NULL;
   int64_t to[TG_MAX_DIMS];
   for (int i = 0; i < xs.ndim; i++) {
-    if (i != d && xs.d[i] < is.d[i]) return terr("requires self.shape[d] >= index.shape[d] for d != dim: self %s, index %s", fmt_shape(&xs), fmt_shape(&is));
+    if (i != d && xs.d[i] < is.d[i]) return tensor_err("requires self.shape[d] >= index.shape[d] for d != dim: self %s, index %s", tensor_fmt_shape(&xs), tensor_fmt_shape(&is));
     to[i] = i == d ? -1 : is.d[i];
   }
-  UOp *v = t_transpose(t_unsqueeze(t_shrink_to(x, to, xs.ndim), -1), -1, d);
+  UOp *v = tensor_transpose(tensor_unsqueeze(tensor_shrink_to(x, to, xs.ndim), -1), -1, d);
   int last = -1;
-  return t_sum(t_where(t_one_hot_along_dim(t_unsqueeze(index, -1), xs.d[d], -1), v, wi(0)), &last, 1, false, x->dtype);
+  return tensor_sum(tensor_where(tensor_one_hot_along_dim(tensor_unsqueeze(index, -1), xs.d[d], -1), v, tensor_weak_int(0)), &last, 1, false, x->dtype);
 }
 
 /* ------------------------------------------------------------------------------------------------ public API */
@@ -255,49 +255,49 @@ static const int *axes_or_null(const int *axes) { return axes; }
 
 #define REDUCE_API(name, expr)                                                             \
   tg_tensor *name(const tg_tensor *t, const int *axes, size_t naxes, bool keepdim) {       \
-    tctx_begin(#name);                                                                     \
-    UOp *x = tin(t, 1);                                                                    \
+    tensor_ctx_begin(#name);                                                                     \
+    UOp *x = tensor_in(t, 1);                                                                    \
     const int *ax = axes_or_null(axes);                                                    \
     int nax = (int)naxes;                                                                  \
-    if (x && naxes > TG_MAX_DIMS * 4) return tctx_end(terr("too many axes (%zu)", naxes)); \
-    return tctx_end(x ? (expr) : NULL);                                                    \
+    if (x && naxes > TG_MAX_DIMS * 4) return tensor_ctx_end(tensor_err("too many axes (%zu)", naxes)); \
+    return tensor_ctx_end(x ? (expr) : NULL);                                                    \
   }
 
-REDUCE_API(tg_sum, t_sum(x, ax, nax, keepdim, NULL))
-REDUCE_API(tg_prod, t_prod(x, ax, nax, keepdim))
-REDUCE_API(tg_max, t_max(x, ax, nax, keepdim))
-REDUCE_API(tg_min, t_min(x, ax, nax, keepdim))
-REDUCE_API(tg_mean, t_mean(x, ax, nax, keepdim))
-REDUCE_API(tg_any, t_max(t_cast(x, DT_BOOL), ax, nax, keepdim))
-REDUCE_API(tg_all, t_prod(t_cast(x, DT_BOOL), ax, nax, keepdim))
+REDUCE_API(tg_sum, tensor_sum(x, ax, nax, keepdim, NULL))
+REDUCE_API(tg_prod, tensor_prod(x, ax, nax, keepdim))
+REDUCE_API(tg_max, tensor_max(x, ax, nax, keepdim))
+REDUCE_API(tg_min, tensor_min(x, ax, nax, keepdim))
+REDUCE_API(tg_mean, tensor_mean(x, ax, nax, keepdim))
+REDUCE_API(tg_any, tensor_max(tensor_cast(x, DT_BOOL), ax, nax, keepdim))
+REDUCE_API(tg_all, tensor_prod(tensor_cast(x, DT_BOOL), ax, nax, keepdim))
 
 tg_tensor *tg_var(const tg_tensor *t, const int *axes, size_t naxes, bool keepdim, double correction) {
-  tctx_begin("tg_var");
-  UOp *x = tin(t, 1);
-  return tctx_end(x ? t_var(x, axes, (int)naxes, keepdim, correction) : NULL);
+  tensor_ctx_begin("tg_var");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x ? tensor_var(x, axes, (int)naxes, keepdim, correction) : NULL);
 }
 
 tg_tensor *tg_std(const tg_tensor *t, const int *axes, size_t naxes, bool keepdim, double correction) {
-  tctx_begin("tg_std");
-  UOp *x = tin(t, 1);
-  return tctx_end(x ? t_sqrt(t_var(x, axes, (int)naxes, keepdim, correction)) : NULL);
+  tensor_ctx_begin("tg_std");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x ? tensor_sqrt(tensor_var(x, axes, (int)naxes, keepdim, correction)) : NULL);
 }
 
 static tg_tensor *axis_api(const char *op, const tg_tensor *t, int axis, bool keepdim, int kind) {
-  tctx_begin(op);
-  UOp *x = tin(t, 1), *r = NULL;
+  tensor_ctx_begin(op);
+  UOp *x = tensor_in(t, 1), *r = NULL;
   int d;
-  if (x && resolve_dim(x, axis, false, &d)) {
+  if (x && tensor_resolve_dim(x, axis, false, &d)) {
     switch (kind) {
-    case 0: r = t_logsumexp(x, d, keepdim); break;
-    case 1: r = t_argmax(x, d, keepdim); break;
-    case 2: r = t_argmax(t_inverse(x), d, keepdim); break;
-    case 3: r = t_cumsum(x, d); break;
-    case 4: r = t_softmax(x, d, false); break;
-    default: r = t_softmax(x, d, true); break;
+    case 0: r = tensor_logsumexp(x, d, keepdim); break;
+    case 1: r = tensor_argmax(x, d, keepdim); break;
+    case 2: r = tensor_argmax(tensor_inverse(x), d, keepdim); break;
+    case 3: r = tensor_cumsum(x, d); break;
+    case 4: r = tensor_softmax(x, d, false); break;
+    default: r = tensor_softmax(x, d, true); break;
     }
   }
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_logsumexp(const tg_tensor *t, int axis, bool keepdim) { return axis_api("tg_logsumexp", t, axis, keepdim, 0); }
@@ -308,39 +308,39 @@ tg_tensor *tg_softmax(const tg_tensor *t, int axis) { return axis_api("tg_softma
 tg_tensor *tg_log_softmax(const tg_tensor *t, int axis) { return axis_api("tg_log_softmax", t, axis, false, 5); }
 
 tg_tensor *tg_argmax_all(const tg_tensor *t) {
-  tctx_begin("tg_argmax_all");
-  UOp *x = tin(t, 1);
-  return tctx_end(x ? t_argmax(t_flatten(x, 0, -1), 0, false) : NULL);
+  tensor_ctx_begin("tg_argmax_all");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x ? tensor_argmax(tensor_flatten(x, 0, -1), 0, false) : NULL);
 }
 
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b) {
-  tctx_begin("tg_matmul");
-  UOp *x = tin(a, 1), *w = x ? tin(b, 2) : NULL;
-  return tctx_end(w ? t_dot(x, w) : NULL);
+  tensor_ctx_begin("tg_matmul");
+  UOp *x = tensor_in(a, 1), *w = x ? tensor_in(b, 2) : NULL;
+  return tensor_ctx_end(w ? tensor_dot(x, w) : NULL);
 }
 
 tg_tensor *tg_dot(const tg_tensor *a, const tg_tensor *b) {
-  tctx_begin("tg_dot");
-  UOp *x = tin(a, 1), *w = x ? tin(b, 2) : NULL;
-  return tctx_end(w ? t_dot(x, w) : NULL);
+  tensor_ctx_begin("tg_dot");
+  UOp *x = tensor_in(a, 1), *w = x ? tensor_in(b, 2) : NULL;
+  return tensor_ctx_end(w ? tensor_dot(x, w) : NULL);
 }
 
 tg_tensor *tg_gather(const tg_tensor *t, int axis, const tg_tensor *index) {
-  tctx_begin("tg_gather");
-  UOp *x = tin(t, 1), *i = x ? tin(index, 2) : NULL;
-  return tctx_end(i ? t_gather(x, axis, i) : NULL);
+  tensor_ctx_begin("tg_gather");
+  UOp *x = tensor_in(t, 1), *i = x ? tensor_in(index, 2) : NULL;
+  return tensor_ctx_end(i ? tensor_gather(x, axis, i) : NULL);
 }
 
 tg_tensor *tg_one_hot(const tg_tensor *t, int64_t num_classes) {
-  tctx_begin("tg_one_hot");
-  UOp *x = tin(t, 1), *r = NULL;
-  if (x && !dt_is_int(x->dtype)) r = terr("expect integer dtype, getting %s", x->dtype->name);
-  else if (x && num_classes < 0) r = terr("num_classes must be non-negative, got %lld", (long long)num_classes);
+  tensor_ctx_begin("tg_one_hot");
+  UOp *x = tensor_in(t, 1), *r = NULL;
+  if (x && !dt_is_int(x->dtype)) r = tensor_err("expect integer dtype, getting %s", x->dtype->name);
+  else if (x && num_classes < 0) r = tensor_err("num_classes must be non-negative, got %lld", (long long)num_classes);
   else if (x) {
     tg_index idx[2] = {{TG_IDX_ELLIPSIS, 0, 0, 1, false, false, NULL}, {TG_IDX_NEWAXIS, 0, 0, 1, false, false, NULL}};
-    r = t_where(t_one_hot_along_dim(t_getitem(x, idx, 2), num_classes, -1), wi(1), wi(0));
+    r = tensor_where(tensor_one_hot_along_dim(tensor_getitem(x, idx, 2), num_classes, -1), tensor_weak_int(1), tensor_weak_int(0));
   }
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 /* ---- conv and pooling ---- */
@@ -351,11 +351,11 @@ static void spatial_pads(int ndim, const int64_t *padding, int64_t *pads) {
   for (int j = 0; j < 2; j++) pads[2 * (ndim - 2 + j)] = pads[2 * (ndim - 2 + j) + 1] = padding ? padding[j] : 0;
 }
 
-UOp *t_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64_t dilation[2], const int64_t pad4[4]) {
+UOp *tensor_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64_t dilation[2], const int64_t pad4[4]) {
   Shape xs, ws;
-  if (!tshape(x, &xs) || !tshape(w, &ws)) return NULL;
+  if (!tensor_shape(x, &xs) || !tensor_shape(w, &ws)) return NULL;
   int64_t pads[8] = {0, 0, 0, 0, pad4[0], pad4[1], pad4[2], pad4[3]};
-  UOp *padded = t_pad_constant(x, pads, 4, const_float(0.0));
+  UOp *padded = tensor_pad_constant(x, pads, 4, const_float(0.0));
   /* (not in tinygrad) The padded input is made contiguous first when each of its elements is read at least 256 times
    * (output channels per group x KH x KW): the conv's loads then need no masks, which the C compiler turns into
    * per-lane gated scalar loads. One kernel more. Measured (2 cores, AVX-512): beautiful_mnist's conv2 input gradient
@@ -366,27 +366,27 @@ UOp *t_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64_t
    * read: beautiful_mnist's conv2 forward 57.8 -> 35.4 ms per step, all kernels of the step 321 -> 314 ms); on an
    * input that is already a buffer, CONTIGUOUS adds no kernel. */
   bool big = groups > 0 && ws.d[0] / groups * ws.d[2] * ws.d[3] >= 256;
-  if (big) padded = t_contiguous(padded);
+  if (big) padded = tensor_contiguous(padded);
   /* (not in tinygrad) The weight of such a conv is read with its output channels innermost (a copy of the small weight,
    * one kernel more): the codegen then keeps 16 output channels in one vector accumulator and broadcasts each input
    * pixel (cg_expand's vector accumulators, the heuristic's window rows). Measured (2 cores, AVX-512): the
    * 64x32x28x28 3x3 pad-1 conv 160-166 GFLOPS (pixels along a row in the vector, 28 of 48 lanes used) -> 248-257. */
   if (big && groups == 1 && ws.d[0] % 16 == 0) {
     int to_inner[4] = {1, 2, 3, 0}, back[4] = {3, 0, 1, 2};
-    w = t_permute(t_contiguous(t_permute(w, to_inner, 4)), back, 4);
+    w = tensor_permute(tensor_contiguous(tensor_permute(w, to_inner, 4)), back, 4);
   }
-  UOp *p = t_pool(padded, ws.d + 2, 2, stride, dilation);
+  UOp *p = tensor_pool(padded, ws.d + 2, 2, stride, dilation);
   Shape ps;
-  if (!p || !tshape(p, &ps)) return NULL;
+  if (!p || !tensor_shape(p, &ps)) return NULL;
   int64_t bs = xs.d[0], cout = ws.d[0], cin = ws.d[1];
   int64_t rcout = cout / groups, oy = ps.d[2], ox = ps.d[3], H = ws.d[2], W = ws.d[3];
   int64_t r1[8] = {bs, groups, cin, 1, oy, ox, H, W}, e1[8] = {bs, groups, cin, rcout, oy, ox, H, W};
   int perm[8] = {0, 1, 3, 4, 5, 2, 6, 7};
-  p = t_permute(t_expand(t_reshape(p, r1, 8), e1, 8), perm, 8);
+  p = tensor_permute(tensor_expand(tensor_reshape(p, r1, 8), e1, 8), perm, 8);
   int64_t wr[8] = {1, groups, rcout, 1, 1, cin, H, W};
   int axes[3] = {-1, -2, -3};
   int64_t out[4] = {bs, cout, oy, ox};
-  UOp *y = t_reshape(t_sum(t_mul(p, t_reshape(w, wr, 8)), axes, 3, true, NULL), out, 4);
+  UOp *y = tensor_reshape(tensor_sum(tensor_mul(p, tensor_reshape(w, wr, 8)), axes, 3, true, NULL), out, 4);
   /* (not in tinygrad) The output gradient reaches such a conv's weight gradient channel-inner: the output goes through
    * permute -> CONTIGUOUS_BACKWARD -> permute back (nothing in the forward pass), so the backward pass materializes the
    * gradient with output channels innermost (the kernel that computes it anyway, or one copy), and the weight
@@ -397,9 +397,9 @@ UOp *t_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64_t
    * steps/s, runs interleaved. */
   if (y && big && groups == 1 && cout % 16 == 0 && cin >= 16) {
     int to_inner[4] = {0, 2, 3, 1}, back[4] = {0, 3, 1, 2};
-    UOp *yc = t_permute(y, to_inner, 4);
+    UOp *yc = tensor_permute(y, to_inner, 4);
     yc = uop_new(TG_OP_CONTIGUOUS_BACKWARD, yc->dtype, &yc, 1, arg_none());
-    y = t_permute(yc, back, 4);
+    y = tensor_permute(yc, back, 4);
   }
   return y;
 }
@@ -420,13 +420,13 @@ static UOp *conv2d_input_grad_mark(UOp *value, UOp *x, UOp *w, int groups, const
   return uop_new(TG_OP_CUSTOM_GRAD, value->dtype, src, 3, arg_str(arg));
 }
 
-UOp *t_strip_custom_grad(UOp *root) {
+UOp *tensor_strip_custom_grad(UOp *root) {
   UOpVec topo = {0}, from = {0}, to = {0};
   uop_toposort(root, NULL, NULL, &topo);
   for (size_t i = 0; i < topo.len; i++) {
     UOp *u = topo.data[i];
     if (u->op != TG_OP_CUSTOM_GRAD) continue;
-    UOp *det = t_detach(u->src[1]), *value = uop_substitute(u->src[0], &det, &u->src[1], 1);
+    UOp *det = tensor_detach(u->src[1]), *value = uop_substitute(u->src[0], &det, &u->src[1], 1);
     tg_vec_push(&from, u);
     tg_vec_push(&to, value);
   }
@@ -435,86 +435,86 @@ UOp *t_strip_custom_grad(UOp *root) {
   return ret;
 }
 
-UOp *t_conv2d_input_grad(UOp *g, UOp *w, int groups, int64_t py, int64_t px) {
+UOp *tensor_conv2d_input_grad(UOp *g, UOp *w, int groups, int64_t py, int64_t px) {
   Shape ws;
-  if (!tshape(w, &ws) || groups < 1 || ws.d[0] % groups) return NULL;
+  if (!tensor_shape(w, &ws) || groups < 1 || ws.d[0] % groups) return NULL;
   static const int64_t ones[2] = {1, 1};
   /* (groups*rcout, cin, KH, KW) -> (groups*cin, rcout, KH, KW): the channel axes swapped within each group */
   int64_t rcout = ws.d[0] / groups, cin = ws.d[1], KH = ws.d[2], KW = ws.d[3];
   int64_t split[5] = {groups, rcout, cin, KH, KW}, joined[4] = {groups * cin, rcout, KH, KW};
   int swap[5] = {0, 2, 1, 3, 4}, flip_axes[2] = {2, 3};
-  UOp *wt = t_flip(t_reshape(t_permute(t_reshape(w, split, 5), swap, 5), joined, 4), flip_axes, 2);
+  UOp *wt = tensor_flip(tensor_reshape(tensor_permute(tensor_reshape(w, split, 5), swap, 5), joined, 4), flip_axes, 2);
   int64_t pad4[4] = {KH - 1 - py, KH - 1 - py, KW - 1 - px, KW - 1 - px};
-  return t_conv2d(g, wt, groups, ones, ones, pad4);
+  return tensor_conv2d(g, wt, groups, ones, ones, pad4);
 }
 
 tg_tensor *tg_conv2d(const tg_tensor *xt, const tg_tensor *wt, const tg_tensor *bt, int groups, const int64_t stride[2],
                      const int64_t padding[2], const int64_t dilation[2]) {
-  tctx_begin("tg_conv2d");
-  UOp *x = tin(xt, 1), *w = x ? tin(wt, 2) : NULL, *b = NULL;
-  if (w && bt) b = tin(bt, 3);
-  if (!w || (bt && !b)) return tctx_end(NULL);
+  tensor_ctx_begin("tg_conv2d");
+  UOp *x = tensor_in(xt, 1), *w = x ? tensor_in(wt, 2) : NULL, *b = NULL;
+  if (w && bt) b = tensor_in(bt, 3);
+  if (!w || (bt && !b)) return tensor_ctx_end(NULL);
   Shape xs = xt->shape, ws = wt->shape;
   static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
   const int64_t *st = stride ? stride : ones, *dl = dilation ? dilation : ones, *pd = padding ? padding : zeros;
-  if (xs.ndim != 4 || ws.ndim != 4) return tctx_end(terr("conv2d needs 4-d input and weight, got %s and %s", fmt_shape(&xs), fmt_shape(&ws)));
-  if (groups < 1) return tctx_end(terr("groups must be positive, got %d", groups));
+  if (xs.ndim != 4 || ws.ndim != 4) return tensor_ctx_end(tensor_err("conv2d needs 4-d input and weight, got %s and %s", tensor_fmt_shape(&xs), tensor_fmt_shape(&ws)));
+  if (groups < 1) return tensor_ctx_end(tensor_err("groups must be positive, got %d", groups));
   int64_t cin_ = xs.d[1], cout = ws.d[0], cin = ws.d[1];
   if (groups * cin != cin_ || cout % groups)
-    return tctx_end(terr("Input Tensor shape %s does not match the shape of the weights %s. (%lld vs. %lld)", fmt_shape(&xs),
-                         fmt_shape(&ws), (long long)(groups * cin), (long long)cin_));
-  if (pd[0] < 0 || pd[1] < 0) return tctx_end(terr("negative padding"));
+    return tensor_ctx_end(tensor_err("Input Tensor shape %s does not match the shape of the weights %s. (%lld vs. %lld)", tensor_fmt_shape(&xs),
+                         tensor_fmt_shape(&ws), (long long)(groups * cin), (long long)cin_));
+  if (pd[0] < 0 || pd[1] < 0) return tensor_ctx_end(tensor_err("negative padding"));
   int64_t pad4[4] = {pd[0], pd[0], pd[1], pd[1]};
   bool transposed_grad = st[0] == 1 && st[1] == 1 && dl[0] == 1 && dl[1] == 1 && pd[0] < ws.d[2] &&
                          pd[1] < ws.d[3] && dt_is_float(x->dtype);
-  UOp *ret = t_conv2d(transposed_grad ? t_detach(x) : x, w, groups, st, dl, pad4);
+  UOp *ret = tensor_conv2d(transposed_grad ? tensor_detach(x) : x, w, groups, st, dl, pad4);
   if (ret && transposed_grad) ret = conv2d_input_grad_mark(ret, x, w, groups, pd);
   if (ret && b) {
     int64_t br[4] = {1, -1, 1, 1};
-    ret = t_add(ret, t_reshape(b, br, 4));
+    ret = tensor_add(ret, tensor_reshape(b, br, 4));
   }
-  return tctx_end(ret);
+  return tensor_ctx_end(ret);
 }
 
 static bool pool_args(const tg_tensor *xt, const int64_t *kernel, const int64_t *stride, const int64_t *padding) {
-  if (!kernel) return terr("kernel size is NULL"), false;
-  if (xt->shape.ndim < 2) return terr("pooling needs at least 2 dims, got %s", fmt_shape(&xt->shape)), false;
+  if (!kernel) return tensor_err("kernel size is NULL"), false;
+  if (xt->shape.ndim < 2) return tensor_err("pooling needs at least 2 dims, got %s", tensor_fmt_shape(&xt->shape)), false;
   for (int j = 0; j < 2; j++) {
-    if (kernel[j] < 1 || (stride && stride[j] < 1)) return terr("kernel and stride must be positive"), false;
-    if (padding && padding[j] < 0) return terr("negative padding"), false;
+    if (kernel[j] < 1 || (stride && stride[j] < 1)) return tensor_err("kernel and stride must be positive"), false;
+    if (padding && padding[j] < 0) return tensor_err("negative padding"), false;
   }
   return true;
 }
 
 tg_tensor *tg_max_pool2d(const tg_tensor *xt, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2],
                          const int64_t dilation[2]) {
-  tctx_begin("tg_max_pool2d");
-  UOp *x = tin(xt, 1);
-  if (!x || !pool_args(xt, kernel, stride, padding)) return tctx_end(NULL);
+  tensor_ctx_begin("tg_max_pool2d");
+  UOp *x = tensor_in(xt, 1);
+  if (!x || !pool_args(xt, kernel, stride, padding)) return tensor_ctx_end(NULL);
   static const int64_t ones[2] = {1, 1};
   int nd = xt->shape.ndim;
   int64_t pads[2 * TG_MAX_DIMS];
   spatial_pads(nd, padding, pads);
   const DType *dt = dt_strong(x->dtype);
   Const lo = dt_is_float(dt) ? const_float(-INFINITY) : dt == DT_BOOL ? const_bool(false) : const_int((int64_t)dt_min_int(dt));
-  UOp *p = t_pool(t_pad_constant(x, pads, nd, lo), kernel, 2, stride ? stride : kernel, dilation ? dilation : ones);
+  UOp *p = tensor_pool(tensor_pad_constant(x, pads, nd, lo), kernel, 2, stride ? stride : kernel, dilation ? dilation : ones);
   int axes[2] = {-2, -1};
-  return tctx_end(t_max(p, axes, 2, false));
+  return tensor_ctx_end(tensor_max(p, axes, 2, false));
 }
 
 tg_tensor *tg_avg_pool2d(const tg_tensor *xt, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2],
                          bool count_include_pad) {
-  tctx_begin("tg_avg_pool2d");
-  UOp *x = tin(xt, 1);
-  if (!x || !pool_args(xt, kernel, stride, padding)) return tctx_end(NULL);
+  tensor_ctx_begin("tg_avg_pool2d");
+  UOp *x = tensor_in(xt, 1);
+  if (!x || !pool_args(xt, kernel, stride, padding)) return tensor_ctx_end(NULL);
   static const int64_t ones[2] = {1, 1};
   int nd = xt->shape.ndim;
   int64_t pads[2 * TG_MAX_DIMS];
   spatial_pads(nd, padding, pads);
   const int64_t *st = stride ? stride : kernel;
   int axes[2] = {-2, -1};
-  UOp *p = t_pool(t_pad_constant(x, pads, nd, const_float(0.0)), kernel, 2, st, ones);
-  if (count_include_pad) return tctx_end(t_mean(p, axes, 2, false));
-  UOp *cnt = t_pool(t_pad_constant(t_const_like(x, const_int(1), NULL), pads, nd, const_float(0.0)), kernel, 2, st, ones);
-  return tctx_end(t_div(t_sum(p, axes, 2, false, NULL), t_sum(cnt, axes, 2, false, NULL), TG_ROUND_NONE));
+  UOp *p = tensor_pool(tensor_pad_constant(x, pads, nd, const_float(0.0)), kernel, 2, st, ones);
+  if (count_include_pad) return tensor_ctx_end(tensor_mean(p, axes, 2, false));
+  UOp *cnt = tensor_pool(tensor_pad_constant(tensor_const_like(x, const_int(1), NULL), pads, nd, const_float(0.0)), kernel, 2, st, ones);
+  return tensor_ctx_end(tensor_div(tensor_sum(p, axes, 2, false, NULL), tensor_sum(cnt, axes, 2, false, NULL), TG_ROUND_NONE));
 }

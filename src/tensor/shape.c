@@ -92,7 +92,7 @@ bool uop_marg_pair(const UOp *mop, Shape *first, Shape *second) {
 typedef struct ShapeSlot { ShapeResult res; Shape s; } ShapeSlot;
 
 static ShapeResult fail(const UOp *u, const char *why) {
-  tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: %s", op_name(uop_op(u)), why);
+  tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: %s", uop_op_name(uop_op(u)), why);
   return SHAPE_ERROR;
 }
 
@@ -150,7 +150,7 @@ static ShapeResult movement_shape(const UOp *u, const Shape *ps, Shape *out) {
                                 : (a.d[i] >= 0 && b.d[i] >= 0 && a.d[i] + b.d[i] <= ps->d[i]);
       if (!ok) {
         char b3[160];
-        tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: invalid (offsets %s, sizes %s) for %s", op_name(op),
+        tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: invalid (offsets %s, sizes %s) for %s", uop_op_name(op),
                      shape_fmt(&a, b1, sizeof b1), shape_fmt(&b, b2, sizeof b2), shape_fmt(ps, b3, sizeof b3));
         return SHAPE_ERROR;
       }
@@ -290,7 +290,7 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, Shape *out) {
       if (i == 0) *out = t;
       else if (!shape_broadcast(out, &t, out)) {
         char b1[160], b2[160];
-        tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: shapes %s and %s cannot be broadcast", op_name(op),
+        tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: shapes %s and %s cannot be broadcast", uop_op_name(op),
                      shape_fmt(out, b1, sizeof b1), shape_fmt(&t, b2, sizeof b2));
         return SHAPE_ERROR;
       }

@@ -95,7 +95,7 @@ static struct {
 } ctx;
 static char no_device; /* the device memo's "none" */
 
-void tctx_begin(const char *op) {
+void tensor_ctx_begin(const char *op) {
   if (ctx.depth++ > 0) return;
   ctx.op = op;
   ctx.scope = uop_scope_begin();
@@ -103,7 +103,7 @@ void tctx_begin(const char *op) {
   uopmap_init(&ctx.device);
 }
 
-const char *tctx_op(void) { return ctx.op ? ctx.op : "tinygrad"; }
+const char *tensor_ctx_op(void) { return ctx.op ? ctx.op : "tinygrad"; }
 
 static void ctx_close(void) {
   if (--ctx.depth > 0) return;
@@ -113,7 +113,7 @@ static void ctx_close(void) {
   ctx.op = NULL;
 }
 
-tg_tensor *tctx_end(UOp *result) {
+tg_tensor *tensor_ctx_end(UOp *result) {
   tg_tensor *t = NULL;
   Shape s;
   if (result && tshape(result, &s)) t = handle_new(result, &s, tdevice_name(result));
@@ -121,36 +121,36 @@ tg_tensor *tctx_end(UOp *result) {
   return t;
 }
 
-void tctx_end_void(void) { ctx_close(); }
+void tensor_ctx_end_void(void) { ctx_close(); }
 
-tg_tensor *tctx_end_owned(UOp *result) {
+tg_tensor *tensor_ctx_end_owned(UOp *result) {
   size_t before = scopes.len ? scopes.data[scopes.len - 1].len : 0;
-  tg_tensor *t = tctx_end(result);
+  tg_tensor *t = tensor_ctx_end(result);
   if (t && scopes.len && scopes.data[scopes.len - 1].len > before) scopes.data[scopes.len - 1].len--;
   return t;
 }
 
 tg_tensor *tensor_live_first(void) { return live_head; }
 
-UOp *terr(const char *fmt, ...) {
+UOp *tensor_err(const char *fmt, ...) {
   char msg[768];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: %s", tctx_op(), msg);
+  tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: %s", tensor_ctx_op(), msg);
   return NULL;
 }
 
-UOp *terr_unsupported(const char *what) {
-  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: %s: %s not supported yet", tctx_op(), what);
+UOp *tensor_err_unsupported(const char *what) {
+  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: %s: %s not supported yet", tensor_ctx_op(), what);
   return NULL;
 }
 
-UOp *tin(const tg_tensor *t, int i) {
+UOp *tensor_in(const tg_tensor *t, int i) {
   if (!t) {
     /* keep the first error: a NULL that came out of a failed call already has its message */
-    if (tg_last_status() == TG_OK) terr("argument %d is NULL", i);
+    if (tg_last_status() == TG_OK) tensor_err("argument %d is NULL", i);
     return NULL;
   }
   shape_cache_seed(&ctx.cache, t->uop, &t->shape);
@@ -158,17 +158,17 @@ UOp *tin(const tg_tensor *t, int i) {
   return t->uop;
 }
 
-bool tshape(UOp *u, Shape *out) {
+bool tensor_shape(UOp *u, Shape *out) {
   if (!u) return false;
   ShapeResult r = uop_shape_cached(u, &ctx.cache, out);
   if (r == SHAPE_OK) return true;
-  if (r == SHAPE_NONE) terr("%s has no shape", op_name(uop_op(u)));
+  if (r == SHAPE_NONE) tensor_err("%s has no shape", uop_op_name(uop_op(u)));
   return false;
 }
 
-int tndim(UOp *u) {
+int tensor_ndim(UOp *u) {
   Shape s;
-  return tshape(u, &s) ? s.ndim : -1;
+  return tensor_shape(u, &s) ? s.ndim : -1;
 }
 
 static bool device_unknown(const UOp *u, void *unused) {
@@ -232,30 +232,30 @@ bool tdevice(UOp *u) {
   return tdevice_name(u) != NULL;
 }
 
-bool resolve_dim(UOp *u, int dim, bool extra, int *out) {
-  int nd = tndim(u);
+bool tensor_resolve_dim(UOp *u, int dim, bool extra, int *out) {
+  int nd = tensor_ndim(u);
   if (nd < 0) return false;
   int total = nd + (extra ? 1 : 0), lim = TG_MAX(1, total);
   if (dim < -lim || dim > lim - 1) {
-    terr("dim=%d out of range [%d, %d]", dim, -lim, lim - 1);
+    tensor_err("dim=%d out of range [%d, %d]", dim, -lim, lim - 1);
     return false;
   }
   *out = dim < 0 ? dim + total : dim;
   return true;
 }
 
-const char *fmt_shape(const Shape *s) {
+const char *tensor_fmt_shape(const Shape *s) {
   static char bufs[4][192];
   static int at;
   at = (at + 1) & 3;
   return shape_fmt(s, bufs[at], sizeof bufs[at]);
 }
 
-const char *fmt_dims(const int64_t *d, int n) {
+const char *tensor_fmt_dims(const int64_t *d, int n) {
   Shape s;
   s.ndim = TG_MIN(n, TG_MAX_DIMS);
   for (int i = 0; i < s.ndim; i++) s.d[i] = d[i];
-  return fmt_shape(&s);
+  return tensor_fmt_shape(&s);
 }
 
 /* --------------------------------------------------------------------------------------------------- inspection */
@@ -295,26 +295,26 @@ static const DType *from_py(Const v) {
   }
 }
 
-UOp *t_const(Const v, const DType *d) {
+UOp *tensor_const(Const v, const DType *d) {
   if (!d || v.kind == CK_INVALID) d = from_py(v);
   return uop_const(d, v);
 }
 
-UOp *wf(double v) { return t_const(const_float(v), NULL); }
-UOp *wi(int64_t v) { return t_const(const_int(v), NULL); }
+UOp *tensor_weak_float(double v) { return tensor_const(const_float(v), NULL); }
+UOp *tensor_weak_int(int64_t v) { return tensor_const(const_int(v), NULL); }
 
-UOp *t_const_like(UOp *like, Const v, const DType *d) {
+UOp *tensor_const_like(UOp *like, Const v, const DType *d) {
   Shape s;
-  if (!tshape(like, &s)) return NULL;
-  UOp *c = t_const(v, d ? d : like->dtype);
+  if (!tensor_shape(like, &s)) return NULL;
+  UOp *c = tensor_const(v, d ? d : like->dtype);
   if (s.ndim == 0) return c;
-  return t_mop(c, TG_OP_EXPAND, s.d, NULL, s.ndim);
+  return tensor_mop(c, TG_OP_EXPAND, s.d, NULL, s.ndim);
 }
 
 /* a user dtype argument: TG_VOID means `dflt`; out-of-range ids are errors */
 static bool user_dtype(tg_dtype d, const DType *dflt, const DType **out) {
   if ((unsigned)d >= TG_DTYPE_COUNT) {
-    terr("unknown dtype %d", (int)d);
+    tensor_err("unknown dtype %d", (int)d);
     return false;
   }
   *out = d == TG_VOID ? dflt : &tg_dtype_table[d];
@@ -323,17 +323,17 @@ static bool user_dtype(tg_dtype d, const DType *dflt, const DType **out) {
 
 static bool check_shape_arg(const int64_t *shape, size_t ndim, Shape *out) {
   if (ndim > TG_MAX_DIMS) {
-    terr("%zu dims, at most %d supported", ndim, TG_MAX_DIMS);
+    tensor_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS);
     return false;
   }
   if (ndim && !shape) {
-    terr("shape is NULL with ndim %zu", ndim);
+    tensor_err("shape is NULL with ndim %zu", ndim);
     return false;
   }
   out->ndim = (int)ndim;
   for (size_t i = 0; i < ndim; i++) {
     if (shape[i] < 0) {
-      terr("negative size in shape %s", fmt_dims(shape, (int)ndim));
+      tensor_err("negative size in shape %s", tensor_fmt_dims(shape, (int)ndim));
       return false;
     }
     out->d[i] = shape[i];
@@ -348,7 +348,7 @@ static UOp *t_empty_on(const Shape *s, const DType *dt, const char *device) {
   if (dt_is_weak(dt) || dt == DT_VOID) return terr("cannot create storage for weak dtype %s", dt->name);
   UOp *buf = engine_new_buffer(device ? device : tg_default_device(), dt, shape_numel(s));
   if (!buf) return NULL;
-  return t_reshape(buf, s->d, s->ndim);
+  return tensor_reshape(buf, s->d, s->ndim);
 }
 static UOp *t_empty(const Shape *s, const DType *dt) { return t_empty_on(s, dt, NULL); }
 
@@ -356,8 +356,8 @@ static UOp *t_empty(const Shape *s, const DType *dt) { return t_empty_on(s, dt, 
 static UOp *t_full(const Shape *s, Const fill, const DType *dt, bool buffer, bool explicit_dtype) {
   int64_t ones[TG_MAX_DIMS];
   for (int i = 0; i < s->ndim; i++) ones[i] = 1;
-  UOp *val = t_const(fill, dt);
-  val = t_expand(t_reshape(val, ones, s->ndim), s->d, s->ndim);
+  UOp *val = tensor_const(fill, dt);
+  val = tensor_expand(tensor_reshape(val, ones, s->ndim), s->d, s->ndim);
   if (!buffer || !val) return val;
   UOp *ret = t_empty(s, explicit_dtype ? dt : dt_strong(val->dtype));
   if (!ret) return NULL;
@@ -391,13 +391,13 @@ tg_tensor *tg_to(const tg_tensor *t, const char *device) {
 }
 
 static tg_tensor *full_common(const char *op, const int64_t *shape, size_t ndim, Const fill, tg_dtype dtype) {
-  tctx_begin(op);
+  tensor_ctx_begin(op);
   Shape s;
   const DType *dt;
   UOp *r = NULL;
   if (check_shape_arg(shape, ndim, &s) && user_dtype(dtype, NULL, &dt))
     r = t_full(&s, fill, dt ? dt : from_py(fill), true, dt != NULL);
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_full(const int64_t *shape, size_t ndim, double value, tg_dtype dtype) {
@@ -414,12 +414,12 @@ tg_tensor *tg_ones(const int64_t *shape, size_t ndim, tg_dtype dtype) {
 }
 
 static tg_tensor *like_common(const char *op, const tg_tensor *t, Const fill, tg_dtype dtype, bool empty) {
-  tctx_begin(op);
-  UOp *x = tin(t, 1), *r = NULL;
+  tensor_ctx_begin(op);
+  UOp *x = tensor_in(t, 1), *r = NULL;
   const DType *dt;
   if (x && user_dtype(dtype, x->dtype, &dt))
     r = empty ? t_empty(&t->shape, dtype == TG_VOID ? dt_strong(dt) : dt) : t_full(&t->shape, fill, dt, true, true);
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_full_like(const tg_tensor *t, double value, tg_dtype dtype) {
@@ -439,14 +439,14 @@ tg_tensor *tg_from_data_on(const void *data, tg_dtype dtype, const int64_t *shap
   const DType *dt;
   UOp *r = NULL;
   if (check_shape_arg(shape, ndim, &s) && user_dtype(dtype, dt_default_float(), &dt)) {
-    if (dt_is_weak(dt) || dt == DT_VOID) r = terr("cannot create storage for weak dtype %s", dt->name);
-    else if (!data && shape_numel(&s) > 0) r = terr("data is NULL");
+    if (dt_is_weak(dt) || dt == DT_VOID) r = tensor_err("cannot create storage for weak dtype %s", dt->name);
+    else if (!data && shape_numel(&s) > 0) r = tensor_err("data is NULL");
     else {
       UOp *buf = engine_buffer_from_host(device ? device : tg_default_device(), dt, shape_numel(&s), data);
       r = buf ? t_reshape(buf, s.d, s.ndim) : NULL;
     }
   }
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_from_floats(const float *data, const int64_t *shape, size_t ndim) {
@@ -454,22 +454,22 @@ tg_tensor *tg_from_floats(const float *data, const int64_t *shape, size_t ndim) 
 }
 
 static tg_tensor *const_handle(const char *op, Const v, const DType *d) {
-  tctx_begin(op);
-  return tctx_end(t_const(v, d));
+  tensor_ctx_begin(op);
+  return tensor_ctx_end(tensor_const(v, d));
 }
 tg_tensor *tg_const_float(double v) { return const_handle("tg_const_float", const_float(v), NULL); }
 tg_tensor *tg_const_int(int64_t v) { return const_handle("tg_const_int", const_int(v), NULL); }
 tg_tensor *tg_const_bool(bool v) { return const_handle("tg_const_bool", const_bool(v), NULL); }
 
 tg_tensor *tg_scalar(double v, tg_dtype dtype) {
-  tctx_begin("tg_scalar");
+  tensor_ctx_begin("tg_scalar");
   const DType *dt;
   UOp *r = NULL;
   if (user_dtype(dtype, dt_default_float(), &dt)) {
-    if (dt == DT_VOID) r = terr("void dtype");
-    else r = t_const(dt_is_float(dt) ? const_float(v) : dt_is_bool(dt) ? const_bool(v != 0) : const_int((int64_t)v), dt);
+    if (dt == DT_VOID) r = tensor_err("void dtype");
+    else r = tensor_const(dt_is_float(dt) ? const_float(v) : dt_is_bool(dt) ? const_bool(v != 0) : const_int((int64_t)v), dt);
   }
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 /* ---------------------------------------------------------------------------------------------------- Variables
@@ -538,16 +538,16 @@ tg_status tg_variable_value(const tg_tensor *t, int64_t *value) {
 static bool is_integral(double v) { return isfinite(v) && v == floor(v) && fabs(v) < 9.007199254740992e15; }
 
 /* tinygrad arange: full((n,), step).cumsum + (start - step), cast to dtype */
-UOp *t_arange(double start, double stop, double step, const DType *dtype) {
+UOp *tensor_arange(double start, double stop, double step, const DType *dtype) {
   bool ints = is_integral(start) && is_integral(stop) && is_integral(step);
-  if (step == 0 || isnan(step) || isnan(start) || isnan(stop)) return terr("arange step must be nonzero and finite");
+  if (step == 0 || isnan(step) || isnan(start) || isnan(stop)) return tensor_err("arange step must be nonzero and finite");
   if (!dtype) {
     dtype = ints ? dt_default_int() : dt_default_float();
     double lo = step > 0 ? start : stop - step, hi = step > 0 ? stop - step : start;
     if (dtype == dt_default_int() && (lo < -2147483648.0 || hi > 2147483647.0)) dtype = DT_INT64;
   }
   double n = ceil((stop - start) / step);
-  if (n > (double)INT32_MAX * 64) return terr("arange of %g elements is too large", n);
+  if (n > (double)INT32_MAX * 64) return tensor_err("arange of %g elements is too large", n);
   int64_t len = n > 0 ? (int64_t)n : 0;
   Shape s = {1, {len}};
   if (len <= 0) {
@@ -555,44 +555,44 @@ UOp *t_arange(double start, double stop, double step, const DType *dtype) {
     return t_full(&s, const_int(0), dtype, false, true);
   }
   UOp *steps = t_full(&s, ints ? const_int((int64_t)step) : const_float(step), dtype, false, true);
-  UOp *off = ints ? wi((int64_t)(start - step)) : wf(start - step);
-  return t_cast(t_add(t_cumalu(steps, 0, TG_OP_ADD), off), dtype);
+  UOp *off = ints ? tensor_weak_int((int64_t)(start - step)) : tensor_weak_float(start - step);
+  return tensor_cast(tensor_add(tensor_cumalu(steps, 0, TG_OP_ADD), off), dtype);
 }
 
 tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dtype) {
-  tctx_begin("tg_arange");
+  tensor_ctx_begin("tg_arange");
   const DType *dt;
-  UOp *r = user_dtype(dtype, NULL, &dt) ? t_arange(start, stop, step, dt) : NULL;
-  return tctx_end(r);
+  UOp *r = user_dtype(dtype, NULL, &dt) ? tensor_arange(start, stop, step, dt) : NULL;
+  return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_linspace(double start, double stop, int64_t steps, tg_dtype dtype) {
-  tctx_begin("tg_linspace");
+  tensor_ctx_begin("tg_linspace");
   const DType *dt;
   UOp *r = NULL;
-  if (!user_dtype(dtype, dt_default_float(), &dt)) return tctx_end(NULL);
-  if (steps < 0) r = terr("number of steps must be non-negative, got %lld", (long long)steps);
-  else if (dt == DT_BOOL) r = terr("linspace with bool dtype is not supported");
+  if (!user_dtype(dtype, dt_default_float(), &dt)) return tensor_ctx_end(NULL);
+  if (steps < 0) r = tensor_err("number of steps must be non-negative, got %lld", (long long)steps);
+  else if (dt == DT_BOOL) r = tensor_err("linspace with bool dtype is not supported");
   else if (steps == 1) {
     Shape s = {1, {1}};
     r = t_full(&s, is_integral(start) ? const_int((int64_t)start) : const_float(start), dt, false, true);
   } else {
-    UOp *ar = t_arange(0, (double)steps, 1, dt_default_float());
-    UOp *scaled = t_mul(ar, wf((stop - start) / (double)(steps - 1)));
-    r = t_cast(t_add(is_integral(start) ? wi((int64_t)start) : wf(start), scaled), dt);
+    UOp *ar = tensor_arange(0, (double)steps, 1, dt_default_float());
+    UOp *scaled = tensor_mul(ar, tensor_weak_float((stop - start) / (double)(steps - 1)));
+    r = tensor_cast(tensor_add(is_integral(start) ? tensor_weak_int((int64_t)start) : tensor_weak_float(start), scaled), dt);
   }
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_eye(int64_t n, int64_t m, tg_dtype dtype) {
-  tctx_begin("tg_eye");
+  tensor_ctx_begin("tg_eye");
   const DType *dt;
   UOp *r = NULL;
   if (m < 0) m = n;
-  if (!user_dtype(dtype, dt_default_float(), &dt)) return tctx_end(NULL);
-  if (n < 0) r = terr("cannot have negative n=%lld", (long long)n);
-  else r = t_cast(t_eq(t_unsqueeze(t_arange(0, (double)n, 1, NULL), -1), t_arange(0, (double)m, 1, NULL)), dt);
-  return tctx_end(r);
+  if (!user_dtype(dtype, dt_default_float(), &dt)) return tensor_ctx_end(NULL);
+  if (n < 0) r = tensor_err("cannot have negative n=%lld", (long long)n);
+  else r = tensor_cast(tensor_eq(tensor_unsqueeze(tensor_arange(0, (double)n, 1, NULL), -1), tensor_arange(0, (double)m, 1, NULL)), dt);
+  return tensor_ctx_end(r);
 }
 
 /* ---------------------------------------------------------------------------------------------- realize / data */
@@ -670,12 +670,12 @@ static tg_status realize_uops(UOp **roots, size_t n) {
 }
 
 tg_status tg_realize_many(tg_tensor *const *ts, size_t n) {
-  tctx_begin("tg_realize");
+  tensor_ctx_begin("tg_realize");
   UOp **roots = tg_calloc(n ? n : 1, sizeof *roots);
   size_t k = 0;
   tg_status st = TG_OK;
   for (size_t i = 0; i < n; i++) {
-    UOp *u = tin(ts ? ts[i] : NULL, (int)i + 1);
+    UOp *u = tensor_in(ts ? ts[i] : NULL, (int)i + 1);
     if (!u) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; break; }
     /* virtual values (no device, or weak) and plain buffers have nothing to compute */
     if (!ts[i]->device || dt_is_weak(u->dtype) || has_buffer_identity(u, false)) continue;
@@ -683,31 +683,31 @@ tg_status tg_realize_many(tg_tensor *const *ts, size_t n) {
   }
   if (st == TG_OK && k) st = realize_uops(roots, k);
   tg_free(roots);
-  tctx_end_void();
+  tensor_ctx_end_void();
   return st;
 }
 
 tg_status tg_realize(tg_tensor *t) { return tg_realize_many(&t, 1); }
 
-UOp *t_contiguous(UOp *x) {
+UOp *tensor_contiguous(UOp *x) {
   if (!x) return NULL;
   if (dt_is_weak(x->dtype)) return x;
-  if (x->op == TG_OP_CONTIGUOUS || !tdevice(x) || has_buffer_identity(x, false)) return x;
+  if (x->op == TG_OP_CONTIGUOUS || !tensor_has_device(x) || has_buffer_identity(x, false)) return x;
   return uop_alu1(TG_OP_CONTIGUOUS, x);
 }
 
 tg_tensor *tg_contiguous(const tg_tensor *t) {
-  tctx_begin("tg_contiguous");
-  return tctx_end(t_contiguous(tin(t, 1)));
+  tensor_ctx_begin("tg_contiguous");
+  return tensor_ctx_end(tensor_contiguous(tensor_in(t, 1)));
 }
 
 /* a device-less value gets a buffer on the default device: tinygrad's clone() (empty_like + AFTER(STORE)) */
 static UOp *clone_to_default(UOp *x) {
   Shape s;
-  if (!tshape(x, &s)) return NULL;
+  if (!tensor_shape(x, &s)) return NULL;
   UOp *ret = t_empty(&s, dt_strong(x->dtype));
   if (!ret) return NULL;
-  UOp *st[2] = {ret, t_cast(x, ret->dtype)};
+  UOp *st[2] = {ret, tensor_cast(x, ret->dtype)};
   UOp *store = uop_new(TG_OP_STORE, DT_VOID, st, 2, arg_none());
   UOp *af[2] = {ret, store};
   return uop_new(TG_OP_AFTER, NULL, af, 2, arg_none());
@@ -722,31 +722,31 @@ static tg_status copyout_view(UOp *v, void *out, size_t nbytes) {
   if (v && v->op == TG_OP_SHRINK && v->src[0]->op == TG_OP_BUFFER && v->dtype == v->src[0]->dtype &&
       uop_marg_pair(v, &off, &sz) && off.ndim == 1 && uop_as_shape(v->src[0]->src[0], &full) && full.ndim == 1) {
     size_t isz = (size_t)dt_itemsize(v->dtype), total = (size_t)full.d[0] * isz;
-    if ((size_t)sz.d[0] * isz != nbytes) return terr("view of %lld elements for %zu bytes", (long long)sz.d[0], nbytes), TG_ERR_INVALID_ARGUMENT;
+    if ((size_t)sz.d[0] * isz != nbytes) return tensor_err("view of %lld elements for %zu bytes", (long long)sz.d[0], nbytes), TG_ERR_INVALID_ARGUMENT;
     unsigned char *tmp = tg_malloc(total ? total : 1);
     tg_status st = engine_copyout(v->src[0], tmp, total);
     if (st == TG_OK) memcpy(out, tmp + (size_t)off.d[0] * isz, nbytes);
     tg_free(tmp);
     return st;
   }
-  terr_unsupported("copying out this view of a buffer");
+  tensor_err_unsupported("copying out this view of a buffer");
   return TG_ERR_UNSUPPORTED;
 }
 
 tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
-  tctx_begin("tg_to_host");
-  UOp *x = tin(t, 1);
+  tensor_ctx_begin("tg_to_host");
+  UOp *x = tensor_in(t, 1);
   tg_status st = TG_OK;
   if (!x) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; goto done; }
-  if (dt_is_weak(x->dtype)) x = t_cast(x, dt_strong(x->dtype));
+  if (dt_is_weak(x->dtype)) x = tensor_cast(x, dt_strong(x->dtype));
   size_t need = (size_t)shape_numel(&t->shape) * (size_t)dt_itemsize(x->dtype);
   if (nbytes != need) {
-    terr("buffer of %zu bytes for %s %s needs %zu", nbytes, fmt_shape(&t->shape), x->dtype->name, need);
+    tensor_err("buffer of %zu bytes for %s %s needs %zu", nbytes, tensor_fmt_shape(&t->shape), x->dtype->name, need);
     st = TG_ERR_INVALID_ARGUMENT;
     goto done;
   }
   if (need == 0) goto done;
-  if (!out) { terr("out is NULL"); st = TG_ERR_INVALID_ARGUMENT; goto done; }
+  if (!out) { tensor_err("out is NULL"); st = TG_ERR_INVALID_ARGUMENT; goto done; }
   bool same_value = x == t->uop; /* no cast was needed: the realized buffer can stand for t from now on */
   x = tdevice(x) ? t_contiguous(x) : clone_to_default(x);
   if (!x) { st = tg_last_status(); goto done; }
@@ -765,7 +765,7 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
   while (buf && (buf->op == TG_OP_RESHAPE || buf->op == TG_OP_AFTER)) buf = buf->src[0];
   st = copyout_view(buf, out, nbytes);
 done:
-  tctx_end_void();
+  tensor_ctx_end_void();
   return st;
 }
 
@@ -827,8 +827,8 @@ tg_status tg_item_int64(tg_tensor *t, int64_t *out) {
 /* ------------------------------------------------------------------------------------------------------- assign */
 
 tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
-  tctx_begin("tg_assign");
-  UOp *dst = tin(t, 1), *src = tin(x, 2);
+  tensor_ctx_begin("tg_assign");
+  UOp *dst = tensor_in(t, 1), *src = tensor_in(x, 2);
   tg_status st = TG_OK;
   if (!dst || !src) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; goto done; }
   if (dt_is_weak(dst->dtype) || !t->device) {
@@ -837,11 +837,11 @@ tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
     goto done;
   }
   if (dst == src) goto done;
-  src = t_broadcast_to(src, &t->shape);
-  if (src && dt_is_weak(src->dtype)) src = t_cast(src, dt_least_upper(dst->dtype, src->dtype));
+  src = tensor_broadcast_to(src, &t->shape);
+  if (src && dt_is_weak(src->dtype)) src = tensor_cast(src, dt_least_upper(dst->dtype, src->dtype));
   if (!src) { st = tg_last_status(); goto done; }
   if (src->dtype != dst->dtype) {
-    terr("assign dtype mismatch %s != %s", dst->dtype->name, src->dtype->name);
+    tensor_err("assign dtype mismatch %s != %s", dst->dtype->name, src->dtype->name);
     st = TG_ERR_INVALID_ARGUMENT;
     goto done;
   }
@@ -867,6 +867,6 @@ tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
     t->uop = assign;
   }
 done:
-  tctx_end_void();
+  tensor_ctx_end_void();
   return st;
 }

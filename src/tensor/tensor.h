@@ -1,6 +1,6 @@
 /* tensor.h — internals of the Tensor API: the handle, the per-call context and the graph builders.
  *
- * A public call (tg_add, tg_conv2d, ...) runs inside a call context (tctx_begin/tctx_end): a UOp scope that frees
+ * A public call (tg_add, tg_conv2d, ...) runs inside a call context (tensor_ctx_begin/tensor_ctx_end): a UOp scope that frees
  * every intermediate node at the end, the op name used in error messages, and a shape cache seeded with the input
  * handles' shapes so shape queries never walk the whole input graph.
  *
@@ -23,20 +23,20 @@ struct tg_tensor {
 };
 
 /* ---- call context ---- */
-void tctx_begin(const char *op);
+void tensor_ctx_begin(const char *op);
 /* Wraps `result` in a new handle (NULL stays NULL) and ends the context. */
-tg_tensor *tctx_end(UOp *result);
-void tctx_end_void(void);
-/* Like tctx_end, but the handle belongs to the caller, never to an open scope (a tensor's grad is owned by it). */
-tg_tensor *tctx_end_owned(UOp *result);
+tg_tensor *tensor_ctx_end(UOp *result);
+void tensor_ctx_end_void(void);
+/* Like tensor_ctx_end, but the handle belongs to the caller, never to an open scope (a tensor's grad is owned by it). */
+tg_tensor *tensor_ctx_end_owned(UOp *result);
 /* The first live handle (then ->next): autograd's backward looks for the handles that require a gradient. */
 tg_tensor *tensor_live_first(void);
 /* The handle's node, its shape seeded in the context's cache; NULL (with an error naming argument `i`) for NULL. */
-UOp *tin(const tg_tensor *t, int i);
+UOp *tensor_in(const tg_tensor *t, int i);
 /* Error with the op name prefixed; returns NULL. */
-UOp *terr(const char *fmt, ...) TG_PRINTF(1, 2);
-UOp *terr_unsupported(const char *what);
-const char *tctx_op(void);
+UOp *tensor_err(const char *fmt, ...) TG_PRINTF(1, 2);
+UOp *tensor_err_unsupported(const char *what);
+const char *tensor_ctx_op(void);
 
 /* ---- queries on built nodes (within a context) ---- */
 bool tshape(UOp *u, Shape *out);
@@ -52,109 +52,109 @@ const char *fmt_shape(const Shape *s); /* rotating static buffers, for messages 
 const char *fmt_dims(const int64_t *d, int n);
 
 /* ---- constants and dtype ---- */
-UOp *t_const(Const v, const DType *d);       /* tinygrad UOp.const: 0-d CONST (d NULL: from the value's kind) */
-UOp *t_const_like(UOp *like, Const v, const DType *d); /* CONST expanded to like's shape (d NULL: like's dtype) */
-UOp *t_cast(UOp *x, const DType *d);
-UOp *t_bitcast(UOp *x, const DType *d);
+UOp *tensor_const(Const v, const DType *d);       /* tinygrad UOp.const: 0-d CONST (d NULL: from the value's kind) */
+UOp *tensor_const_like(UOp *like, Const v, const DType *d); /* CONST expanded to like's shape (d NULL: like's dtype) */
+UOp *tensor_cast(UOp *x, const DType *d);
+UOp *tensor_bitcast(UOp *x, const DType *d);
 
 /* ---- movement (tinygrad MovementMixin and UOp._mop) ---- */
-UOp *t_mop(UOp *x, TgOp op, const int64_t *a, const int64_t *b, int n); /* raw: a/b per op as the UOp takes them */
-UOp *t_reshape(UOp *x, const int64_t *shape, int n);                      /* -1 inferred */
-UOp *t_broadcast_to(UOp *x, const Shape *s);
-UOp *t_expand(UOp *x, const int64_t *shape, int n);                       /* -1 keeps */
-UOp *t_permute(UOp *x, const int *order, int n);
-UOp *t_transpose(UOp *x, int d0, int d1);
-UOp *t_flip(UOp *x, const int *axes, int n);
-UOp *t_pad_raw(UOp *x, const int64_t *pads, int n);     /* MovementMixin.pad: (before, after) per axis, >= 0 */
-UOp *t_shrink(UOp *x, const int64_t *bounds, int n);    /* (start, end) per axis */
-UOp *t_shrink_to(UOp *x, const int64_t *shape, int n);  /* -1 keeps */
-UOp *t_pad_to(UOp *x, const int64_t *shape, int n);
-UOp *t_squeeze(UOp *x, int dim);
-UOp *t_unsqueeze(UOp *x, int dim);
-UOp *t_flatten(UOp *x, int start, int end);
-UOp *t_repeat(UOp *x, const int64_t *repeats, int n);
-UOp *t_stack(UOp *const *xs, int n, int dim);
-UOp *t_cat(UOp *const *xs, int n, int dim);
-UOp *t_pool(UOp *x, const int64_t *k, int nk, const int64_t *stride, const int64_t *dilation);
+UOp *tensor_mop(UOp *x, TgOp op, const int64_t *a, const int64_t *b, int n); /* raw: a/b per op as the UOp takes them */
+UOp *tensor_reshape(UOp *x, const int64_t *shape, int n);                      /* -1 inferred */
+UOp *tensor_broadcast_to(UOp *x, const Shape *s);
+UOp *tensor_expand(UOp *x, const int64_t *shape, int n);                       /* -1 keeps */
+UOp *tensor_permute(UOp *x, const int *order, int n);
+UOp *tensor_transpose(UOp *x, int d0, int d1);
+UOp *tensor_flip(UOp *x, const int *axes, int n);
+UOp *tensor_pad_raw(UOp *x, const int64_t *pads, int n);     /* MovementMixin.pad: (before, after) per axis, >= 0 */
+UOp *tensor_shrink(UOp *x, const int64_t *bounds, int n);    /* (start, end) per axis */
+UOp *tensor_shrink_to(UOp *x, const int64_t *shape, int n);  /* -1 keeps */
+UOp *tensor_pad_to(UOp *x, const int64_t *shape, int n);
+UOp *tensor_squeeze(UOp *x, int dim);
+UOp *tensor_unsqueeze(UOp *x, int dim);
+UOp *tensor_flatten(UOp *x, int start, int end);
+UOp *tensor_repeat(UOp *x, const int64_t *repeats, int n);
+UOp *tensor_stack(UOp *const *xs, int n, int dim);
+UOp *tensor_cat(UOp *const *xs, int n, int dim);
+UOp *tensor_pool(UOp *x, const int64_t *k, int nk, const int64_t *stride, const int64_t *dilation);
 /* conv2d without bias: x (B, groups*cin, H, W) padded by pad4 (y before, y after, x before, x after), w (cout, cin, KH, KW) */
-UOp *t_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64_t dilation[2], const int64_t pad4[4]);
+UOp *tensor_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64_t dilation[2], const int64_t pad4[4]);
 /* the input gradient of a stride-1 conv2d with padding (py, px): g convolved with w transposed and flipped */
-UOp *t_conv2d_input_grad(UOp *g, UOp *w, int groups, int64_t py, int64_t px);
+UOp *tensor_conv2d_input_grad(UOp *g, UOp *w, int groups, int64_t py, int64_t px);
 /* the graph tinygrad builds: every CUSTOM_GRAD replaced by its value, without the DETACH the marker put in it */
-UOp *t_strip_custom_grad(UOp *root);
-UOp *t_pad_constant(UOp *x, const int64_t *pads, int n, Const value); /* pads may be negative */
-UOp *t_pad_mode(UOp *x, const int64_t *pads, int n, tg_pad_mode mode, Const value);
-UOp *t_getitem(UOp *x, const tg_index *idx, size_t n);
+UOp *tensor_strip_custom_grad(UOp *root);
+UOp *tensor_pad_constant(UOp *x, const int64_t *pads, int n, Const value); /* pads may be negative */
+UOp *tensor_pad_mode(UOp *x, const int64_t *pads, int n, tg_pad_mode mode, Const value);
+UOp *tensor_getitem(UOp *x, const tg_index *idx, size_t n);
 
 /* ---- elementwise (tinygrad ElementwiseMixin) ---- */
-UOp *t_alu(TgOp op, UOp *a, UOp *b);          /* promote both (_broadcasted) then op */
-UOp *t_alu1(TgOp op, UOp *a);
-UOp *t_add(UOp *a, UOp *b);
-UOp *t_sub(UOp *a, UOp *b);
-UOp *t_mul(UOp *a, UOp *b);
-UOp *t_div(UOp *a, UOp *b, tg_rounding mode);
-UOp *t_mod(UOp *a, UOp *b);
-UOp *t_fmod(UOp *a, UOp *b);
-UOp *t_neg(UOp *a);
-UOp *t_lt(UOp *a, UOp *b);
-UOp *t_gt(UOp *a, UOp *b);
-UOp *t_ge(UOp *a, UOp *b);
-UOp *t_le(UOp *a, UOp *b);
-UOp *t_ne(UOp *a, UOp *b);
-UOp *t_eq(UOp *a, UOp *b);
-UOp *t_logical_not(UOp *a);
-UOp *t_bitwise_not(UOp *a);
-UOp *t_where(UOp *c, UOp *x, UOp *y);
-UOp *t_maximum(UOp *a, UOp *b);
-UOp *t_minimum(UOp *a, UOp *b);
-UOp *t_inverse(UOp *a);
-UOp *t_reciprocal(UOp *a);
-UOp *t_sqrt(UOp *a);
-UOp *t_exp(UOp *a);
-UOp *t_exp2(UOp *a);
-UOp *t_log(UOp *a);
-UOp *t_log2(UOp *a);
-UOp *t_sin(UOp *a);
-UOp *t_cos(UOp *a);
-UOp *t_trunc(UOp *a);
-UOp *t_floor(UOp *a);
-UOp *t_ceil(UOp *a);
-UOp *t_sign(UOp *a);
-UOp *t_abs(UOp *a);
-UOp *t_square(UOp *a);
-UOp *t_pow(UOp *a, UOp *b);
-UOp *t_relu(UOp *a);
-UOp *t_sigmoid(UOp *a);
-UOp *t_tanh(UOp *a);
-UOp *t_softplus(UOp *a, double beta);
-UOp *t_logaddexp(UOp *a, UOp *b);
-UOp *t_clamp(UOp *a, UOp *lo, UOp *hi);
-UOp *t_isinf(UOp *a);
-UOp *t_isnan(UOp *a);
-UOp *t_detach(UOp *a);
-UOp *t_contiguous(UOp *a);
-UOp *t_clone(UOp *a);  /* a device-less value into a new CPU buffer (tinygrad's clone(device)) */
+UOp *tensor_alu(TgOp op, UOp *a, UOp *b);          /* promote both (_broadcasted) then op */
+UOp *tensor_alu1(TgOp op, UOp *a);
+UOp *tensor_add(UOp *a, UOp *b);
+UOp *tensor_sub(UOp *a, UOp *b);
+UOp *tensor_mul(UOp *a, UOp *b);
+UOp *tensor_div(UOp *a, UOp *b, tg_rounding mode);
+UOp *tensor_mod(UOp *a, UOp *b);
+UOp *tensor_fmod(UOp *a, UOp *b);
+UOp *tensor_neg(UOp *a);
+UOp *tensor_lt(UOp *a, UOp *b);
+UOp *tensor_gt(UOp *a, UOp *b);
+UOp *tensor_ge(UOp *a, UOp *b);
+UOp *tensor_le(UOp *a, UOp *b);
+UOp *tensor_ne(UOp *a, UOp *b);
+UOp *tensor_eq(UOp *a, UOp *b);
+UOp *tensor_logical_not(UOp *a);
+UOp *tensor_bitwise_not(UOp *a);
+UOp *tensor_where(UOp *c, UOp *x, UOp *y);
+UOp *tensor_maximum(UOp *a, UOp *b);
+UOp *tensor_minimum(UOp *a, UOp *b);
+UOp *tensor_inverse(UOp *a);
+UOp *tensor_reciprocal(UOp *a);
+UOp *tensor_sqrt(UOp *a);
+UOp *tensor_exp(UOp *a);
+UOp *tensor_exp2(UOp *a);
+UOp *tensor_log(UOp *a);
+UOp *tensor_log2(UOp *a);
+UOp *tensor_sin(UOp *a);
+UOp *tensor_cos(UOp *a);
+UOp *tensor_trunc(UOp *a);
+UOp *tensor_floor(UOp *a);
+UOp *tensor_ceil(UOp *a);
+UOp *tensor_sign(UOp *a);
+UOp *tensor_abs(UOp *a);
+UOp *tensor_square(UOp *a);
+UOp *tensor_pow(UOp *a, UOp *b);
+UOp *tensor_relu(UOp *a);
+UOp *tensor_sigmoid(UOp *a);
+UOp *tensor_tanh(UOp *a);
+UOp *tensor_softplus(UOp *a, double beta);
+UOp *tensor_logaddexp(UOp *a, UOp *b);
+UOp *tensor_clamp(UOp *a, UOp *lo, UOp *hi);
+UOp *tensor_isinf(UOp *a);
+UOp *tensor_isnan(UOp *a);
+UOp *tensor_detach(UOp *a);
+UOp *tensor_contiguous(UOp *a);
+UOp *tensor_clone(UOp *a);  /* a device-less value into a new CPU buffer (tinygrad's clone(device)) */
 /* shorthands with a weak scalar operand (tinygrad's `x + 2`, `2 * x`) */
-UOp *wf(double v);   /* weak float CONST */
-UOp *wi(int64_t v);  /* weak int CONST */
+UOp *tensor_weak_float(double v);   /* weak float CONST */
+UOp *tensor_weak_int(int64_t v);  /* weak int CONST */
 
 /* ---- reductions (ReduceMixin and friends) ---- */
 /* axes NULL: all axes. */
-UOp *t_reduce(UOp *x, TgOp op, const int *axes, int naxes, bool keepdim);
-UOp *t_sum(UOp *x, const int *axes, int naxes, bool keepdim, const DType *dtype);
-UOp *t_prod(UOp *x, const int *axes, int naxes, bool keepdim);
-UOp *t_max(UOp *x, const int *axes, int naxes, bool keepdim);
-UOp *t_min(UOp *x, const int *axes, int naxes, bool keepdim);
-UOp *t_mean(UOp *x, const int *axes, int naxes, bool keepdim);
-UOp *t_var(UOp *x, const int *axes, int naxes, bool keepdim, double correction);
-UOp *t_softmax(UOp *x, int axis, bool log);
-UOp *t_logsumexp(UOp *x, int axis, bool keepdim);
-UOp *t_argmax(UOp *x, int axis, bool keepdim);
-UOp *t_cumalu(UOp *x, int axis, TgOp op);
-UOp *t_cumsum(UOp *x, int axis);
-UOp *t_dot(UOp *a, UOp *b);
-UOp *t_arange(double start, double stop, double step, const DType *dtype);
-UOp *t_one_hot_along_dim(UOp *x, int64_t num_classes, int dim);
-UOp *t_gather(UOp *x, int dim, UOp *index);
+UOp *tensor_reduce(UOp *x, TgOp op, const int *axes, int naxes, bool keepdim);
+UOp *tensor_sum(UOp *x, const int *axes, int naxes, bool keepdim, const DType *dtype);
+UOp *tensor_prod(UOp *x, const int *axes, int naxes, bool keepdim);
+UOp *tensor_max(UOp *x, const int *axes, int naxes, bool keepdim);
+UOp *tensor_min(UOp *x, const int *axes, int naxes, bool keepdim);
+UOp *tensor_mean(UOp *x, const int *axes, int naxes, bool keepdim);
+UOp *tensor_var(UOp *x, const int *axes, int naxes, bool keepdim, double correction);
+UOp *tensor_softmax(UOp *x, int axis, bool log);
+UOp *tensor_logsumexp(UOp *x, int axis, bool keepdim);
+UOp *tensor_argmax(UOp *x, int axis, bool keepdim);
+UOp *tensor_cumalu(UOp *x, int axis, TgOp op);
+UOp *tensor_cumsum(UOp *x, int axis);
+UOp *tensor_dot(UOp *a, UOp *b);
+UOp *tensor_arange(double start, double stop, double step, const DType *dtype);
+UOp *tensor_one_hot_along_dim(UOp *x, int64_t num_classes, int dim);
+UOp *tensor_gather(UOp *x, int dim, UOp *index);
 
 #endif

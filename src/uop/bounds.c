@@ -249,7 +249,7 @@ static void compute_bounds(UOp *u) {
   } else if (op == TG_OP_CONST && u->arg.kind == ARG_CONST && u->arg.c.kind != CK_INVALID && u->arg.c.kind != CK_NONE) {
     Const c = u->arg.c;
     if (c.kind == CK_FLOAT) float_interval(c.f, &lo, &hi);
-    else lo = hi = c.kind == CK_BOOL ? (i128)c.b : const_as_i128(c, u->dtype);
+    else lo = hi = c.kind == CK_BOOL ? (i128)c.b : dt_const_as_i128(c, u->dtype);
   } else if (op == TG_OP_CAST && u->nsrc == 1) {
     bounds_of_cast(u, &lo, &hi);
   } else {

@@ -1,7 +1,7 @@
 /* divmod.c — folding of integer floor division and modulo (tinygrad uop/divandmod.py).
  *
  * Two cheap rules run first: nested divisions by constants merge, and multiples of the divisor are split out of a
- * constant addend. Then fold_divmod_general works on the numerator as a sum of terms with constant factors and uses
+ * constant addend. Then sym_fold_divmod_general works on the numerator as a sum of terms with constant factors and uses
  * their bounds: a constant quotient, nested div/mod removal, congruence folding, gcd factoring, nesting by a factor
  * of the divisor, and, for any denominator, division by a common (symbolic) gcd and factoring (d*x+y)//d into
  * x + y//d. Every fold keeps tinygrad's floor semantics (the quotient rounds toward -inf, the remainder takes the
@@ -54,7 +54,7 @@ static UOp *py_sum(UOp *const *terms, size_t n, const UOp *like, bool *ok) {
 /* tinygrad's simplify(): the `symbolic` tier. A failed rewrite leaves the node as it is (still correct). */
 static UOp *simplify_symbolic(UOp *u) {
   if (u->op == TG_OP_CONST) return u;
-  UOp *r = graph_rewrite(u, sym_symbolic(), NULL, 0, NULL, "simplify");
+  UOp *r = pm_graph_rewrite(u, sym_symbolic(), NULL, 0, NULL, "simplify");
   return r ? r : u;
 }
 
@@ -338,7 +338,7 @@ static UOp *fold_const_denominator(UOp *d, UOp *x, UOp *y, i128 c, bool *ok) {
     Candidate best = {0, NULL};
     for (size_t j = 0; j < ndiv; j++) {
       i128 div = divs[j];
-      UOp *newxs = fold_divmod_general(uop_idiv(x, int_like(x, div, ok)));
+      UOp *newxs = sym_fold_divmod_general(uop_idiv(x, int_like(x, div, ok)));
       if (!newxs) continue;
       Candidate cand = {0, NULL};
       if (!is_mod) {
@@ -472,19 +472,19 @@ void sym_divmod_cache_clear(void) {
 
 /* A cached node given to a caller is also parked in the caller's scope when the memo is its only holder (drop to zero
  * parks it, keep restores the memo's reference). So when a later clear drops it, it is freed at the end of the scope
- * that received it, never earlier (the caller, e.g. a running graph_rewrite, holds it without a reference). */
+ * that received it, never earlier (the caller, e.g. a running pm_graph_rewrite, holds it without a reference). */
 static UOp *hand_out(UOp *r) {
   uop_drop(r);
   return uop_keep(r);
 }
 
-UOp *fold_divmod_general(UOp *root) {
+UOp *sym_fold_divmod_general(UOp *root) {
   TG_ASSERT(root->op == TG_OP_FLOORDIV || root->op == TG_OP_FLOORMOD, "fold_divmod_general on %s",
-            op_name(uop_op(root)));
+            uop_op_name(uop_op(root)));
   if (uop_vmin(root->src[1]) == 0 && uop_vmax(root->src[1]) == 0) {
     /* tinygrad raises ZeroDivisionError here; the rewrite leaves the node and reports why */
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s by zero trying to rewrite a %s", root->op == TG_OP_FLOORMOD ? "Mod" : "Division",
-                 op_name(uop_op(root)));
+                 uop_op_name(uop_op(root)));
     return NULL;
   }
   void **hit = uopmap_get(&divmod_memo, root);
@@ -522,7 +522,7 @@ static UOp *split_const_multiple(RwCtx *rw, UOp *root, UOp **m) {
 
 static UOp *general_divmod(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(rw), TG_UNUSED(m);
-  return fold_divmod_general(root);
+  return sym_fold_divmod_general(root);
 }
 
 static const Rule div_and_mod_rules[] = {

@@ -578,7 +578,7 @@ static double round_to_format(TgDTypeId id, double x) {
 
 static const Const const_none = {CK_NONE, {.i = 0}};
 
-bool const_eq(Const a, Const b) {
+bool dt_const_eq(Const a, Const b) {
   if (a.kind != b.kind) return false;
   switch (a.kind) {
   case CK_BOOL: return a.b == b.b;
@@ -594,7 +594,7 @@ static i128 u128_to_i128(u128 v) { return v <= (u128)I128_MAX ? (i128)v : -(i128
 static bool is_uint64(const DType *d) { return d && d->scalar->id == TG_UINT64; }
 
 /* Floats: truncated toward zero and saturated to the i128 range, NaN -> 0. Invalid/none -> 0. */
-i128 const_as_i128(Const c, const DType *d) {
+i128 dt_const_as_i128(Const c, const DType *d) {
   switch (c.kind) {
   case CK_BOOL: return c.b;
   case CK_INT: return is_uint64(d) ? (i128)(uint64_t)c.i : c.i;
@@ -609,7 +609,7 @@ i128 const_as_i128(Const c, const DType *d) {
 }
 
 /* Invalid/none -> NaN. */
-double const_as_double(Const c, const DType *d) {
+double dt_const_as_double(Const c, const DType *d) {
   switch (c.kind) {
   case CK_BOOL: return c.b ? 1.0 : 0.0;
   case CK_INT: return is_uint64(d) ? (double)(uint64_t)c.i : (double)c.i;
@@ -657,7 +657,7 @@ static Num const_to_num(Const c, const DType *od) {
   switch (c.kind) {
   case CK_BOOL: return num_int(c.b);
   case CK_INT:
-    if (od && dt_is_float(od)) return num_float(const_as_double(c, od));
+    if (od && dt_is_float(od)) return num_float(dt_const_as_double(c, od));
     return num_int(is_uint64(od) ? (i128)(uint64_t)c.i : c.i);
   case CK_FLOAT: return num_float(c.f);
   case CK_NONE: case CK_INVALID: break;
@@ -724,9 +724,9 @@ Const dt_const_from(const DType *d, Const v, const DType *from) {
 
 /* The storage bits of a value of scalar dtype s (tinygrad to_storage_scalar + struct.pack). */
 static uint64_t const_to_bits(Const v, const DType *s) {
-  double f = const_as_double(v, s);
+  double f = dt_const_as_double(v, s);
   switch (s->id) {
-  case TG_BOOL: return const_as_i128(v, s) != 0;
+  case TG_BOOL: return dt_const_as_i128(v, s) != 0;
   case TG_FLOAT16: return double_to_half_bits(f);
   case TG_BFLOAT16: return float32_to_bf16_bits((float)round_to_float32(f));
   case TG_FLOAT32: return float_bits((float)round_to_float32(f));
@@ -734,7 +734,7 @@ static uint64_t const_to_bits(Const v, const DType *s) {
   case TG_FP8E4M3: case TG_FP8E5M2: case TG_FP8E4M3FNUZ: case TG_FP8E5M2FNUZ: return tg_float_to_fp8_bits(f, s->id);
   default: {
     uint64_t u = (uint64_t)v.i;
-    if (v.kind != CK_INT) u = (uint64_t)const_as_i128(v, s);
+    if (v.kind != CK_INT) u = (uint64_t)dt_const_as_i128(v, s);
     return s->bitsize < 64 ? u & (((uint64_t)1 << s->bitsize) - 1) : u;
   }
   }
@@ -754,7 +754,7 @@ static Const bits_to_const(uint64_t u, const DType *s) {
 }
 
 /* Reinterpret the bits. Both dtypes scalar (or vectors of one lane), not weak, of equal itemsize; else CK_NONE. */
-Const const_bitcast(Const v, const DType *from, const DType *to) {
+Const dt_const_bitcast(Const v, const DType *from, const DType *to) {
   if (v.kind == CK_INVALID || v.kind == CK_NONE) return v;
   if (from->is_ptr || to->is_ptr || from->count != 1 || to->count != 1) return const_none;
   if (dt_is_weak(from) || dt_is_weak(to) || from->id == TG_VOID || to->id == TG_VOID) return const_none;
@@ -1004,7 +1004,7 @@ static Const compare_consts(TgOp op, const DType *od, const Const *src) {
  *   - comparisons are IEEE on floats (nan != nan). tinygrad's CONST floats compare nan == nan, so its own folding of
  *     CMPNE(nan, nan) gives False; we follow exec_alu on floats and the device.
  *   - FDIV (absent from python_alu) is IEEE division; THREEFRY is threefry2x32 of tinygrad's decomposition. */
-Const const_exec_alu(int op_id, const DType *d, const Const *src, int nsrc) {
+Const dt_const_exec_alu(int op_id, const DType *d, const Const *src, int nsrc) {
   if (op_id < 0 || op_id >= TG_OP_COUNT || !d || d->is_ptr) return const_none;
   TgOp op = (TgOp)op_id;
   int arity = op_has(op, OPP_UNARY) ? 1 : op_has(op, OPP_BINARY) ? 2 : op_has(op, OPP_TERNARY) ? 3 : 0;
@@ -1027,7 +1027,7 @@ Const const_exec_alu(int op_id, const DType *d, const Const *src, int nsrc) {
 
   if (dt_is_float(sd)) {
     double x[3], r;
-    for (int k = 0; k < nsrc; k++) x[k] = const_as_double(src[k], sd);
+    for (int k = 0; k < nsrc; k++) x[k] = dt_const_as_double(src[k], sd);
     if (float_alu(op, x, &r) != FOLD_OK) return const_none;
     return const_float(round_to_format(sd->id, r));
   }
@@ -1038,7 +1038,7 @@ Const const_exec_alu(int op_id, const DType *d, const Const *src, int nsrc) {
     Const c = src[k];
     if (c.kind == CK_FLOAT) c = dt_const(sd, c); /* a float at an int dtype: its int(), as dtype.const would */
     if (c.kind == CK_NONE) return const_none;
-    x[k] = const_as_i128(c, sd);
+    x[k] = dt_const_as_i128(c, sd);
   }
   if (op == TG_OP_THREEFRY) {
     if (sd->id != TG_UINT64) return const_none;

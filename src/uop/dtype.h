@@ -86,10 +86,10 @@ static inline Const const_float(double v) { Const c = {CK_FLOAT, {.f = v}}; retu
 static inline Const const_bool(bool v) { Const c = {CK_BOOL, {.b = v}}; return c; }
 static inline Const const_invalid(void) { Const c = {CK_INVALID, {.i = 0}}; return c; }
 /* Bitwise equality (so -0.0 != 0.0 and nan == nan, as tinygrad's ConstFloat). */
-bool const_eq(Const a, Const b);
+bool dt_const_eq(Const a, Const b);
 /* The value as a number (bools 0/1, uint64 above 2^63 stay exact in i128). */
-i128 const_as_i128(Const c, const DType *d);
-double const_as_double(Const c, const DType *d);
+i128 dt_const_as_i128(Const c, const DType *d);
+double dt_const_as_double(Const c, const DType *d);
 
 /* Put a value on dtype d's grid (tinygrad dtype.const + truncate): ints wrap to the width, floats round to the
  * format (float16/bfloat16/fp8 too), bools become 0/1; weak dtypes keep the value exact. */
@@ -104,9 +104,9 @@ i128 dt_max_int(const DType *d);
 /* Evaluate an ALU op on constants at dtype d (tinygrad exec_alu + truncation), for constant folding. The op is a
  * TgOp value (ops.def). Returns CK_NONE when the op cannot be folded (e.g. integer division by zero: not defined).
  * Comparisons take the operands' dtype as d (so uint64 reads unsigned) and return CK_BOOL. dtype.c lists the rest. */
-Const const_exec_alu(int op, const DType *d, const Const *src, int nsrc);
+Const dt_const_exec_alu(int op, const DType *d, const Const *src, int nsrc);
 /* Bit-reinterpret a constant between dtypes of equal itemsize. */
-Const const_bitcast(Const v, const DType *from, const DType *to);
+Const dt_const_bitcast(Const v, const DType *from, const DType *to);
 
 /* float conversions used by truncation and by host data. */
 uint16_t tg_float_to_half_bits(float x);

@@ -181,7 +181,7 @@ static bool compile_node(Instr *in, UOp *u, const UOpMap *index) {
   }
   if (!supported_dtype(u->dtype)) {
     tg_set_error(TG_ERR_UNSUPPORTED, "eval: %s of dtype %s is not supported (scalar integer and bool only)",
-                 op_name(op), u->dtype->name);
+                 uop_op_name(op), u->dtype->name);
     return false;
   }
   set_class(in, u->dtype);
@@ -204,7 +204,7 @@ static bool compile_node(Instr *in, UOp *u, const UOpMap *index) {
     return true;
   case TG_OP_BUFFER: case TG_OP_PARAM:
     if (!is_var_leaf(u)) {
-      tg_set_error(TG_ERR_UNSUPPORTED, "eval: %s is memory, not a Variable", op_name(op));
+      tg_set_error(TG_ERR_UNSUPPORTED, "eval: %s is memory, not a Variable", uop_op_name(op));
       return false;
     }
     in->op = EI_VAR;
@@ -216,11 +216,11 @@ static bool compile_node(Instr *in, UOp *u, const UOpMap *index) {
   }
   int ns = expected_srcs(op);
   if (ns < 0) {
-    tg_set_error(TG_ERR_UNSUPPORTED, "eval: op %s is not supported", op_name(op));
+    tg_set_error(TG_ERR_UNSUPPORTED, "eval: op %s is not supported", uop_op_name(op));
     return false;
   }
   if ((int)u->nsrc != ns) {
-    tg_set_error(TG_ERR_UNSUPPORTED, "eval: %s with %u sources (expected %d)", op_name(op), u->nsrc, ns);
+    tg_set_error(TG_ERR_UNSUPPORTED, "eval: %s with %u sources (expected %d)", uop_op_name(op), u->nsrc, ns);
     return false;
   }
   uint32_t s[3] = {0, 0, 0};
@@ -382,7 +382,7 @@ static void explain(EvalProgram *p, uint32_t i, EvalState st) {
     if (in->op == EI_VAR) snprintf(p->msg, sizeof p->msg, "Variable %s has no value", u->arg.param->name);
     else if (u->op == TG_OP_RANGE && u->arg.kind == ARG_RANGE)
       snprintf(p->msg, sizeof p->msg, "RANGE (axis %lld) has no value", (long long)u->arg.range->axis_id);
-    else snprintf(p->msg, sizeof p->msg, "%s %s has no value", op_name(uop_op(u)),
+    else snprintf(p->msg, sizeof p->msg, "%s %s has no value", uop_op_name(uop_op(u)),
                   u->arg.kind == ARG_STR ? u->arg.str : "");
     return;
   }
@@ -395,7 +395,7 @@ static void explain(EvalProgram *p, uint32_t i, EvalState st) {
     what = "divides by zero";
   else if ((op == TG_OP_SHL || op == TG_OP_SHR) && p->val[in->b] < 0) what = "shifts by a negative amount";
   if (op == TG_OP_NEG) snprintf(p->msg, sizeof p->msg, "NEG(%s) %s", xa, what);
-  else snprintf(p->msg, sizeof p->msg, "%s(%s, %s) %s", op_name(op), xa, xb, what);
+  else snprintf(p->msg, sizeof p->msg, "%s(%s, %s) %s", uop_op_name(op), xa, xb, what);
 }
 
 EvalValue eval_run(EvalProgram *p, const EvalEnv *env) {

@@ -10,7 +10,7 @@ static const DType *dtype_named(const char *name) { return dt_by_name(name); }
 
 static int axis_type_named(const char *name) {
   for (int t = 0; t <= AXIS_LOOP; t++)
-    if (strcmp(axis_type_name((AxisType)t), name) == 0) return t;
+    if (strcmp(uop_axis_type_name((AxisType)t), name) == 0) return t;
   return -1;
 }
 
@@ -97,8 +97,8 @@ static UOp *make_node(TgOp op, const DType *dt, const char *at, UOp **src, size_
     char *opn = buf + 4, *cnt = strchr(opn, ':');
     if (!cnt) return NULL;
     *cnt++ = 0;
-    if (op_by_name(opn) < 0) return NULL;
-    arg = arg_reduce((TgOp)op_by_name(opn), atoi(cnt));
+    if (uop_op_by_name(opn) < 0) return NULL;
+    arg = arg_reduce((TgOp)uop_op_by_name(opn), atoi(cnt));
   } else if (strncmp(buf, "perm:", 5) == 0 || strncmp(buf, "flip:", 5) == 0) {
     size_t k = 0;
     for (char *tok = strtok(buf + 5, ","); tok && k < 16; tok = strtok(NULL, ",")) ints[k++] = atoll(tok);
@@ -142,7 +142,7 @@ static UOp *parse_node(const char **p, ParseRefs *refs) {
   char *dot = strchr(head, '.');
   if (!dot) return NULL;
   *dot = 0;
-  int op = op_by_name(head);
+  int op = uop_op_by_name(head);
   const DType *dt = dtype_named(dot + 1);
   if (op < 0 || !dt) return NULL;
   ParseRefs src = {0}; /* any number of sources */

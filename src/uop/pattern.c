@@ -1,8 +1,8 @@
 /* pattern.c — the rule engine (reference section 4): the s-expression pattern language of pattern.h compiled once
  * into arrays of pattern nodes, a backtracking matcher over them, replacement templates, rule sets indexed by op,
- * graph_rewrite with tinygrad's unified_rewrite / walk semantics, substitution, and TRACK_MATCH_STATS.
+ * pm_graph_rewrite with tinygrad's unified_rewrite / walk semantics, substitution, and TRACK_MATCH_STATS.
  *
- * Hot path: graph_rewrite -> rs_apply (per-op rule list, early reject on source ops) -> solve (goal-list
+ * Hot path: pm_graph_rewrite -> rs_apply (per-op rule list, early reject on source ops) -> solve (goal-list
  * backtracking; leaves are checked inline, only alternatives and commutative pairs branch). */
 #include "pattern.h"
 
@@ -170,9 +170,9 @@ static void expect(Parser *p, char c) {
 /* an op name or a GroupOp name, added to the OpSet at acc */
 static bool lookup_opset(const char *name, void *acc) {
   OpSet *out = acc, g;
-  int op = op_by_name(name);
+  int op = uop_op_by_name(name);
   if (op >= 0) opset_add(out, (TgOp)op);
-  else if (opset_by_group(name, &g)) out->w[0] |= g.w[0], out->w[1] |= g.w[1];
+  else if (uop_opset_by_group(name, &g)) out->w[0] |= g.w[0], out->w[1] |= g.w[1];
   else return false;
   return true;
 }
@@ -328,7 +328,7 @@ static void parse_arg(Parser *p, uint8_t *kind, int64_t *iv, const char **sv) {
   } else {
     char id[64];
     int op;
-    if (!read_ident(p, id, sizeof id, false) || (op = op_by_name(id)) < 0) parse_fail(p, "arg: unknown op '%s'", id);
+    if (!read_ident(p, id, sizeof id, false) || (op = uop_op_by_name(id)) < 0) parse_fail(p, "arg: unknown op '%s'", id);
     *kind = AT_OP;
     *iv = op;
   }
@@ -531,7 +531,7 @@ static uint32_t parse_tmpl(Parser *p) {
   if (c == '(') {
     p->pos++;
     if (!read_ident(p, id, sizeof id, false)) parse_fail(p, "expected an op name after '('");
-    int op = op_by_name(id);
+    int op = uop_op_by_name(id);
     if (op < 0) parse_fail(p, "unknown op '%s' (templates build one op)", id);
     uint32_t node = new_tnode(p, TK_NODE);
     p->tn.data[node].op = (uint16_t)op;
@@ -633,7 +633,7 @@ static CRule *compile_rule(const char *set_name, const Rule *rule) {
   for (uint32_t i = 0; i < nalts; i++) {
     OpSet o;
     if (alts[i]->kind == PK_NODE && (alts[i]->flags & PF_OPS)) o = alts[i]->ops;
-    else opset_by_group("All", &o);
+    else uop_opset_by_group("All", &o);
     r->root_ops.w[0] |= o.w[0];
     r->root_ops.w[1] |= o.w[1];
   }
@@ -943,7 +943,7 @@ static UOp *tmpl_build(const CRule *r, const TNode *t, UOp **caps, const UOp *li
   TgOp op = (TgOp)t->op;
   if (t->dtype) return op == TG_OP_CAST && t->nsrc == 1 ? uop_cast(src[0], t->dtype) : uop_new(op, t->dtype, src, t->nsrc, t->arg);
   if (!uop_derive_dtype(op, src, t->nsrc, &t->arg))
-    TG_PANIC("rule %s: template %s needs an explicit dtype (%s.dt)", r->display, op_name(op), op_name(op));
+    TG_PANIC("rule %s: template %s needs an explicit dtype (%s.dt)", r->display, uop_op_name(op), uop_op_name(op));
   return uop_new(op, NULL, src, t->nsrc, t->arg);
 }
 
@@ -1090,7 +1090,7 @@ static void print_stats_at_exit(void) {
 }
 
 /* ================================================================================================================
- * graph_rewrite
+ * pm_graph_rewrite
  * ================================================================================================================ */
 
 /* Per-node state of one rewrite, in an open-addressing table keyed by pointer (empty slot: key NULL). */
@@ -1217,9 +1217,9 @@ static void rw_fail(Rewriter *w, const CRule *why, const UOp *at, const char *wh
   w->failed = true;
   if (why)
     tg_set_error(TG_ERR_RUNTIME, "graph_rewrite %s: %s: rule '%s' (pattern \"%s\") fired last on %s", w->name, what,
-                 why->display, why->rule->pattern, at ? op_name(uop_op(at)) : "?");
+                 why->display, why->rule->pattern, at ? uop_op_name(uop_op(at)) : "?");
   else
-    tg_set_error(TG_ERR_RUNTIME, "graph_rewrite %s: %s (at %s)", w->name, what, at ? op_name(uop_op(at)) : "?");
+    tg_set_error(TG_ERR_RUNTIME, "graph_rewrite %s: %s (at %s)", w->name, what, at ? uop_op_name(uop_op(at)) : "?");
 }
 
 /* bpm with its per-node cache (each node is tried once per rewrite) */
@@ -1451,7 +1451,7 @@ static UOp *run_rewrite(UOp *root, const RuleSet *pm, const RuleSet *bpm, const 
   return res;
 }
 
-UOp *graph_rewrite(UOp *root, const RuleSet *pm, void *ctx, int flags, const RuleSet *bpm, const char *name) {
+UOp *pm_graph_rewrite(UOp *root, const RuleSet *pm, void *ctx, int flags, const RuleSet *bpm, const char *name) {
   if (flags & RW_BOTTOM_UP) return run_rewrite(root, NULL, pm, NULL, ctx, flags, name);
   return run_rewrite(root, pm, bpm, NULL, ctx, flags, name);
 }

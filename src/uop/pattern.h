@@ -1,5 +1,5 @@
 /* pattern.h — rules as data: patterns written in a small s-expression syntax, parsed once, matched against UOps,
- * and graph_rewrite, which applies a rule set to a whole graph (reference section 4; DESIGN.md decision 3).
+ * and pm_graph_rewrite, which applies a rule set to a whole graph (reference section 4; DESIGN.md decision 3).
  *
  * Pattern syntax (one string per rule):
  *
@@ -71,7 +71,7 @@ size_t pm_rule_count(const RuleSet *pm);
 
 /* The context a callback sees. */
 struct RwCtx {
-  void *ctx;                 /* the user's ctx given to graph_rewrite */
+  void *ctx;                 /* the user's ctx given to pm_graph_rewrite */
   const RuleSet *pm;
 };
 
@@ -89,7 +89,7 @@ enum {
  * produced by a rule is rewritten again; every distinct node is rewritten once per call. bpm (optional) is applied
  * to each node before its sources, repeatedly. Returns the new root (owned by the caller's scope), or NULL with
  * tg_last_error() set if a rule loops (the message names the rule). */
-UOp *graph_rewrite(UOp *root, const RuleSet *pm, void *ctx, int flags, const RuleSet *bpm, const char *name);
+UOp *pm_graph_rewrite(UOp *root, const RuleSet *pm, void *ctx, int flags, const RuleSet *bpm, const char *name);
 /* Replace nodes by the map (keys -> values, both UOp*), as tinygrad's substitute. */
 UOp *uop_substitute(UOp *root, UOp *const *from, UOp *const *to, size_t n);
 

@@ -5,7 +5,7 @@
  *   uop_str         tinygrad's pretty_print (repr of a UOp): nested UOp(Ops.X, dtypes.y, arg=..., src=(...)) with
  *                   shared nodes written once as xN:= and referred to as xN afterwards
  *   uop_print_list  tinygrad's print_uops: one line per node of the toposort
- *   arg_print       the repr of a node's arg
+ *   uop_arg_print       the repr of a node's arg
  *
  * Everything here is used in error messages and debug output, so it never trusts the node: odd arities, args of the
  * wrong kind and NULL payloads print as something readable instead of crashing. Deep graphs are walked with explicit
@@ -182,7 +182,7 @@ static void put_arg(StrBuf *b, const UOp *u, bool str_form) {
     if (!r) { sb_puts(b, "None"); return; }
     sb_printf(b, "(%lld, ", (long long)r->axis_id);
     for (int i = 0; i < r->nsub && i < 4; i++) sb_printf(b, "%lld, ", (long long)r->sub[i]);
-    sb_printf(b, "AxisType.%s)", axis_type_name((AxisType)r->axis_type));
+    sb_printf(b, "AxisType.%s)", uop_axis_type_name((AxisType)r->axis_type));
     return;
   }
   case ARG_PARAM: {
@@ -229,7 +229,7 @@ static void put_arg(StrBuf *b, const UOp *u, bool str_form) {
   sb_printf(b, "<arg kind %d>", (int)a->kind);
 }
 
-void arg_print(StrBuf *b, const UOp *u) {
+void uop_arg_print(StrBuf *b, const UOp *u) {
   if (!u) { sb_puts(b, "None"); return; }
   put_arg(b, u, false);
 }

@@ -166,7 +166,7 @@ static UOp *check_alu(RwCtx *rw, UOp *x, UOp **m) {
   for (uint32_t i = 0; i < x->nsrc; i++)
     if (!matches_dtype(x->src[i], x->dtype) && !is_weak(x->src[i]->dtype))
       return reject(rw, "source %u has dtype %s, but %s's sources must have its dtype %s (or be weak)", (unsigned)i,
-                    x->src[i]->dtype->name, op_name(uop_op(x)), x->dtype->name);
+                    x->src[i]->dtype->name, uop_op_name(uop_op(x)), x->dtype->name);
   return ALLOW;
 }
 
@@ -218,7 +218,7 @@ static UOp *check_local_buffer(RwCtx *rw, UOp *x, UOp **m) {
 static UOp *check_after(RwCtx *rw, UOp *x, UOp **m) {
   TG_UNUSED(m);
   if (matches_dtype(x->src[0], x->dtype)) return ALLOW;
-  return reject(rw, "AFTER has dtype %s, but what it orders (%s) has %s", x->dtype->name, op_name(uop_op(x->src[0])),
+  return reject(rw, "AFTER has dtype %s, but what it orders (%s) has %s", x->dtype->name, uop_op_name(uop_op(x->src[0])),
                 x->src[0]->dtype->name);
 }
 
@@ -367,7 +367,7 @@ static UOp *check_reduce(RwCtx *rw, UOp *x, UOp **m) {
   TG_UNUSED(m);
   if (x->arg.kind != ARG_REDUCE) return reject(rw, "REDUCE needs a (op, axes) arg");
   if (x->arg.red.op < 0 || x->arg.red.op >= TG_OP_COUNT || !op_has((TgOp)x->arg.red.op, OPP_REDUCE))
-    return reject(rw, "%s is not a reduce op", op_name((TgOp)x->arg.red.op));
+    return reject(rw, "%s is not a reduce op", uop_op_name((TgOp)x->arg.red.op));
   if (x->arg.red.naxes < 0) return reject(rw, "negative axis count");
   for (uint32_t i = 1; i < x->nsrc; i++)
     if (x->src[i]->dtype != DT_WEAKINT && x->src[i]->dtype != DT_INT32)
@@ -391,12 +391,12 @@ static UOp *check_allreduce(RwCtx *rw, UOp *red, UOp **m) {
 
 static UOp *reject_multi_device(RwCtx *rw, UOp *x, UOp **m) {
   TG_UNUSED(m);
-  return reject(rw, "%s: multi-device graphs are not supported yet", op_name(uop_op(x)));
+  return reject(rw, "%s: multi-device graphs are not supported yet", uop_op_name(uop_op(x)));
 }
 
 static UOp *check_passthrough(RwCtx *rw, UOp *root, UOp **m) {
   UOp *x = m[0];
-  if (root->arg.kind != ARG_NONE) return reject(rw, "%s takes no arg", op_name(uop_op(root)));
+  if (root->arg.kind != ARG_NONE) return reject(rw, "%s takes no arg", uop_op_name(uop_op(root)));
   return judge(rw, matches_dtype(x, root->dtype), "it must keep its source's dtype");
 }
 
@@ -460,7 +460,7 @@ static UOp *reject_weak(RwCtx *rw, UOp *x, UOp **m) {
 }
 static UOp *reject_movement(RwCtx *rw, UOp *x, UOp **m) {
   TG_UNUSED(m);
-  return reject(rw, "movement op %s is not allowed in a program", op_name(uop_op(x)));
+  return reject(rw, "movement op %s is not allowed in a program", uop_op_name(uop_op(x)));
 }
 static UOp *reject_invalid(RwCtx *rw, UOp *x, UOp **m) {
   TG_UNUSED(x); TG_UNUSED(m);
@@ -649,18 +649,18 @@ static bool shape_problem(const UOp *u, char *why, size_t n) {
   OpShape s = op_shape(uop_op(u));
   if ((int64_t)u->nsrc < s.min_src || (s.max_src >= 0 && (int64_t)u->nsrc > s.max_src)) {
     if (s.min_src == s.max_src)
-      snprintf(why, n, "%s takes %d source%s, got %u", op_name(uop_op(u)), s.min_src, s.min_src == 1 ? "" : "s",
+      snprintf(why, n, "%s takes %d source%s, got %u", uop_op_name(uop_op(u)), s.min_src, s.min_src == 1 ? "" : "s",
                (unsigned)u->nsrc);
     else if (s.max_src < 0)
-      snprintf(why, n, "%s takes at least %d source%s, got %u", op_name(uop_op(u)), s.min_src,
+      snprintf(why, n, "%s takes at least %d source%s, got %u", uop_op_name(uop_op(u)), s.min_src,
                s.min_src == 1 ? "" : "s", (unsigned)u->nsrc);
     else
-      snprintf(why, n, "%s takes %d to %d sources, got %u", op_name(uop_op(u)), s.min_src, s.max_src,
+      snprintf(why, n, "%s takes %d to %d sources, got %u", uop_op_name(uop_op(u)), s.min_src, s.max_src,
                (unsigned)u->nsrc);
     return true;
   }
   if (s.arg >= 0 && u->arg.kind != (ArgKind)s.arg) {
-    snprintf(why, n, "%s needs %s as its arg, got %s", op_name(uop_op(u)), arg_kind_name((ArgKind)s.arg),
+    snprintf(why, n, "%s needs %s as its arg, got %s", uop_op_name(uop_op(u)), arg_kind_name((ArgKind)s.arg),
              arg_kind_name(u->arg.kind));
     return true;
   }
@@ -711,14 +711,14 @@ static void spec_toposort(UOp *root, bool enter_calls, UOpVec *out) {
 }
 
 static void describe_node(StrBuf *b, const UOp *u) {
-  sb_printf(b, "%s (dtype %s, %u src%s", op_name(uop_op(u)), u->dtype ? u->dtype->name : "NULL", (unsigned)u->nsrc,
+  sb_printf(b, "%s (dtype %s, %u src%s", uop_op_name(uop_op(u)), u->dtype ? u->dtype->name : "NULL", (unsigned)u->nsrc,
             u->nsrc == 1 ? "" : "s");
   for (uint32_t i = 0; i < u->nsrc && i < 8; i++)
-    sb_printf(b, "%s%s %s", i ? ", " : ": ", op_name(uop_op(u->src[i])), u->src[i]->dtype->name);
+    sb_printf(b, "%s%s %s", i ? ", " : ": ", uop_op_name(uop_op(u->src[i])), u->src[i]->dtype->name);
   if (u->nsrc > 8) sb_puts(b, ", ...");
   sb_puts(b, "; arg ");
   size_t start = b->len;
-  arg_print(b, u);
+  uop_arg_print(b, u);
   if (b->len - start > 120) {
     b->len = start + 117;
     sb_puts(b, "...");

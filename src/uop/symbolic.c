@@ -62,11 +62,11 @@ static UOp *with_src(const UOp *u, UOp *const *src, size_t n) { return uop_repla
 
 static bool cval_int(const UOp *u, i128 *v) {
   if (u->op != TG_OP_CONST || (u->arg.c.kind != CK_INT && u->arg.c.kind != CK_BOOL)) return false;
-  *v = const_as_i128(u->arg.c, u->dtype);
+  *v = dt_const_as_i128(u->arg.c, u->dtype);
   return true;
 }
 static bool fits64(i128 v) { return v >= INT64_MIN && v <= INT64_MAX; }
-static double cval_double(const UOp *u) { return const_as_double(u->arg.c, u->dtype); }
+static double cval_double(const UOp *u) { return dt_const_as_double(u->arg.c, u->dtype); }
 static bool cval_truthy(const UOp *u) {
   Const c = u->arg.c;
   switch (c.kind) {
@@ -327,7 +327,7 @@ static UOp *fold_const_alu(RwCtx *rw, UOp *root, UOp **m) {
   if (lanes == 0) {
     Const v[3];
     for (uint32_t i = 0; i < n; i++) v[i] = root->src[i]->arg.c;
-    Const r = const_exec_alu(uop_op(root), d, v, (int)n);
+    Const r = dt_const_exec_alu(uop_op(root), d, v, (int)n);
     if (r.kind == CK_NONE) return NULL;
     return uop_const(root->dtype, r);
   }
@@ -339,7 +339,7 @@ static UOp *fold_const_alu(RwCtx *rw, UOp *root, UOp **m) {
       if (s->op == TG_OP_STACK && l >= s->nsrc) { tg_free(out); return NULL; }
       v[i] = s->op == TG_OP_STACK ? s->src[l]->arg.c : s->arg.c;
     }
-    Const r = const_exec_alu(uop_op(root), d, v, (int)n);
+    Const r = dt_const_exec_alu(uop_op(root), d, v, (int)n);
     if (r.kind == CK_NONE) { tg_free(out); return NULL; }
     out[l] = uop_const(root->dtype->scalar, r);
   }
@@ -382,7 +382,7 @@ static UOp *fold_bitcast(RwCtx *rw, UOp *root, UOp **m) { /* root, c */
       to->id == TG_FP8E4M3 || to->id == TG_FP8E5M2 || to->id == TG_FP8E4M3FNUZ || to->id == TG_FP8E5M2FNUZ ||
       dt_itemsize(from) != dt_itemsize(to) || uop_is_invalid(c))
     return NULL;
-  Const v = const_bitcast(c->arg.c, from, to);
+  Const v = dt_const_bitcast(c->arg.c, from, to);
   return v.kind == CK_NONE ? NULL : uop_const(to, v);
 }
 /* b.cast(a).cast(b) -> b if a preserves all values of b */
@@ -590,10 +590,10 @@ static int cmp_const(Const a, const DType *da, Const b, const DType *db) {
   bool ia = a.kind == CK_INVALID || a.kind == CK_NONE, ib = b.kind == CK_INVALID || b.kind == CK_NONE;
   if (ia || ib) return ia == ib ? 0 : ia ? -1 : 1;
   if (a.kind == CK_FLOAT || b.kind == CK_FLOAT) {
-    double x = const_as_double(a, da), y = const_as_double(b, db);
+    double x = dt_const_as_double(a, da), y = dt_const_as_double(b, db);
     return x < y ? -1 : x > y; /* nan compares equal to everything, as Python's tuple order sees it */
   }
-  return cmp_i128(const_as_i128(a, da), const_as_i128(b, db));
+  return cmp_i128(dt_const_as_i128(a, da), dt_const_as_i128(b, db));
 }
 static int cmp_arg(const UOp *x, const UOp *y) {
   const Arg *a = &x->arg, *b = &y->arg;
@@ -788,12 +788,12 @@ static UOp *fold_single_value(RwCtx *rw, UOp *root, UOp **m) {
 static UOp *max_from_where_a(RwCtx *rw, UOp *root, UOp **m) { /* a, b, c */
   TG_UNUSED(rw), TG_UNUSED(root);
   if (uop_is_invalid(m[0]) || uop_is_invalid(m[2])) return NULL;
-  return const_eq(m[0]->arg.c, m[2]->arg.c) || cval_double(m[0]) == cval_double(m[2]) ? bop(TG_OP_MAX, m[0], m[1]) : NULL;
+  return dt_const_eq(m[0]->arg.c, m[2]->arg.c) || cval_double(m[0]) == cval_double(m[2]) ? bop(TG_OP_MAX, m[0], m[1]) : NULL;
 }
 static UOp *max_from_where_b(RwCtx *rw, UOp *root, UOp **m) { /* a, b, c */
   TG_UNUSED(rw), TG_UNUSED(root);
   if (uop_is_invalid(m[1]) || uop_is_invalid(m[2])) return NULL;
-  return const_eq(m[1]->arg.c, m[2]->arg.c) || cval_double(m[1]) == cval_double(m[2]) ? bop(TG_OP_MAX, m[0], m[1]) : NULL;
+  return dt_const_eq(m[1]->arg.c, m[2]->arg.c) || cval_double(m[1]) == cval_double(m[2]) ? bop(TG_OP_MAX, m[0], m[1]) : NULL;
 }
 static UOp *fold_max_bounds(RwCtx *rw, UOp *root, UOp **m) { /* x, y */
   TG_UNUSED(rw), TG_UNUSED(root);
@@ -1063,7 +1063,7 @@ static UOp *recip_mul_const(RwCtx *rw, UOp *root, UOp **m) { /* x, c */
   TG_UNUSED(rw), TG_UNUSED(root);
   UOp *c = m[1], *rc = srecip(c);
   if (!uop_is_invalid(c)) {
-    Const v = const_exec_alu(TG_OP_RECIPROCAL, rc->dtype, &c->arg.c, 1);
+    Const v = dt_const_exec_alu(TG_OP_RECIPROCAL, rc->dtype, &c->arg.c, 1);
     if (v.kind != CK_NONE) rc = uop_const(rc->dtype, v);
   }
   return smul(srecip(m[0]), rc);
@@ -1245,7 +1245,7 @@ UOp *uop_simplify(UOp *u) {
       all_const = u->src[i]->op == TG_OP_CONST || (u->src[i]->op == TG_OP_STACK && u->src[i]->nsrc == 0);
     if (all_const) return u;
   }
-  UOp *r = graph_rewrite(u, sym_symbolic(), NULL, 0, NULL, "simplify");
+  UOp *r = pm_graph_rewrite(u, sym_symbolic(), NULL, 0, NULL, "simplify");
   return r ? r : u; /* a failed rewrite (error set) leaves the expression as it was, which is still correct */
 }
 
@@ -1258,7 +1258,7 @@ bool uop_ssimplify_int(UOp *u, int64_t *out) {
     return true;
   }
   if (r->op != TG_OP_CONST || (r->arg.c.kind != CK_INT && r->arg.c.kind != CK_BOOL)) return false;
-  i128 v = const_as_i128(r->arg.c, r->dtype);
+  i128 v = dt_const_as_i128(r->arg.c, r->dtype);
   if (!fits64(v)) return false;
   *out = (int64_t)v;
   return true;

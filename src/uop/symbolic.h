@@ -12,7 +12,7 @@ const RuleSet *sym_sym(void);             /* + valid simplification, load/store 
 const RuleSet *sym_div_and_mod(void);     /* div/mod folding (divmod.c), part of sym_symbolic */
 const RuleSet *sym_commutative(void);     /* canonical operand order only */
 
-/* tinygrad UOp.simplify: graph_rewrite(u, symbolic); a failed rewrite returns u unchanged (error set). */
+/* tinygrad UOp.simplify: pm_graph_rewrite(u, symbolic); a failed rewrite returns u unchanged (error set). */
 UOp *uop_simplify(UOp *u);
 /* Simplify and, if the result is an integer constant, put it in *out and return true. */
 bool uop_ssimplify_int(UOp *u, int64_t *out);
@@ -25,11 +25,11 @@ UOp *uop_given_valid(UOp *valid, UOp *u);
 UOp *uop_simplify_valid(UOp *valid);
 
 /* The general div/mod fold (divmod.c): x // c or x % c with the bounds of x, or NULL. */
-UOp *fold_divmod_general(UOp *root);
+UOp *sym_fold_divmod_general(UOp *root);
 
 /* divmod.c: exact division of index expressions (tinygrad UOp.divide_exact: u/v, or NULL when v does not divide u
  * term by term), the common factor of a list of terms (tinygrad UOp.gcd: shared MUL factors times the gcd of the
- * constant factors), and dropping the fold_divmod_general memo (it holds references to the nodes it caches). */
+ * constant factors), and dropping the sym_fold_divmod_general memo (it holds references to the nodes it caches). */
 UOp *uop_divide_exact(UOp *u, UOp *v);
 UOp *uop_gcd(UOp *const *uops, size_t n);
 void sym_divmod_cache_clear(void);

@@ -50,22 +50,22 @@ const char *const tg_op_names[TG_OP_COUNT] = {
 #undef OP
 };
 
-const char *op_name(TgOp op) { return (unsigned)op < TG_OP_COUNT ? tg_op_names[op] : "?"; }
+const char *uop_op_name(TgOp op) { return (unsigned)op < TG_OP_COUNT ? tg_op_names[op] : "?"; }
 
-int op_by_name(const char *name) {
+int uop_op_by_name(const char *name) {
   for (int i = 0; i < TG_OP_COUNT; i++)
     if (strcmp(tg_op_names[i], name) == 0) return i;
   return -1;
 }
 
-OpSet opset_of_props(unsigned props) {
+OpSet uop_opset_of_props(unsigned props) {
   OpSet s = {{0, 0}};
   for (int i = 0; i < TG_OP_COUNT; i++)
     if (tg_op_props[i] & props) opset_add(&s, (TgOp)i);
   return s;
 }
 
-bool opset_by_group(const char *name, OpSet *out) {
+bool uop_opset_by_group(const char *name, OpSet *out) {
   static const struct { const char *name; unsigned props; } groups[] = {
       {"Unary", OPP_UNARY},           {"Binary", OPP_BINARY},         {"Ternary", OPP_TERNARY},
       {"ALU", OPP_ALU},               {"Broadcastable", OPP_BINARY | OPP_TERNARY},
@@ -75,11 +75,11 @@ bool opset_by_group(const char *name, OpSet *out) {
   };
   for (size_t i = 0; i < TG_ARRAY_LEN(groups); i++)
     if (strcmp(groups[i].name, name) == 0) {
-      *out = opset_of_props(groups[i].props);
+      *out = uop_opset_of_props(groups[i].props);
       return true;
     }
   if (strcmp(name, "Elementwise") == 0) {
-    *out = opset_of_props(OPP_ALU);
+    *out = uop_opset_of_props(OPP_ALU);
     opset_add(out, TG_OP_CAST);
     opset_add(out, TG_OP_BITCAST);
     return true;
@@ -96,8 +96,8 @@ static const char *const axis_names[] = {"DEVICE", "GLOBAL", "WARP", "LOCAL", "W
                                          "REDUCE", "UPCAST", "UNROLL", "THREAD", "PLACEHOLDER", "LOOP"};
 static const char axis_letters[] = {'d', 'g', 'w', 'l', 'W', 'G', 'R', 'u', 'r', 't', 'P', 'L'};
 _Static_assert(TG_ARRAY_LEN(axis_names) == AXIS_LOOP + 1, "one name per AxisType");
-const char *axis_type_name(AxisType t) { return (unsigned)t <= AXIS_LOOP ? axis_names[t] : "?"; }
-char axis_type_letter(AxisType t) { return (unsigned)t <= AXIS_LOOP ? axis_letters[t] : '?'; }
+const char *uop_axis_type_name(AxisType t) { return (unsigned)t <= AXIS_LOOP ? axis_names[t] : "?"; }
+char uop_axis_type_letter(AxisType t) { return (unsigned)t <= AXIS_LOOP ? axis_letters[t] : '?'; }
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* args: normalized so equal args have equal bytes (padding zeroed, NaN canonical, bools 0/1)                    */
@@ -245,7 +245,7 @@ static bool arg_eq_normalized(const Arg *stored, const NormArg *n) {
   return false;
 }
 
-bool arg_eq(const Arg *a, const Arg *b) {
+bool uop_arg_eq(const Arg *a, const Arg *b) {
   NormArg nb;
   norm_arg_init(&nb, b);
   NormArg na;
@@ -272,7 +272,7 @@ bool arg_eq(const Arg *a, const Arg *b) {
   return eq;
 }
 
-uint64_t arg_hash(const Arg *a) {
+uint64_t uop_arg_hash(const Arg *a) {
   NormArg n;
   norm_arg_init(&n, a);
   uint64_t h = hash_arg_normalized(&n.arg, n.payload);
@@ -518,7 +518,7 @@ UOp *uop_new_tagged(TgOp op, const DType *dtype, UOp *const *src, size_t nsrc, A
   }
   norm_arg_free(&na);
   for (size_t i = 0; i < nsrc; i++) {
-    TG_ASSERT(src[i], "NULL source %zu of %s", i, op_name(op));
+    TG_ASSERT(src[i], "NULL source %zu of %s", i, uop_op_name(op));
     u->src[i] = src[i];
     src[i]->rc++;
   }
@@ -650,7 +650,7 @@ const char *uop_variable_name(const UOp *u) { return uop_is_variable(u) ? u->arg
 
 UOp *uop_bind(UOp *var, int64_t value) {
   if (!uop_is_variable(var)) {
-    tg_set_error(TG_ERR_INVALID_ARGUMENT, "bind: %s is not a Variable", op_name(uop_op(var)));
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "bind: %s is not a Variable", uop_op_name(uop_op(var)));
     return NULL;
   }
   const ParamArg *p = var->arg.param;
@@ -863,7 +863,7 @@ UOpKey uop_key(UOp *root) {
   for (size_t i = 0; i < topo.len; i++) {
     UOp *u = topo.data[i];
     UOpKey k = {0x74696e7967726164ULL, 0x632e6b6579ULL};
-    key_mix_str(&k, op_name(uop_op(u)));
+    key_mix_str(&k, uop_op_name(uop_op(u)));
     dtype_key(&k, u->dtype);
     arg_key(&k, u);
     key_mix(&k, u->tag);

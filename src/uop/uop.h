@@ -42,17 +42,17 @@ extern const char *const tg_op_names[TG_OP_COUNT]; /* "ADD" */
 static inline bool op_has(TgOp op, unsigned props) { return (tg_op_props[op] & props) != 0; }
 static inline bool op_is_alu(TgOp op) { return op_has(op, OPP_ALU); }
 static inline bool op_is_elementwise(TgOp op) { return op_is_alu(op) || op == TG_OP_CAST || op == TG_OP_BITCAST; }
-const char *op_name(TgOp op);
-int op_by_name(const char *name); /* -1 if unknown */
+const char *uop_op_name(TgOp op);
+int uop_op_by_name(const char *name); /* -1 if unknown */
 
 /* A set of ops (tinygrad's GroupOp sets and UPat op sets). */
 typedef struct OpSet { uint64_t w[2]; } OpSet;
 static inline bool opset_has(const OpSet *s, TgOp op) { return (s->w[op >> 6] >> (op & 63)) & 1; }
 static inline void opset_add(OpSet *s, TgOp op) { s->w[op >> 6] |= (uint64_t)1 << (op & 63); }
-OpSet opset_of_props(unsigned props); /* all ops with any of these properties */
+OpSet uop_opset_of_props(unsigned props); /* all ops with any of these properties */
 /* Named groups: "ALU", "Unary", "Binary", "Ternary", "Broadcastable", "Elementwise", "Commutative", "Associative",
  * "Idempotent", "Reduce", "Comparison", "Movement", "Defines", "Irreducible", "All". False if unknown. */
-bool opset_by_group(const char *name, OpSet *out);
+bool uop_opset_by_group(const char *name, OpSet *out);
 _Static_assert(TG_OP_COUNT <= 128, "OpSet holds 128 ops");
 
 /* ---- axis types of RANGE (tinygrad AxisType), with their kernel-name letters ---- */
@@ -60,8 +60,8 @@ typedef enum AxisType {
   AXIS_DEVICE, AXIS_GLOBAL, AXIS_WARP, AXIS_LOCAL, AXIS_WEAK, AXIS_GROUP_REDUCE, AXIS_REDUCE, AXIS_UPCAST, AXIS_UNROLL,
   AXIS_THREAD, AXIS_PLACEHOLDER, AXIS_LOOP
 } AxisType;
-const char *axis_type_name(AxisType t);
-char axis_type_letter(AxisType t);
+const char *uop_axis_type_name(AxisType t);
+char uop_axis_type_letter(AxisType t);
 
 /* ---- typed args ---- */
 typedef enum ArgKind {
@@ -148,8 +148,8 @@ static inline Arg arg_ints(ArgKind kind, const int64_t *v, size_t n) {
 static inline Arg arg_range(const RangeArg *r) { Arg a = arg_none(); a.kind = ARG_RANGE; a.range = r; return a; }
 static inline Arg arg_param(const ParamArg *p) { Arg a = arg_none(); a.kind = ARG_PARAM; a.param = p; return a; }
 static inline Arg arg_kernel(const KernelInfo *k) { Arg a = arg_none(); a.kind = ARG_KERNEL; a.kernel = k; return a; }
-bool arg_eq(const Arg *a, const Arg *b);
-uint64_t arg_hash(const Arg *a);
+bool uop_arg_eq(const Arg *a, const Arg *b);
+uint64_t uop_arg_hash(const Arg *a);
 
 /* ---- the node ---- */
 typedef struct UOp UOp;
@@ -294,6 +294,6 @@ char *uop_str(UOp *u);
 /* One line per node of the toposort: index, op, dtype, sources, arg. Caller frees. */
 char *uop_print_list(UOp *u);
 /* The arg as tinygrad would print it. Appends to b. */
-void arg_print(StrBuf *b, const UOp *u);
+void uop_arg_print(StrBuf *b, const UOp *u);
 
 #endif

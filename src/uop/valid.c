@@ -12,7 +12,7 @@
 /* tinygrad's simplify(): the `symbolic` tier (no valid rules, so this never re-enters valid simplification). */
 static UOp *simplify_symbolic(UOp *u) {
   if (u->op == TG_OP_CONST) return u;
-  UOp *r = graph_rewrite(u, sym_symbolic(), NULL, 0, NULL, "simplify");
+  UOp *r = pm_graph_rewrite(u, sym_symbolic(), NULL, 0, NULL, "simplify");
   return r ? r : u;
 }
 
