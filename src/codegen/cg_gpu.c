@@ -342,7 +342,7 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
     int64_t n;
     if (!uop_ssimplify_int(r->src[0], &n)) {
       tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: a symbolic %s axis not supported yet",
-                   axis_type_name(cg_axis_type(r)));
+                   uop_axis_type_name(cg_axis_type(r)));
       ret = NULL;
       goto done;
     }
@@ -480,5 +480,5 @@ static const Rule barrier_rules[] = {
 UOp *cg_add_implicit_barriers(UOp *sink) {
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("implicit barriers", barrier_rules);
-  return graph_rewrite(sink, pm, NULL, 0, NULL, "add implicit barriers");
+  return pm_graph_rewrite(sink, pm, NULL, 0, NULL, "add implicit barriers");
 }

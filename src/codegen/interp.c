@@ -514,7 +514,7 @@ static tg_status run_thread(Interp *in, uint32_t *pc, void *const *bufs, const i
       if (u->dtype != DT_VOID) {
         Slot *end = src_slot(in, i, 0);
         if (!end) { st = fail(u, "end not in the list"); break; }
-        me->numel = (int64_t)const_as_i128(end->v, u->src[0]->dtype);
+        me->numel = (int64_t)dt_const_as_i128(end->v, u->src[0]->dtype);
         if (me->numel <= 0) { i = in->jump[i] + 1; break; }
       }
       i++;

@@ -42,8 +42,8 @@ static bool check_wrt(const tg_tensor *t, int argi, bool need_storage) {
     return false;
   }
   if (need_storage && !t->device) {
-    terr("a constant tensor (argument %d, shape %s) has no storage for a grad: backward fills only tensors with "
-         "storage (tg_gradient works)", argi, fmt_shape(&t->shape));
+    tensor_err("a constant tensor (argument %d, shape %s) has no storage for a grad: backward fills only tensors with "
+         "storage (tg_gradient works)", argi, tensor_fmt_shape(&t->shape));
     return false;
   }
   return true;
@@ -160,7 +160,7 @@ tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) {
       uop_keep(grads[i]);
       uop_drop(t->grad->uop);
       t->grad->uop = grads[i];
-      t->grad->device = tdevice_name(grads[i]);
+      t->grad->device = tensor_device_name(grads[i]);
     } else {
       tensor_ctx_begin("tg_backward");
       t->grad = tensor_ctx_end_owned(grads[i]);

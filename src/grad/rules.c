@@ -259,7 +259,7 @@ static UOp *grad_contiguous_backward(RwCtx *rw, UOp *root, UOp **m) {
 static UOp *grad_copy(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
   UOp *ctx = incoming(rw);
-  const char *dev = tdevice_name(root->src[0]);
+  const char *dev = tensor_device_name(root->src[0]);
   UOp *g = dev ? uop_new(TG_OP_COPY, ctx->dtype, &ctx, 1, arg_str(dev)) : ctx;
   return grads_of(rw, root, &g, 1);
 }

@@ -26,7 +26,7 @@ typedef struct CRender CRender;
 static int64_t numel_of(CRender *cr, const UOp *u);
 static AddrSpace aspace(CRender *cr, const UOp *u);
 
-void cstyle_put_dtype(StrBuf *b, const CStyleLang *lang, const DType *d, int64_t sz, AddrSpace as, bool want_ptr) {
+void render_cstyle_put_dtype(StrBuf *b, const CStyleLang *lang, const DType *d, int64_t sz, AddrSpace as, bool want_ptr) {
   const char *name = lang->type_name(d);
   if (sz > 1) {
     for (const char *p = name; *p; p++) sb_putc(b, *p == ' ' ? '_' : *p);
@@ -38,7 +38,7 @@ void cstyle_put_dtype(StrBuf *b, const CStyleLang *lang, const DType *d, int64_t
 }
 
 static const CStyleLang *lang_of(const CRender *cr);
-#define put_dtype(b, d, sz, as, ptr) cstyle_put_dtype((b), lang_of(cr), (d), (sz), (as), (ptr))
+#define put_dtype(b, d, sz, as, ptr) render_cstyle_put_dtype((b), lang_of(cr), (d), (sz), (as), (ptr))
 #define type_name(d) (lang_of(cr)->type_name(d))
 
 /* tinygrad render_type(u) */
@@ -674,7 +674,7 @@ static void put_vector_typedefs(const CStyleLang *lang, ShapeCache *shapes, StrB
     if (!first) sb_putc(out, '\n');
     first = false;
     sb_printf(out, "typedef %s ", c_type_name(u->dtype));
-    cstyle_put_dtype(out, lang, u->dtype, n, ADDR_REG, false);
+    render_cstyle_put_dtype(out, lang, u->dtype, n, ADDR_REG, false);
     sb_printf(out, " __attribute__((aligned(%lld),ext_vector_type(%lld)));", (long long)align, (long long)n);
   }
   /* the element-aligned twins of the vector types unaligned accesses use */
@@ -692,7 +692,7 @@ static void put_vector_typedefs(const CStyleLang *lang, ShapeCache *shapes, StrB
     if (!first) sb_putc(out, '\n');
     first = false;
     sb_printf(out, "typedef %s ", c_type_name(bidx->dtype));
-    cstyle_put_dtype(out, lang, bidx->dtype, n, ADDR_REG, false);
+    render_cstyle_put_dtype(out, lang, bidx->dtype, n, ADDR_REG, false);
     sb_printf(out, "_u __attribute__((aligned(%d),ext_vector_type(%lld)));", dt_itemsize(bidx->dtype) > 0 ? (int)dt_itemsize(bidx->dtype) : 1,
               (long long)n);
   }
@@ -734,7 +734,7 @@ static bool wants_vectorize_hint(CRender *cr, UOp *linear, uint32_t at) {
   return false;
 }
 
-char *cstyle_render(const Renderer *ren, const CStyleLang *lang, UOp *linear) {
+char *render_cstyle(const Renderer *ren, const CStyleLang *lang, UOp *linear) {
   if (!linear || !uop_is(linear, TG_OP_LINEAR)) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "render_c: expected a LINEAR from cg_linearize");
     return NULL;
@@ -875,7 +875,7 @@ static const CStyleLang c_lang = {
     .put_program = c_put_program,
 };
 
-char *render_c(const Renderer *ren, UOp *linear) { return cstyle_render(ren, &c_lang, linear); }
+char *render_c(const Renderer *ren, UOp *linear) { return render_cstyle(ren, &c_lang, linear); }
 
 char *render_c_entry(UOp *linear, const char *entry_name) {
   RenderParamVec params = {0};

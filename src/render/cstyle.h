@@ -36,10 +36,10 @@ struct CStyleLang {
 };
 
 /* Render a linearized kernel in the given language; heap string, or NULL with tg_last_error() set. */
-char *cstyle_render(const Renderer *ren, const CStyleLang *lang, UOp *linear);
+char *render_cstyle(const Renderer *ren, const CStyleLang *lang, UOp *linear);
 
 /* tinygrad _render_dtype: "float", a vector "float4" / "unsigned_int2" (spaces become '_'), with '*' for memory in
  * GLOBAL/LOCAL space or when a pointer is asked for. */
-void cstyle_put_dtype(StrBuf *b, const CStyleLang *lang, const DType *d, int64_t sz, AddrSpace as, bool want_ptr);
+void render_cstyle_put_dtype(StrBuf *b, const CStyleLang *lang, const DType *d, int64_t sz, AddrSpace as, bool want_ptr);
 
 #endif

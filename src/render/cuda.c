@@ -180,7 +180,7 @@ char *render_cuda(const Renderer *ren, UOp *linear) {
     tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: render: fp8 dtypes on CUDA not supported yet");
     return NULL;
   }
-  return cstyle_render(ren ? ren : renderer_cuda(), &cuda_lang, linear);
+  return render_cstyle(ren ? ren : renderer_cuda(), &cuda_lang, linear);
 }
 
 /* ---- the table ---- */

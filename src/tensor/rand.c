@@ -100,12 +100,12 @@ static UOp *t_rand(const Shape *s, const DType *dt) {
   int64_t num = (shape_numel(s) * dt_itemsize(dt) + 3) / 4;
   char canon[TG_NAME_MAX];
   if (!rt_device_canonical(rand_device ? rand_device : tg_default_device(), canon, sizeof canon)) return NULL;
-  const char *dev = tdevice_intern(canon);
+  const char *dev = tensor_device_intern(canon);
   size_t i = 0;
   while (i < rng_count && rng_states[i].device != dev) i++;
   if (i == rng_count) {
     if (rng_count == TG_ARRAY_LEN(rng_states))
-      return terr_unsupported("random numbers on more than 8 devices");
+      return tensor_err_unsupported("random numbers on more than 8 devices");
     rng_states[rng_count++] = (RngState){dev, 0};
   }
   RngState *r = &rng_states[i];
@@ -113,7 +113,7 @@ static UOp *t_rand(const Shape *s, const DType *dt) {
   UOp *counter = u32_buffer(dev, (uint32_t)r->counter, (uint32_t)(r->counter >> 32));
   if (!key || !counter) return NULL;
   r->counter += (uint64_t)num;
-  return t_contiguous(bits_to_rand(random_bits(key, counter, num), s, dt));
+  return tensor_contiguous(bits_to_rand(random_bits(key, counter, num), s, dt));
 }
 
 /* randn_like's Box-Muller over a stacked pair of uniforms */
@@ -194,22 +194,22 @@ tg_tensor *tg_normal(const int64_t *shape, size_t ndim, double mean, double std,
 }
 
 tg_tensor *tg_rand_like(const tg_tensor *t) {
-  tctx_begin("tg_rand_like");
-  UOp *x = tin(t, 1);
+  tensor_ctx_begin("tg_rand_like");
+  UOp *x = tensor_in(t, 1);
   rand_device = t ? t->device : NULL; /* tinygrad rand_like: on self.device */
   UOp *r = x ? t_rand(&t->shape, x->dtype) : NULL;
   rand_device = NULL;
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_randn_like(const tg_tensor *t) {
-  tctx_begin("tg_randn_like");
-  UOp *x = tin(t, 1), *r = NULL;
-  if (x && dt_is_weak(x->dtype)) r = terr("randn_like requires a concrete dtype, got %s", x->dtype->name);
+  tensor_ctx_begin("tg_randn_like");
+  UOp *x = tensor_in(t, 1), *r = NULL;
+  if (x && dt_is_weak(x->dtype)) r = tensor_err("randn_like requires a concrete dtype, got %s", x->dtype->name);
   else if (x) {
     rand_device = t->device;
     r = t_randn(&t->shape, x->dtype);
     rand_device = NULL;
   }
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }

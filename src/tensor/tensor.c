@@ -116,7 +116,7 @@ static void ctx_close(void) {
 tg_tensor *tensor_ctx_end(UOp *result) {
   tg_tensor *t = NULL;
   Shape s;
-  if (result && tshape(result, &s)) t = handle_new(result, &s, tdevice_name(result));
+  if (result && tensor_shape(result, &s)) t = handle_new(result, &s, tensor_device_name(result));
   ctx_close();
   return t;
 }
@@ -176,7 +176,7 @@ static bool device_unknown(const UOp *u, void *unused) {
   return uopmap_get(&ctx.device, u) == NULL;
 }
 
-const char *tdevice_intern(const char *canonical) {
+const char *tensor_device_intern(const char *canonical) {
   static TG_VEC(char *) names;
   for (size_t i = 0; i < names.len; i++)
     if (strcmp(names.data[i], canonical) == 0) return names.data[i];
@@ -189,17 +189,17 @@ static const char *own_device(const UOp *n, bool *has_own) {
   *has_own = false;
   if (n->op == TG_OP_BUFFER && n->arg.kind == ARG_PARAM) {
     *has_own = true;
-    return n->arg.param->device[0] ? tdevice_intern(n->arg.param->device) : NULL;
+    return n->arg.param->device[0] ? tensor_device_intern(n->arg.param->device) : NULL;
   }
   if (n->op == TG_OP_COPY && n->arg.kind == ARG_STR) {
     *has_own = true;
-    return tdevice_intern(n->arg.str);
+    return tensor_device_intern(n->arg.str);
   }
   return NULL;
 }
 
-/* tinygrad's UOp.device (memoized per call, stopping at the inputs, whose devices tin() seeded) */
-const char *tdevice_name(UOp *u) {
+/* tinygrad's UOp.device (memoized per call, stopping at the inputs, whose devices tensor_in() seeded) */
+const char *tensor_device_name(UOp *u) {
   if (!u) return NULL;
   UOpVec order = {0};
   UOpMap local;
@@ -226,10 +226,10 @@ const char *tdevice_name(UOp *u) {
 }
 
 /* tinygrad's UOp.device is not None: some BUFFER below */
-bool tdevice(UOp *u) {
+bool tensor_has_device(UOp *u) {
   if (!u) return false;
   if (ctx.depth == 0) return uop_op_in_backward_slice_with_self(u, TG_OP_BUFFER);
-  return tdevice_name(u) != NULL;
+  return tensor_device_name(u) != NULL;
 }
 
 bool tensor_resolve_dim(UOp *u, int dim, bool extra, int *out) {
@@ -345,7 +345,7 @@ static bool check_shape_arg(const int64_t *shape, size_t ndim, Shape *out) {
 
 /* tinygrad Tensor.empty: new_buffer(size).reshape(shape), on `device` (NULL: the default) */
 static UOp *t_empty_on(const Shape *s, const DType *dt, const char *device) {
-  if (dt_is_weak(dt) || dt == DT_VOID) return terr("cannot create storage for weak dtype %s", dt->name);
+  if (dt_is_weak(dt) || dt == DT_VOID) return tensor_err("cannot create storage for weak dtype %s", dt->name);
   UOp *buf = engine_new_buffer(device ? device : tg_default_device(), dt, shape_numel(s));
   if (!buf) return NULL;
   return tensor_reshape(buf, s->d, s->ndim);
@@ -370,24 +370,24 @@ static UOp *t_full(const Shape *s, Const fill, const DType *dt, bool buffer, boo
 tg_tensor *tg_empty(const int64_t *shape, size_t ndim, tg_dtype dtype) { return tg_empty_on(shape, ndim, dtype, NULL); }
 
 tg_tensor *tg_empty_on(const int64_t *shape, size_t ndim, tg_dtype dtype, const char *device) {
-  tctx_begin("tg_empty");
+  tensor_ctx_begin("tg_empty");
   Shape s;
   const DType *dt;
   UOp *r = check_shape_arg(shape, ndim, &s) && user_dtype(dtype, dt_default_float(), &dt) ? t_empty_on(&s, dt, device) : NULL;
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 /* tinygrad Tensor.to: the same value when it is on `device` already (or has no device), else COPY(x, device) */
 tg_tensor *tg_to(const tg_tensor *t, const char *device) {
-  tctx_begin("tg_to");
-  UOp *x = tin(t, 1), *r = NULL;
+  tensor_ctx_begin("tg_to");
+  UOp *x = tensor_in(t, 1), *r = NULL;
   char canon[TG_NAME_MAX];
-  if (x && !device) r = terr("device is NULL");
+  if (x && !device) r = tensor_err("device is NULL");
   else if (x && !rt_device_canonical(device, canon, sizeof canon)) r = NULL;
   else if (x && (!t->device || strcmp(t->device, canon) == 0)) r = x;
-  else if (x && dt_is_weak(x->dtype)) r = terr("cannot copy a weak dtype (%s) to %s", x->dtype->name, canon);
+  else if (x && dt_is_weak(x->dtype)) r = tensor_err("cannot copy a weak dtype (%s) to %s", x->dtype->name, canon);
   else if (x) r = uop_new(TG_OP_COPY, x->dtype, &x, 1, arg_str(canon));
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 static tg_tensor *full_common(const char *op, const int64_t *shape, size_t ndim, Const fill, tg_dtype dtype) {
@@ -434,7 +434,7 @@ tg_tensor *tg_from_data(const void *data, tg_dtype dtype, const int64_t *shape, 
 }
 
 tg_tensor *tg_from_data_on(const void *data, tg_dtype dtype, const int64_t *shape, size_t ndim, const char *device) {
-  tctx_begin("tg_from_data");
+  tensor_ctx_begin("tg_from_data");
   Shape s;
   const DType *dt;
   UOp *r = NULL;
@@ -443,7 +443,7 @@ tg_tensor *tg_from_data_on(const void *data, tg_dtype dtype, const int64_t *shap
     else if (!data && shape_numel(&s) > 0) r = tensor_err("data is NULL");
     else {
       UOp *buf = engine_buffer_from_host(device ? device : tg_default_device(), dt, shape_numel(&s), data);
-      r = buf ? t_reshape(buf, s.d, s.ndim) : NULL;
+      r = buf ? tensor_reshape(buf, s.d, s.ndim) : NULL;
     }
   }
   return tensor_ctx_end(r);
@@ -477,13 +477,13 @@ tg_tensor *tg_scalar(double v, tg_dtype dtype) {
  * CONST)); both are plain handles, so scopes, lifetimes and arithmetic work as for any weak int scalar. */
 
 tg_tensor *tg_variable(const char *name, int64_t min, int64_t max) {
-  tctx_begin("tg_variable");
+  tensor_ctx_begin("tg_variable");
   UOp *r = NULL;
-  if (!name || !name[0]) r = terr("a Variable needs a name");
-  else if (strlen(name) >= TG_NAME_MAX) r = terr("Variable name '%.16s...' is longer than %d characters", name, TG_NAME_MAX - 1);
-  else if (min > max) r = terr("Variable %s: empty range [%lld, %lld]", name, (long long)min, (long long)max);
+  if (!name || !name[0]) r = tensor_err("a Variable needs a name");
+  else if (strlen(name) >= TG_NAME_MAX) r = tensor_err("Variable name '%.16s...' is longer than %d characters", name, TG_NAME_MAX - 1);
+  else if (min > max) r = tensor_err("Variable %s: empty range [%lld, %lld]", name, (long long)min, (long long)max);
   else r = uop_variable(name, min, max, NULL);
-  return tctx_end(r);
+  return tensor_ctx_end(r);
 }
 
 /* A Variable and its bind are 0-d and device-less by construction: the handle needs no shape or device walk (a loop
@@ -497,15 +497,15 @@ static tg_tensor *tctx_end_scalar(UOp *result) {
 }
 
 tg_tensor *tg_bind(const tg_tensor *var, int64_t value) {
-  tctx_begin("tg_bind");
-  UOp *v = var ? var->uop : tin(var, 1), *r = NULL;
+  tensor_ctx_begin("tg_bind");
+  UOp *v = var ? var->uop : tensor_in(var, 1), *r = NULL;
   UOp *bound_var;
-  if (v && uop_unbind(v, &bound_var, NULL)) r = terr("Variable %s is already bound", bound_var->arg.param->name);
-  else if (v && !uop_is_variable(v)) r = terr("a tensor of dtype %s is not a Variable", v->dtype->name);
+  if (v && uop_unbind(v, &bound_var, NULL)) r = tensor_err("Variable %s is already bound", bound_var->arg.param->name);
+  else if (v && !uop_is_variable(v)) r = tensor_err("a tensor of dtype %s is not a Variable", v->dtype->name);
   else if (v) {
     const ParamArg *p = v->arg.param;
     if ((i128)value < p->vmin || (i128)value > p->vmax)
-      r = terr("bind %lld not in range [%lld, %lld] of Variable %s", (long long)value, (long long)p->vmin,
+      r = tensor_err("bind %lld not in range [%lld, %lld] of Variable %s", (long long)value, (long long)p->vmin,
                (long long)p->vmax, p->name);
     else r = uop_bind(v, value);
   }
@@ -713,7 +713,7 @@ static UOp *clone_to_default(UOp *x) {
   return uop_new(TG_OP_AFTER, NULL, af, 2, arg_none());
 }
 
-UOp *t_clone(UOp *x) { return x ? clone_to_default(x) : NULL; }
+UOp *tensor_clone(UOp *x) { return x ? clone_to_default(x) : NULL; }
 
 /* copy out a realized value: a BUFFER, or a contiguous range of one (tinygrad's buffer view: SHRINK of a 1-d BUFFER) */
 static tg_status copyout_view(UOp *v, void *out, size_t nbytes) {
@@ -748,7 +748,7 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
   if (need == 0) goto done;
   if (!out) { tensor_err("out is NULL"); st = TG_ERR_INVALID_ARGUMENT; goto done; }
   bool same_value = x == t->uop; /* no cast was needed: the realized buffer can stand for t from now on */
-  x = tdevice(x) ? t_contiguous(x) : clone_to_default(x);
+  x = tensor_has_device(x) ? tensor_contiguous(x) : clone_to_default(x);
   if (!x) { st = tg_last_status(); goto done; }
   UOp *buf = x;
   if (!has_buffer_identity(x, false)) {
@@ -832,7 +832,7 @@ tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
   tg_status st = TG_OK;
   if (!dst || !src) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; goto done; }
   if (dt_is_weak(dst->dtype) || !t->device) {
-    terr("cannot assign into a tensor without storage (%s, dtype %s)", fmt_shape(&t->shape), dst->dtype->name);
+    tensor_err("cannot assign into a tensor without storage (%s, dtype %s)", tensor_fmt_shape(&t->shape), dst->dtype->name);
     st = TG_ERR_INVALID_ARGUMENT;
     goto done;
   }

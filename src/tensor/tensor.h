@@ -39,17 +39,17 @@ UOp *tensor_err_unsupported(const char *what);
 const char *tensor_ctx_op(void);
 
 /* ---- queries on built nodes (within a context) ---- */
-bool tshape(UOp *u, Shape *out);
-int tndim(UOp *u);
-bool tdevice(UOp *u);                 /* has a device (some BUFFER below) */
+bool tensor_shape(UOp *u, Shape *out);
+int tensor_ndim(UOp *u);
+bool tensor_has_device(UOp *u);                 /* has a device (some BUFFER below) */
 /* tinygrad's UOp.device: a BUFFER's own, a COPY's target, else the first source's that has one; NULL for none.
  * Interned (lives for the process). */
-const char *tdevice_name(UOp *u);
+const char *tensor_device_name(UOp *u);
 /* The process-lifetime copy of a canonical device name. */
-const char *tdevice_intern(const char *canonical);
-bool resolve_dim(UOp *u, int dim, bool extra, int *out); /* tinygrad _resolve_dim, errors on out of range */
-const char *fmt_shape(const Shape *s); /* rotating static buffers, for messages */
-const char *fmt_dims(const int64_t *d, int n);
+const char *tensor_device_intern(const char *canonical);
+bool tensor_resolve_dim(UOp *u, int dim, bool extra, int *out); /* tinygrad _resolve_dim, errors on out of range */
+const char *tensor_fmt_shape(const Shape *s); /* rotating static buffers, for messages */
+const char *tensor_fmt_dims(const int64_t *d, int n);
 
 /* ---- constants and dtype ---- */
 UOp *tensor_const(Const v, const DType *d);       /* tinygrad UOp.const: 0-d CONST (d NULL: from the value's kind) */
