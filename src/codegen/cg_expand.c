@@ -421,8 +421,10 @@ static UOp *fold_constant_lane(RwCtx *rw, UOp *r, UOp **m) {
   return uop_cast(ret, r->dtype);
 }
 
+static UOp *fold_wmma_add(RwCtx *rw, UOp *u, UOp **m);
 static const Rule lane_fold_rules[] = {
     RULE("r:REDUCE", fold_constant_lane, NULL),
+    RULE("x:ADD", fold_wmma_add, NULL),
 };
 
 static const RuleSet *pm_lane_fold(void) {
@@ -493,6 +495,29 @@ static UOp *wmma_contracted(UOp *w, const UOpVec *topo, UOp **lane_index) {
   memcpy(arg, w->arg.ints, 6 * sizeof(int64_t));
   arg[6] = arg[7] = arg[8] = 0;
   return uop_new(TG_OP_WMMA, w->dtype, src, 3, arg_ints(ARG_WMMA, arg, 9));
+}
+
+static bool all_zero(const UOp *c) {
+  if (c->op == TG_OP_CONST) return c->arg.c.kind == CK_FLOAT ? c->arg.c.f == 0.0 : c->arg.c.kind == CK_INT && c->arg.c.i == 0;
+  if (c->op != TG_OP_STACK) return false;
+  for (uint32_t i = 0; i < c->nsrc; i++)
+    if (!all_zero(c->src[i])) return false;
+  return true;
+}
+
+UOp *cg_wmma_fold_add(UOp *w, UOp *x) {
+  if (w->op != TG_OP_WMMA || w->arg.kind != ARG_WMMA || w->arg.len != 9 || !all_zero(w->src[2])) return NULL;
+  if (x->dtype != w->dtype) return NULL;
+  UOp *src[3] = {w->src[0], w->src[1], x};
+  return uop_new(TG_OP_WMMA, w->dtype, src, 3, w->arg);
+}
+
+/* WMMA(a, b, 0) + x -> WMMA(a, b, x), either order (x a fragment: a sum of unrolled WMMAs folds into a chain) */
+static UOp *fold_wmma_add(RwCtx *rw, UOp *u, UOp **m) {
+  TG_UNUSED(rw), TG_UNUSED(m);
+  if (u->nsrc != 2) return NULL;
+  UOp *f = cg_wmma_fold_add(u->src[1], u->src[0]);
+  return f ? f : cg_wmma_fold_add(u->src[0], u->src[1]);
 }
 
 static bool wmma_uncontracted(const UOp *u) {

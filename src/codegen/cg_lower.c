@@ -58,20 +58,10 @@ static uint32_t wmma_lanes(const UOp *x) {
   return 0;
 }
 
-static bool all_zero(const UOp *c) {
-  if (c->op == TG_OP_CONST) return c->arg.c.kind == CK_FLOAT ? c->arg.c.f == 0.0 : c->arg.c.kind == CK_INT && c->arg.c.i == 0;
-  if (c->op != TG_OP_STACK) return false;
-  for (uint32_t i = 0; i < c->nsrc; i++)
-    if (!all_zero(c->src[i])) return false;
-  return true;
-}
-
-/* acc + x where x is WMMAs with a zero C, as tinygrad's pm_wmma_add: the accumulator becomes the (first) WMMA's C */
+/* acc + x where x is WMMAs (tinygrad's pm_wmma_add): the accumulator becomes the first WMMA's C */
 static UOp *wmma_accumulate(UOp *acc, UOp *x) {
-  if (x->op == TG_OP_WMMA && all_zero(x->src[2])) {
-    UOp *src[3] = {x->src[0], x->src[1], acc};
-    return uop_new(TG_OP_WMMA, x->dtype, src, 3, x->arg);
-  }
+  UOp *f = cg_wmma_fold_add(x, acc);
+  if (f) return f;
   if (x->op == TG_OP_ADD && wmma_lanes(x->src[0])) return wmma_accumulate(wmma_accumulate(acc, x->src[0]), x->src[1]);
   return uop_add(acc, x);
 }
