@@ -109,6 +109,10 @@ static void build_cases(void) {
   add1("matvec_1x64x20", tg_matmul(fl(1, 64), fl(64, 20)));
   add1("bmm_3x8x12x10", tg_matmul(mk(TG_FLOAT32, 3, 8, 12, 0), mk(TG_FLOAT32, 3, 12, 10, 0)));
   add1("matmul_int_12x20x8", tg_matmul(mk(TG_INT32, 12, 20, 0, 0), mk(TG_INT32, 20, 8, 0, 0)));
+  /* tensor-core shapes (half/bf16 in, float accumulators; one not a multiple of the TC's 16x8x16) */
+  add1("matmul_half_32x64x48", tg_matmul(mk(TG_FLOAT16, 32, 64, 0, 0), mk(TG_FLOAT16, 64, 48, 0, 0)));
+  add1("matmul_bf16_16x32x16", tg_matmul(mk(TG_BFLOAT16, 16, 32, 0, 0), mk(TG_BFLOAT16, 32, 16, 0, 0)));
+  add1("matmul_half_20x24x12", tg_matmul(mk(TG_FLOAT16, 20, 24, 0, 0), mk(TG_FLOAT16, 24, 12, 0, 0)));
   /* convolutions */
   int64_t one[2] = {1, 1}, two[2] = {2, 2}, zero[2] = {0, 0};
   add1("conv_2x3x9x9_k3_p1", tg_conv2d(mk(TG_FLOAT32, 2, 3, 9, 9), mk(TG_FLOAT32, 4, 3, 3, 3), mk(TG_FLOAT32, 4, 0, 0, 0),
@@ -393,7 +397,8 @@ static void build_actions(void) {
     for (int ax = 0; ax < 7; ax++) push_action(OPT_PADTO, ax, pad[a]);
   push_action(OPT_LOCAL, 0, 32);
   push_action(OPT_LOCAL, 6, 2);
-  for (int ax = 0; ax < 9; ax++) push_action(OPT_TC, ax, 0);
+  push_action(OPT_TC, 0, opt_tc_arg(-1, 0, 1));
+  for (int ax = 0; ax < 9; ax++) push_action(OPT_TC, ax, opt_tc_arg(-1, 2, 1));
   for (int a0 = 0; a0 < 5; a0++)
     for (int a1 = a0 + 1; a1 < 5; a1++) push_action(OPT_SWAP, a0, a1);
   for (int ax = 0; ax < 3; ax++) /* not tinygrad's: the CPU's loop split (opt.h) */
@@ -769,12 +774,12 @@ static void run_cjobs(CaseData *cds, Stats *st) {
  * result; the heuristic's kernel of each case also compiles with NVRTC where it can be loaded
  * ================================================================================================================ */
 
-typedef struct GpuStats { long lists, by_op[OPT_OP_COUNT], with_barrier, with_locals, nvrtc, dropped; } GpuStats;
+typedef struct GpuStats { long lists, by_op[OPT_OP_COUNT], with_barrier, with_locals, with_wmma, nvrtc, dropped; } GpuStats;
 
 static Opt pick_gpu_action(void) {
   static const struct { OptOp op; int weight; } kinds[] = {{OPT_UPCAST, 20}, {OPT_UNROLL, 14}, {OPT_LOCAL, 22},
                                                            {OPT_GROUP, 12}, {OPT_GROUPTOP, 12}, {OPT_PADTO, 6},
-                                                           {OPT_SWAP, 4}, {OPT_NOLOCALS, 2}};
+                                                           {OPT_SWAP, 4}, {OPT_NOLOCALS, 2}, {OPT_TC, 10}};
   int total = 0;
   for (size_t i = 0; i < TG_ARRAY_LEN(kinds); i++) total += kinds[i].weight;
   int w = rnd_below(total);
@@ -863,13 +868,15 @@ static void check_gpu_case(int ci, const CaseData *cd, int nlists, GpuStats *st,
     }
     st->lists++;
     for (int i = 0; i < n; i++) st->by_op[opts[i].op]++;
-    bool barrier = false, locals = false;
+    bool barrier = false, locals = false, wmma = false;
     for (uint32_t k = 0; k < lin->nsrc; k++) {
       barrier |= lin->src[k]->op == TG_OP_BARRIER;
+      wmma |= lin->src[k]->op == TG_OP_WMMA;
       locals |= lin->src[k]->op == TG_OP_SPECIAL && lin->src[k]->arg.str[0] == 'l';
     }
     st->with_barrier += barrier;
     st->with_locals += locals;
+    st->with_wmma += wmma;
     HostBufs got;
     tg_status r = interp_all(lin, &cd->input, &got);
     char why[256] = "";
@@ -883,7 +890,7 @@ static void check_gpu_case(int ci, const CaseData *cd, int nlists, GpuStats *st,
       tg_free(b);
     }
     host_free(&got);
-    if (l < 0 && nvrtc) { /* the kernel the device gets by default compiles */
+    if ((l < 0 || wmma) && nvrtc) { /* the kernel the device gets by default compiles, and every tensor-core one */
       char *src = render_cuda(ren, lin), *log = NULL;
       CHECK_MSG(src != NULL, "%s: render_cuda: %s", c->name, tg_last_error());
       bool ok = src && nvrtc_compiles(nvrtc, src, &log);
@@ -908,15 +915,15 @@ static void test_random_gpu_opts(CaseData *cds, bool verbose) {
   const char *why = NULL;
   bool have_nvrtc = nvrtc_api(&why) != NULL;
   fprintf(stderr, "opts (CUDA): %ld opt lists (LOCAL %ld, GROUP %ld, GROUPTOP %ld, UPCAST %ld, UNROLL %ld, PADTO %ld, "
-          "SWAP %ld, NOLOCALS %ld; %ld with thread indices, %ld with barriers) emulated against the naive CPU kernel; "
-          "%ld heuristic kernels compiled with NVRTC%s%s\n",
+          "SWAP %ld, NOLOCALS %ld, TC %ld; %ld with thread indices, %ld with barriers, %ld with tensor cores) emulated "
+          "against the naive CPU kernel; %ld heuristic kernels compiled with NVRTC%s%s\n",
           st.lists, st.by_op[OPT_LOCAL], st.by_op[OPT_GROUP], st.by_op[OPT_GROUPTOP], st.by_op[OPT_UPCAST],
-          st.by_op[OPT_UNROLL], st.by_op[OPT_PADTO], st.by_op[OPT_SWAP], st.by_op[OPT_NOLOCALS], st.with_locals,
-          st.with_barrier, st.nvrtc, have_nvrtc ? "" : " (skipped: ", have_nvrtc ? "" : why);
+          st.by_op[OPT_UNROLL], st.by_op[OPT_PADTO], st.by_op[OPT_SWAP], st.by_op[OPT_NOLOCALS], st.by_op[OPT_TC],
+          st.with_locals, st.with_barrier, st.with_wmma, st.nvrtc, have_nvrtc ? "" : " (skipped: ", have_nvrtc ? "" : why);
   if (!have_nvrtc) fprintf(stderr, ")\n");
   CHECK(getenv("OPTS_LIST") || only ||
         (st.lists > 0 && st.by_op[OPT_LOCAL] > 0 && st.by_op[OPT_GROUP] > 0 && st.by_op[OPT_GROUPTOP] > 0 &&
-         st.with_barrier > 0 && (!have_nvrtc || st.nvrtc > 0)));
+         st.with_barrier > 0 && st.with_wmma > 0 && (!have_nvrtc || st.nvrtc > 0)));
 }
 
 static void test_random_opts(void) {
@@ -1065,7 +1072,7 @@ static void test_opt_errors(void) {
   expect_refused(mm, &ren, "GROUPTOP on the CPU", NULL, 0, O(GROUPTOP, 0, 16), "locals needed for opt");
   expect_refused(mm, &ren, "UPCAST axis out of range", NULL, 0, O(UPCAST, 3, 4), "invalid axis 3 for UPCAST");
   expect_refused(ew, &ren, "PADTO axis out of range", NULL, 0, O(PADTO, 7, 32), "invalid axis 7 for PADTO");
-  expect_refused(mm, &ren, "TC", NULL, 0, O(TC, 0, 0), "no tensor core available");
+  expect_refused(mm, &ren, "TC", NULL, 0, O(TC, 0, opt_tc_arg(-1, 0, 1)), "no tensor core available");
   expect_refused(mm, &ren, "PADTO of an upcast axis", (Opt[]){O(UPCAST, 0, 4)}, 1, O(PADTO, 2, 32),
                  "cannot pad upcasted");
   expect_refused(mm, &ren, "PADTO of an unrolled axis", (Opt[]){O(UNROLL, 0, 4)}, 1, O(PADTO, 3, 32),

@@ -61,7 +61,7 @@ static void push_action(OptVec *v, OptOp op, int axis, int arg) {
   tg_vec_push(v, o);
 }
 
-/* tinygrad's action list, in its order. TC (a tuple arg) has no representation here and is left out. On a CPU with
+/* tinygrad's action list, in its order (TC's tuple arg packed by opt_tc_arg; TC=0 turns its actions off). On a CPU with
  * vector registers wider than 4 floats the UPCAST amounts also take 8 and 16 (a register of float32 in one step:
  * the heuristic's 16-wide tiles are otherwise two actions away, and the beam rarely gets there). */
 static void build_actions(OptVec *a, const Renderer *ren) {
@@ -86,6 +86,11 @@ static void build_actions(OptVec *a, const Renderer *ren) {
     for (int ax = 0; ax < 7; ax++) push_action(a, OPT_PADTO, ax, 32);
   push_action(a, OPT_LOCAL, 0, 32);
   push_action(a, OPT_LOCAL, 6, 2);
+  int use_tc = (int)tg_getenv_int("TC", 1);
+  if (ren->n_tensor_cores && use_tc > 0) { /* axis 9 choices: resnet's 3 global x 3 reduce */
+    push_action(a, OPT_TC, 0, opt_tc_arg(-1, 0, use_tc));
+    for (int ax = 0; ax < 9; ax++) push_action(a, OPT_TC, ax, opt_tc_arg(-1, (int)tg_getenv_int("TC_OPT", 2), use_tc));
+  }
   for (int a0 = 0; a0 < 5; a0++)
     for (int a1 = a0 + 1; a1 < 5; a1++) push_action(a, OPT_SWAP, a0, a1);
   if (!ren->has_local) /* not tinygrad's: blocked loop orders on the CPU (opt.h OPT_LOOP) */
@@ -167,6 +172,10 @@ static void kernel_actions(const OptScheduler *s, const OptVec *actions, int64_t
       else if (t == AXIS_WARP || t == AXIS_LOCAL || t == AXIS_GROUP_REDUCE) lcl *= sh2.sizes[k];
     }
     sched_shape_free(&sh2);
+    if (s2.tc_index >= 0) { /* a tensor core's own upcasts count per thread of its warp */
+      const TensorCore *tc = &s2.ren->tensor_cores[s2.tc_index];
+      up /= (int64_t)tc->dims[0] * tc->dims[1] * tc->dims[2] / tc->threads;
+    }
     if (up > max_up || lcl > max_lcl) {
       if (tg_getenv_int("BEAM_LOG_SURPASS_MAX", 0))
         printf("too many upcast/local. up=%lld, max_up=%lld, lcl=%lld, max_lcl=%lld\n", (long long)up,

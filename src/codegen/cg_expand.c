@@ -421,8 +421,10 @@ static UOp *fold_constant_lane(RwCtx *rw, UOp *r, UOp **m) {
   return uop_cast(ret, r->dtype);
 }
 
+static UOp *fold_wmma_add(RwCtx *rw, UOp *u, UOp **m);
 static const Rule lane_fold_rules[] = {
     RULE("r:REDUCE", fold_constant_lane, NULL),
+    RULE("x:ADD", fold_wmma_add, NULL),
 };
 
 static const RuleSet *pm_lane_fold(void) {
@@ -438,6 +440,114 @@ static const Rule expand_rules[] = {
     RULE("e:END", expand_end, NULL),
 };
 
+/* ---- tensor cores (tinygrad expand_wmma) ----
+ * A WMMA from opt_tc.c reads its operands in terms of the TC's UPCAST/UNROLL bits. Before the lanes are made, each
+ * operand is contracted along its axes into one fragment (a STACK; the first axis varies slowest), the WMMA becomes
+ * one warp-wide op over fragments, and what used to be the WMMA (or the REDUCE around it) is read back lane by lane:
+ * INDEX(fragment-valued result, the C axes' digits), which the lanes of the END then fold to a constant lane. The
+ * REDUCE around a WMMA gets a fragment-wide register accumulator (cg_lower.c feeds it back as the WMMA's C). */
+
+static UOp *range_with_id(const UOpVec *topo, int64_t id) {
+  for (size_t i = 0; i < topo->len; i++)
+    if (is_expand_range(topo->data[i]) && topo->data[i]->arg.range->axis_id == id) return topo->data[i];
+  return NULL;
+}
+
+/* the axes pairs (id, size) of operand k of an uncontracted WMMA arg */
+static const int64_t *wmma_axes(const UOp *w, int k, int *n) {
+  const int64_t *a = w->arg.ints;
+  int off = 9;
+  for (int i = 0; i < k; i++) off += 2 * (int)a[6 + i];
+  *n = (int)a[6 + k];
+  return a + off;
+}
+
+/* x along the axes (size 2 ones; size 1: an axis x does not read) as a STACK, first axis slowest; *index gets the
+ * lane the current digits of those axes select */
+static UOp *contract(UOp *x, const int64_t *axes, int n, const UOpVec *topo, UOp **index) {
+  UOpVec rs = {0};
+  UOp *at[16];
+  int64_t lanes = 1;
+  for (int i = 0; i < n; i++)
+    if (axes[2 * i + 1] > 1) lanes *= axes[2 * i + 1];
+  UOp *idx = uop_const_int(DT_WEAKINT, 0);
+  for (int i = 0; i < n; i++) {
+    if (axes[2 * i + 1] <= 1) continue;
+    UOp *r = range_with_id(topo, axes[2 * i]);
+    UOp *digit = r ? uop_cast(r, DT_WEAKINT) : uop_const_int(DT_WEAKINT, 0);
+    idx = uop_add(uop_mul(idx, uop_const_int(DT_WEAKINT, axes[2 * i + 1])), digit);
+    if (r) tg_vec_push(&rs, r);
+    else tg_vec_push(&rs, uop_range(uop_const_int(DT_WEAKINT, axes[2 * i + 1]), -2, AXIS_UPCAST)); /* read by no one */
+  }
+  for (int64_t l = 0; l < lanes && l < 16; l++) at[l] = at_lane(x, &rs, l);
+  tg_vec_free(&rs);
+  if (index) *index = idx;
+  return lanes == 1 ? x : uop_new(TG_OP_STACK, x->dtype, at, (size_t)lanes, arg_none());
+}
+
+static UOp *wmma_contracted(UOp *w, const UOpVec *topo, UOp **lane_index) {
+  int n[3];
+  const int64_t *ax[3];
+  for (int k = 0; k < 3; k++) ax[k] = wmma_axes(w, k, &n[k]);
+  UOp *src[3];
+  for (int k = 0; k < 3; k++) src[k] = contract(w->src[k], ax[k], n[k], topo, k == 2 ? lane_index : NULL);
+  int64_t arg[9];
+  memcpy(arg, w->arg.ints, 6 * sizeof(int64_t));
+  arg[6] = arg[7] = arg[8] = 0;
+  return uop_new(TG_OP_WMMA, w->dtype, src, 3, arg_ints(ARG_WMMA, arg, 9));
+}
+
+static bool all_zero(const UOp *c) {
+  if (c->op == TG_OP_CONST) return c->arg.c.kind == CK_FLOAT ? c->arg.c.f == 0.0 : c->arg.c.kind == CK_INT && c->arg.c.i == 0;
+  if (c->op != TG_OP_STACK) return false;
+  for (uint32_t i = 0; i < c->nsrc; i++)
+    if (!all_zero(c->src[i])) return false;
+  return true;
+}
+
+UOp *cg_wmma_fold_add(UOp *w, UOp *x) {
+  if (w->op != TG_OP_WMMA || w->arg.kind != ARG_WMMA || w->arg.len != 9 || !all_zero(w->src[2])) return NULL;
+  if (x->dtype != w->dtype) return NULL;
+  UOp *src[3] = {w->src[0], w->src[1], x};
+  return uop_new(TG_OP_WMMA, w->dtype, src, 3, w->arg);
+}
+
+/* WMMA(a, b, 0) + x -> WMMA(a, b, x), either order (x a fragment: a sum of unrolled WMMAs folds into a chain) */
+static UOp *fold_wmma_add(RwCtx *rw, UOp *u, UOp **m) {
+  TG_UNUSED(rw), TG_UNUSED(m);
+  if (u->nsrc != 2) return NULL;
+  UOp *f = cg_wmma_fold_add(u->src[1], u->src[0]);
+  return f ? f : cg_wmma_fold_add(u->src[0], u->src[1]);
+}
+
+static bool wmma_uncontracted(const UOp *u) {
+  return u->op == TG_OP_WMMA && u->arg.kind == ARG_WMMA && u->arg.len > 9;
+}
+
+static UOp *expand_wmmas(UOp *sink) {
+  UOpVec topo = {0}, from = {0}, to = {0};
+  uop_toposort(sink, NULL, NULL, &topo);
+  for (size_t i = 0; i < topo.len; i++) {
+    UOp *u = topo.data[i];
+    bool red = u->op == TG_OP_REDUCE && u->nsrc >= 1 && wmma_uncontracted(u->src[0]);
+    if (!red && !wmma_uncontracted(u)) continue;
+    UOp *idx = NULL, *w = wmma_contracted(red ? u->src[0] : u, &topo, &idx), *v = w;
+    if (red) {
+      UOp **rs = tg_malloc(u->nsrc * sizeof(UOp *));
+      memcpy(rs, u->src, u->nsrc * sizeof(UOp *));
+      rs[0] = w;
+      v = uop_new(TG_OP_REDUCE, u->dtype, rs, u->nsrc, u->arg);
+      tg_free(rs);
+    }
+    UOp *isrc[2] = {v, idx};
+    tg_vec_push(&from, u);
+    tg_vec_push(&to, uop_new(TG_OP_INDEX, u->dtype, isrc, 2, arg_none()));
+  }
+  UOp *ret = from.len ? uop_substitute(sink, from.data, to.data, from.len) : sink;
+  tg_vec_free(&topo); tg_vec_free(&from); tg_vec_free(&to);
+  return ret;
+}
+
 UOp *cg_expand(UOp *sink, const Renderer *ren) {
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("expander", expand_rules);
@@ -449,6 +559,7 @@ UOp *cg_expand(UOp *sink, const Renderer *ren) {
   for (size_t i = 0; i < topo.len; i++)
     if (is_expand_range(topo.data[i])) tg_vec_push(&c.order, topo.data[i]);
   tg_vec_free(&topo);
+  sink = expand_wmmas(sink);
   UOp *ret = sink;
   if (c.order.len) {
     /* no symbolic pass here: it could drop a range from one lane's REDUCE and not another's, and the lanes of one

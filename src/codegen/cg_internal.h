@@ -36,6 +36,8 @@ UOp *cg_simplify_ranges(UOp *sink);                   /* pm_simplify_ranges: mer
 UOp *cg_apply_opts(UOp *sink, const Renderer *ren);   /* opts_to_apply | heuristic | NOOPT; kernel name (opt.c) */
 UOp *cg_expand(UOp *sink, const Renderer *ren);       /* UPCAST/UNROLL ranges -> lanes (cg_expand.c) */
 #define CG_TAG_VECTOR_LANES 0x766c /* a STACK of the lanes of a vector accumulator's addend (cg_expand -> cg_vectorize) */
+/* WMMA(a, b, 0) + x as WMMA(a, b, x) (tinygrad pm_wmma_add), NULL when w is not such a WMMA (cg_expand.c) */
+UOp *cg_wmma_fold_add(UOp *w, UOp *x);
 UOp *cg_vectorize(UOp *sink);                         /* lane STACKs -> vector ALU ops and loads (cg_vectorize.c) */
 UOp *cg_merge_reduce_ends(UOp *sink);                 /* one END for the accumulators of one reduce loop */
 UOp *cg_end_mergeable(UOp *const *src, size_t n);     /* an END reduce lowering makes (merge candidate) */

@@ -51,6 +51,21 @@ static UOp *acc_slot(UOp *buf, const DType *dt, uint32_t lanes) {
   return uop_new(TG_OP_SHRINK, dt, src, 3, arg_none());
 }
 
+/* the C lanes of the WMMA a reduce body is made of (WMMA, or a sum of WMMAs: an unrolled K), 0 for none */
+static uint32_t wmma_lanes(const UOp *x) {
+  if (x->op == TG_OP_WMMA) return x->src[2]->op == TG_OP_STACK ? x->src[2]->nsrc : 1;
+  if (x->op == TG_OP_ADD) return wmma_lanes(x->src[0]);
+  return 0;
+}
+
+/* acc + x where x is WMMAs (tinygrad's pm_wmma_add): the accumulator becomes the first WMMA's C */
+static UOp *wmma_accumulate(UOp *acc, UOp *x) {
+  UOp *f = cg_wmma_fold_add(x, acc);
+  if (f) return f;
+  if (x->op == TG_OP_ADD && wmma_lanes(x->src[0])) return wmma_accumulate(wmma_accumulate(acc, x->src[0]), x->src[1]);
+  return uop_add(acc, x);
+}
+
 static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
   TG_UNUSED(m);
   ReduceCtx *ctx = rw->ctx;
@@ -69,6 +84,8 @@ static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
   p.addrspace = ADDR_REG;
   /* a vector accumulator (cg_expand): a register buffer of its lanes, read and written whole */
   uint32_t lanes = r->src[0]->op == TG_OP_STACK && r->src[0]->tag == CG_TAG_VECTOR_LANES ? r->src[0]->nsrc : 1;
+  uint32_t wlanes = op == TG_OP_ADD ? wmma_lanes(r->src[0]) : 0; /* a tensor core's accumulator: its C fragment */
+  if (wlanes > 1) lanes = wlanes;
   UOp *size = uop_const_int(DT_WEAKINT, lanes);
   UOp *acc = uop_new(TG_OP_BUFFER, r->dtype, &size, 1, arg_param(&p));
   /* ranges the value lives in that this reduce does not loop over (and that no inner END closed) */
@@ -96,7 +113,8 @@ static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
   for (uint32_t k = 1; k < r->nsrc; k++) tg_vec_push(&deps, r->src[k]);
   UOp *acc_initted = after(acc, deps.data, deps.len);
   UOp *slot = acc_slot(acc_initted, r->dtype, lanes);
-  UOp *upd[2] = {slot, uop_alu2(op, lanes > 1 ? uop_new(TG_OP_LOAD, r->dtype, &slot, 1, arg_none()) : slot, r->src[0])};
+  UOp *cur = lanes > 1 ? uop_new(TG_OP_LOAD, r->dtype, &slot, 1, arg_none()) : slot;
+  UOp *upd[2] = {slot, wlanes ? wmma_accumulate(cur, r->src[0]) : uop_alu2(op, cur, r->src[0])};
   UOp *update = uop_new(TG_OP_STORE, DT_VOID, upd, 2, arg_none());
   deps.data[0] = update;
   UOp *end = cg_end_mergeable(deps.data, deps.len);

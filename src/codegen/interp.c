@@ -12,7 +12,8 @@
  * shared and start poisoned (all bits set: NaN, -1), and a BARRIER is a sync point. The threads of a block run one
  * after another, each up to its next BARRIER (a schedule a GPU may choose), so a load from LOCAL memory that a missing
  * barrier leaves unordered reads another thread's stale or poisoned data instead of passing by luck; every thread
- * must reach the same BARRIER (divergence is an error). */
+ * must reach the same BARRIER (divergence is an error). A WMMA (tensor core) is such a sync point too: once every
+ * thread holds its fragments, the warp's product is computed with tinygrad's fragment maps (block_wmma). */
 #include "interp.h"
 
 #include <math.h>
@@ -490,6 +491,63 @@ static tg_status step_special(Interp *in, uint32_t i, UOp *u) {
   return TG_OK;
 }
 
+/* ---- WMMA: one warp-wide mma of the threads' fragments (tinygrad ops_python's CUDA models). Lane t of a warp holds
+ * elements of A (M x K), B (K x N) and C (M x N); for m16n8kK C element e of lane t is row t/4 + (e/2)*8, column
+ * e%2 + (t%4)*2, and a / b give the fragment element and the lane that hold A[row][k] and B[k][col]. ---- */
+
+static double as_double(Const c) { return c.kind == CK_FLOAT ? c.f : c.kind == CK_INT ? (double)c.i : (double)c.b; }
+
+typedef struct WmmaLayout { int k; void (*a)(int k, int row, int *elem, int *lane); void (*b)(int k, int col, int *elem, int *lane); } WmmaLayout;
+static void a_81616(int k, int row, int *e, int *l) { *e = k % 2 + (row / 8) * 2 + (k / 8) * 4; *l = (k / 2) % 4 + (row % 8) * 4; }
+static void b_81616(int k, int col, int *e, int *l) { *e = k % 2 + (k / 8) * 2; *l = (k / 2) % 4 + col * 4; }
+static void a_8168(int k, int row, int *e, int *l) { *e = k % 2 + (row / 8) * 2; *l = k / 2 + (row % 8) * 4; }
+static void b_8168(int k, int col, int *e, int *l) { *e = k % 2; *l = k / 2 + col * 4; }
+static void a_8168_tf32(int k, int row, int *e, int *l) { *e = (k / 4) * 2 + row / 8; *l = k % 4 + (row % 8) * 4; }
+static void b_8168_tf32(int k, int col, int *e, int *l) { *e = k / 4; *l = k % 4 + col * 4; }
+
+/* the WMMA at position i for every thread of the block (each thread's slots at slots + t * n) */
+static tg_status block_wmma(Interp *in, uint32_t i, Slot *slots, size_t nthreads) {
+  UOp *u = in->lin->src[i];
+  const int64_t *a = u->arg.ints;
+  const DType *din = &tg_dtype_table[a[3]], *dout = &tg_dtype_table[a[4]];
+  WmmaLayout lay;
+  if (a[0] == 8 && a[1] == 16 && a[2] == 16) lay = (WmmaLayout){16, a_81616, b_81616};
+  else if (a[0] == 8 && a[1] == 16 && a[2] == 8 && din == DT_FLOAT32) lay = (WmmaLayout){8, a_8168_tf32, b_8168_tf32};
+  else if (a[0] == 8 && a[1] == 16 && a[2] == 8) lay = (WmmaLayout){8, a_8168, b_8168};
+  else return fail(u, "a tensor core shape the emulator has no model of");
+  if (nthreads % 32) return fail(u, "a block that is not whole warps");
+  Slot **src = tg_malloc(nthreads * 3 * sizeof(Slot *));
+  for (size_t t = 0; t < nthreads; t++) {
+    in->slot = slots + t * in->n;
+    for (uint32_t k = 0; k < 3; k++) src[t * 3 + k] = src_slot(in, i, k);
+    if (!src[t * 3] || !src[t * 3 + 1] || !src[t * 3 + 2]) {
+      tg_free(src);
+      return fail(u, "source not in the list");
+    }
+  }
+  for (size_t t = 0; t < nthreads; t++) {
+    size_t goff = t / 32 * 32;
+    int lane_id = (int)(t % 32);
+    Slot *me = &slots[t * in->n + i];
+    set_width(me, 4);
+    for (int e = 0; e < 4; e++) {
+      int col = e % 2 + (lane_id % 4) * 2, row = lane_id / 4 + (e / 2) * 8;
+      double acc = as_double(lane(src[t * 3 + 2], (uint32_t)e));
+      for (int k = 0; k < lay.k; k++) {
+        int ae, al, be, bl;
+        lay.a(k, row, &ae, &al);
+        lay.b(k, col, &be, &bl);
+        acc += as_double(lane(src[(goff + (size_t)al) * 3], (uint32_t)ae)) *
+               as_double(lane(src[(goff + (size_t)bl) * 3 + 1], (uint32_t)be));
+      }
+      me->lanes[e] = round_float(dout, acc);
+      if (e == 0) me->v = me->lanes[0];
+    }
+  }
+  tg_free(src);
+  return TG_OK;
+}
+
 /* Run the current thread from *pc up to its next BARRIER (*pc left on it) or the end (*pc = n). */
 static tg_status run_thread(Interp *in, uint32_t *pc, void *const *bufs, const int64_t *vals, size_t nparams) {
   tg_status st = TG_OK;
@@ -498,10 +556,9 @@ static tg_status run_thread(Interp *in, uint32_t *pc, void *const *bufs, const i
     UOp *u = linear->src[i];
     Slot *me = &in->slot[i];
     switch (uop_op(u)) {
-    case TG_OP_BARRIER:
-      if (i != *pc) { *pc = i; return TG_OK; } /* arrived: wait for the block */
-      i++;
-      break;
+    case TG_OP_BARRIER: case TG_OP_WMMA: /* a WMMA is computed for the whole block once all threads are there */
+      *pc = i; /* arrived: wait for the block, which steps every thread past it (two in a row are two stops) */
+      return TG_OK;
     case TG_OP_SINK: case TG_OP_NOOP: case TG_OP_GROUP: case TG_OP_ENDIF: i++; break;
     case TG_OP_SPECIAL: st = step_special(in, i, u); i++; break;
     case TG_OP_PARAM: case TG_OP_BUFFER: case TG_OP_AFTER: case TG_OP_INDEX: case TG_OP_SHRINK: case TG_OP_LOAD:
@@ -590,7 +647,8 @@ tg_status interp_run(UOp *linear, void *const *bufs, const int64_t *vals, size_t
             break;
           }
           if (pcs[0] >= in.n) break;
-          for (size_t t = 0; t < nthreads; t++) pcs[t]++; /* past the BARRIER */
+          if (uop_is(in.lin->src[pcs[0]], TG_OP_WMMA) && (st = block_wmma(&in, pcs[0], slots, nthreads)) != TG_OK) break;
+          for (size_t t = 0; t < nthreads; t++) pcs[t]++; /* past the BARRIER (or the WMMA) */
         }
       }
   for (size_t k = 0; k < nthreads * in.n; k++) tg_free(slots[k].lanes);

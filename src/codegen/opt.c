@@ -17,6 +17,11 @@ void opt_format(Opt o, char *out, size_t cap) {
   if (o.axis < 0) snprintf(axis, sizeof axis, "None");
   else snprintf(axis, sizeof axis, "%d", (int)o.axis);
   if (o.op == OPT_NOLOCALS) snprintf(arg, sizeof arg, "None");
+  else if (o.op == OPT_TC) {
+    int sel, lvl, use;
+    opt_tc_arg_split(o.arg, &sel, &lvl, &use);
+    snprintf(arg, sizeof arg, "(%d, %d, %d)", sel, lvl, use);
+  }
   else snprintf(arg, sizeof arg, "%d", (int)o.arg);
   snprintf(out, cap, "Opt(op=OptOps.%s, axis=%s, arg=%s)", opt_op_name((OptOp)o.op), axis, arg);
 }
@@ -141,7 +146,7 @@ static int64_t max_range_id(UOp *ast) {
   return m;
 }
 
-static void set_ast(OptScheduler *s, UOp *ast) {
+void opt_set_ast(OptScheduler *s, UOp *ast) {
   UOp *old = s->ast;
   s->ast = uop_keep(ast);
   uop_drop(old);
@@ -153,7 +158,7 @@ static void convert_loop_to_global(OptScheduler *s) {
   UOpVec g = {0}, to = {0};
   globalizable_rngs(s->ast, &g);
   for (size_t i = 0; i < g.len; i++) tg_vec_push(&to, cg_range_retype(g.data[i], AXIS_GLOBAL));
-  if (g.len) set_ast(s, uop_substitute(s->ast, g.data, to.data, g.len));
+  if (g.len) opt_set_ast(s, uop_substitute(s->ast, g.data, to.data, g.len));
   tg_vec_free(&g); tg_vec_free(&to);
 }
 
@@ -168,6 +173,7 @@ void opt_sched_init(OptScheduler *s, UOp *ast, const Renderer *ren) {
     memcpy(s->applied, ki->applied, (size_t)s->napplied * sizeof(Opt));
   }
   s->next_range_id = max_range_id(ast) + 1;
+  s->tc_index = -1;
   UOpScope sc = uop_scope_begin();
   convert_loop_to_global(s);
   uop_scope_end(sc);
@@ -201,19 +207,26 @@ static tg_status opt_error(const OptScheduler *s, Opt o, const char *why) {
   return st;
 }
 
-/* tinygrad shift_to: rng (size n) -> rng'(n/amount)*amount + new (or new*(n/amount) + rng' for a top split) */
-static bool shift_to(OptScheduler *s, UOp *rng, int64_t amount, AxisType new_type, bool top) {
+/* tinygrad shift_to: rng (size n) -> rng'(n/amount)*amount + new (or new*(n/amount) + rng' for a top split); new is
+ * a fresh range of new_type, or input_new (a TC lane bit) when given. *replaced / *made get rng' and new (may be NULL). */
+bool opt_shift_to(OptScheduler *s, UOp *rng, int64_t amount, AxisType new_type, bool top, UOp *input_new,
+                  UOp **replaced_out, UOp **made) {
   UOp *old_sz = uop_divides(rng->src[0], amount);
   if (!old_sz) return false;
-  RangeArg a;
-  memset(&a, 0, sizeof a);
-  a.axis_id = s->next_range_id++;
-  a.axis_type = (int32_t)new_type;
-  UOp *new_rng = cg_range_new(uop_const_int(rng->dtype, amount), &a);
+  UOp *new_rng = input_new;
+  if (!new_rng) {
+    RangeArg a;
+    memset(&a, 0, sizeof a);
+    a.axis_id = s->next_range_id++;
+    a.axis_type = (int32_t)new_type;
+    new_rng = cg_range_new(uop_const_int(rng->dtype, amount), &a);
+  }
   UOp *replaced = cg_range_resize(rng, old_sz);
   UOp *sub = top ? uop_add(uop_mul(new_rng, old_sz), replaced)
                  : uop_add(uop_mul(replaced, uop_const_int(rng->dtype, amount)), new_rng);
-  set_ast(s, uop_substitute(s->ast, &rng, &sub, 1));
+  opt_set_ast(s, uop_substitute(s->ast, &rng, &sub, 1));
+  if (replaced_out) *replaced_out = replaced;
+  if (made) *made = new_rng;
   return true;
 }
 
@@ -275,7 +288,7 @@ static tg_status apply_padto(OptScheduler *s, Opt o, UOp *rng) {
   }
   UOp *ast = from.len ? uop_substitute(s->ast, from.data, to.data, from.len) : s->ast;
   ast = uop_substitute(ast, &rng, &replaced, 1);
-  set_ast(s, ast);
+  opt_set_ast(s, ast);
   uopmap_free(&stores);
   tg_vec_free(&topo); tg_vec_free(&from); tg_vec_free(&to);
   return TG_OK;
@@ -294,7 +307,7 @@ static tg_status apply_swap(OptScheduler *s, Opt o, UOp *rng, const UOpVec *rngs
   UOp *from[2] = {rng, alt};
   UOp *to[2] = {uop_new(TG_OP_RANGE, rng->dtype, rng->src, rng->nsrc, arg_range(&a)),
                 uop_new(TG_OP_RANGE, alt->dtype, alt->src, alt->nsrc, arg_range(&b))};
-  set_ast(s, uop_substitute(s->ast, from, to, 2));
+  opt_set_ast(s, uop_substitute(s->ast, from, to, 2));
   return TG_OK;
 }
 
@@ -381,7 +394,7 @@ static tg_status apply_split(OptScheduler *s, Opt o, UOp *rng, const UOpVec *rng
   case OPT_TC: case OPT_NOLOCALS: case OPT_PADTO: case OPT_SWAP: case OPT_OP_COUNT: break;
   }
   if (amt <= 0) return opt_error(s, o, "amount must be positive");
-  if (!shift_to(s, rng, amt, to_type[o.op], o.op == OPT_GROUPTOP || o.op == OPT_THREAD)) {
+  if (!opt_shift_to(s, rng, amt, to_type[o.op], o.op == OPT_GROUPTOP || o.op == OPT_THREAD, NULL, NULL, NULL)) {
     char *e = uop_render(rng->src[0]);
     char why[128];
     snprintf(why, sizeof why, "%lld can't divide %s", (long long)amt, e);
@@ -408,7 +421,7 @@ tg_status opt_apply(OptScheduler *s, Opt o) {
   } else if ((o.op == OPT_LOCAL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP) && !s->ren->has_local) {
     st = opt_error(s, o, "locals needed for opt");
   } else if (o.op == OPT_TC) {
-    st = opt_error(s, o, "no tensor core available");
+    st = opt_apply_tc(s, o);
   } else {
     int ax = real_axis(&rngs, o);
     if (ax < 0) {
@@ -426,9 +439,10 @@ tg_status opt_apply(OptScheduler *s, Opt o) {
   if (st == TG_OK) {
     s->applied[s->napplied++] = o;
   } else {
-    set_ast(s, before);
+    opt_set_ast(s, before);
     s->next_range_id = next_id;
     s->dont_use_locals = no_locals_before;
+    if (o.op == OPT_TC) s->tc_index = -1;
   }
   uop_drop(before);
   uop_scope_end_keep(sc, s->ast);

@@ -4,7 +4,8 @@
  * An opt splits one loop range of the kernel AST: range r of size n becomes r'*amt + r_new (r' of size n/amt) and
  * the new range gets an axis type — UPCAST/UNROLL (register tiles, expanded into lanes by the expander), THREAD
  * (a top split over cores). PADTO rounds a range up to a multiple behind validity masks; SWAP exchanges two
- * GLOBAL axes; LOCAL/GROUP/GROUPTOP/NOLOCALS/TC need a device with locals (a clear KernelOptError on the CPU).
+ * GLOBAL axes; LOCAL/GROUP/GROUPTOP/NOLOCALS need a device with locals (a clear KernelOptError on the CPU); TC needs
+ * the renderer's tensor cores (opt_tc.c).
  *
  * Axis numbers count the opt axes (RANGEs that are not void, size > 1 and not DEVICE) sorted by axis type position
  * (GLOBAL, WARP, LOCAL, WEAK/LOOP, GROUP_REDUCE, REDUCE, UPCAST, UNROLL, THREAD) then by id, as tinygrad's
@@ -22,8 +23,11 @@ typedef enum OptOp {
   OPT_LOOP, OPT_OP_COUNT
 } OptOp;
 
-/* tinygrad Opt(op, axis, arg): axis -1 is None (NOLOCALS). TC's tuple arg is not representable: TC is rejected. */
+/* tinygrad Opt(op, axis, arg): axis -1 is None (NOLOCALS). TC's tuple arg (tc_select, tc_opt, use_tensor_cores) is
+ * packed into the int arg: opt_tc_arg / opt_tc_arg_split (tc_select -1..254, the others 0..255). */
 typedef KernelOpt Opt; /* { op (an OptOp), axis, arg } */
+int32_t opt_tc_arg(int tc_select, int tc_opt, int use_tc);
+void opt_tc_arg_split(int32_t arg, int *tc_select, int *tc_opt, int *use_tc);
 
 #define OPT_LIST_MAX KERNEL_OPTS_MAX /* opts one kernel can carry */
 
@@ -42,6 +46,8 @@ typedef struct OptScheduler {
   int napplied;
   Opt applied[OPT_LIST_MAX];
   int64_t next_range_id; /* tinygrad opt_range: ids for ranges the opts create */
+  int tc_index;          /* the TensorCore applied (ren->tensor_cores index), -1 none (tinygrad Scheduler.tensor_core) */
+  int64_t tc_axis_ids[3];/* its N, M, K axes (range ids) */
 } OptScheduler;
 
 /* ast: the kernel SINK (kept). Also applies convert_loop_to_global (a no-op on a device without locals). */
@@ -59,6 +65,12 @@ void opt_sched_shape(const OptScheduler *s, int64_t *full_shape, AxisType *types
 /* Apply one opt (tinygrad apply_opt, append_opt=True). TG_OK, or TG_ERR_INVALID_ARGUMENT with tg_last_error()
  * "KernelOptError: <reason>" and the scheduler unchanged. */
 tg_status opt_apply(OptScheduler *s, Opt o);
+
+/* tinygrad Scheduler._apply_tc_opt (opt_tc.c), called by opt_apply for OPT_TC; internal helpers it shares. */
+tg_status opt_apply_tc(OptScheduler *s, Opt o);
+void opt_set_ast(OptScheduler *s, UOp *ast);
+bool opt_shift_to(OptScheduler *s, UOp *rng, int64_t amount, AxisType new_type, bool top, UOp *input_new,
+                  UOp **replaced, UOp **made);
 
 /* tinygrad hand_coded_optimizations: applies the heuristic's opts to s. */
 void opt_hand_coded(OptScheduler *s);

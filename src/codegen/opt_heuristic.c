@@ -762,12 +762,76 @@ static void gpu_locals(OptScheduler *s, Shape *sh) {
   }
 }
 
+/* the opt axis of the range with this id, -1 when gone */
+static int axis_of_id(const OptScheduler *s, int64_t id, int64_t *size) {
+  UOpVec r = {0};
+  opt_sched_rngs(s, &r);
+  int k = -1;
+  for (size_t i = 0; i < r.len && k < 0; i++)
+    if (r.data[i]->arg.range->axis_id == id) {
+      k = (int)i;
+      int64_t shape[64];
+      if (r.len <= 64) {
+        opt_sched_shape(s, shape, NULL);
+        *size = shape[i];
+      } else k = -1;
+    }
+  tg_vec_free(&r);
+  return k;
+}
+
+/* tinygrad's first step: tensor cores (USE_TC=1 by default, 0 off; TC_SELECT picks one, TC_OPT >= 1 also kernels
+ * with several reduce axes or cast operands, 2 pads) on axis choice 0, 1 or 2; on success the M then the N axis is
+ * upcast by the first of 5/4/3/2 that divides it, N gets LOCAL 4 or 2, and the heuristic stops there. */
+static bool hand_coded_tc(OptScheduler *s) {
+  int use_tc = (int)tg_getenv_int("USE_TC", 1), tc_opt = (int)tg_getenv_int("TC_OPT", 0);
+  int tc_select = (int)tg_getenv_int("TC_SELECT", -1);
+  if (use_tc <= 0 || !s->ren->n_tensor_cores) return false;
+  int n = opt_sched_len(s);
+  if (n > 64) return false;
+  AxisType types[64];
+  opt_sched_shape(s, NULL, types);
+  int nred = 0;
+  for (int i = 0; i < n; i++) nred += types[i] == AXIS_REDUCE || types[i] == AXIS_GROUP_REDUCE;
+  if (nred != 1 && tc_opt < 1) return false;
+  for (int axis = 0; axis < 3; axis++) {
+    OptScheduler tk;
+    opt_sched_copy(&tk, s);
+    if (opt_apply(&tk, (Opt){OPT_TC, axis, opt_tc_arg(tc_select, tc_opt, use_tc)}) != TG_OK) {
+      opt_sched_free(&tk);
+      continue;
+    }
+    static const int ups[] = {5, 4, 3, 2}, locs[] = {4, 2};
+    for (int dim = 1; dim >= 0; dim--) {
+      int64_t sz = 0;
+      int ax = axis_of_id(&tk, tk.tc_axis_ids[dim], &sz);
+      for (size_t k = 0; ax >= 0 && k < TG_ARRAY_LEN(ups); k++)
+        if (sz % ups[k] == 0) {
+          try_opt(&tk, OPT_UPCAST, ax, ups[k]);
+          break;
+        }
+    }
+    int64_t sz = 0;
+    int ax = axis_of_id(&tk, tk.tc_axis_ids[0], &sz);
+    for (size_t k = 0; ax >= 0 && k < TG_ARRAY_LEN(locs); k++)
+      if (sz % locs[k] == 0) {
+        try_opt(&tk, OPT_LOCAL, ax, locs[k]);
+        break;
+      }
+    opt_sched_free(s);
+    *s = tk;
+    return true;
+  }
+  return false;
+}
+
 void opt_hand_coded(OptScheduler *s) {
   Shape sh;
   memset(&sh, 0, sizeof sh);
   UOpScope sc = uop_scope_begin();
   shape_load(s, &sh);
 
+  if (hand_coded_tc(s)) goto out;
   if (gpu_matvec(s, &sh)) goto out;
 
   /* grouping a small output needs locals (GROUPTOP fails on devices without them, as in tinygrad) */

@@ -530,11 +530,38 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
     put_ref(cr, l, u->src[1]);
     sb_putc(l, ';');
     return true;
+  case TG_OP_WMMA: /* __WMMA_8_16_16_half_float(a, b, c): the language's helper around the warp-wide mma */
+    if (u->arg.kind != ARG_WMMA || u->arg.len != 9 || u->nsrc != 3)
+      return fail_unsupported(cr, u, "(a WMMA the expander did not contract)");
+    sb_puts(l, "__");
+    cstyle_put_wmma_name(l, u);
+    sb_putc(l, '(');
+    for (uint32_t k = 0; k < 3; k++) {
+      if (k) sb_puts(l, ", ");
+      put_ref(cr, l, u->src[k]);
+    }
+    sb_putc(l, ')');
+    return true;
   case TG_OP_CUSTOM: case TG_OP_CUSTOMI: return put_custom(cr, l, u);
   default: break;
   }
   if (op_is_alu(uop_op(u))) return put_alu(cr, l, u);
   return fail_unsupported(cr, u, "(unknown to the C renderer)");
+}
+
+/* tinygrad _wmma_name: WMMA_<N>_<M>_<K>_<dtype_in>_<dtype_out> with tinygrad's dtype names */
+static const char *wmma_dtype_name(int64_t id) {
+  const DType *d = &tg_dtype_table[id];
+  if (d == DT_FLOAT16) return "half";
+  if (d == DT_FLOAT32) return "float";
+  if (d == DT_BFLOAT16) return "__bf16";
+  return d->name;
+}
+
+void cstyle_put_wmma_name(StrBuf *b, const UOp *w) {
+  const int64_t *a = w->arg.ints;
+  sb_printf(b, "WMMA_%lld_%lld_%lld_%s_%s", (long long)a[0], (long long)a[1], (long long)a[2], wmma_dtype_name(a[3]),
+            wmma_dtype_name(a[4]));
 }
 
 /* ---- params ---- */

@@ -111,9 +111,59 @@ static size_t used_dtypes(const CStyleProgram *p, UsedDType *out, size_t cap) {
   return n;
 }
 
+/* tinygrad's WMMA helper: the fragments reinterpreted as 32-bit registers for mma.sync (m16n8k16 half: A 4 regs,
+ * B 2, C/D 4 floats), once per distinct WMMA of the kernel */
+static void put_wmma_helpers(StrBuf *out, const CStyleLang *lang, const CStyleProgram *p) {
+  static const char *const ptx_in[] = {[TG_FLOAT16] = "f16", [TG_BFLOAT16] = "bf16", [TG_FLOAT32] = "tf32"};
+  const UOp *done[16];
+  size_t ndone = 0;
+  for (uint32_t i = 0; i < p->linear->nsrc; i++) {
+    const UOp *w = p->linear->src[i];
+    if (!uop_is(w, TG_OP_WMMA) || w->arg.kind != ARG_WMMA || w->arg.len != 9) continue;
+    bool dup = false;
+    for (size_t k = 0; k < ndone && !dup; k++) dup = uop_arg_eq(&done[k]->arg, &w->arg);
+    if (dup || ndone == TG_ARRAY_LEN(done)) continue;
+    done[ndone++] = w;
+    const int64_t *a = w->arg.ints;
+    const DType *din = &tg_dtype_table[a[3]], *dout = &tg_dtype_table[a[4]];
+    int64_t sizes[3], regs[3];
+    for (int k = 0; k < 3; k++) {
+      sizes[k] = shape_max_numel(p->shapes, w->src[k]);
+      regs[k] = sizes[k] * dt_itemsize(k < 2 ? din : dout) / 4;
+    }
+    StrBuf ty[3];
+    for (int k = 0; k < 3; k++) {
+      sb_init(&ty[k]);
+      render_cstyle_put_dtype(&ty[k], lang, k < 2 ? din : dout, sizes[k], ADDR_REG, false);
+    }
+    sb_printf(out, "__device__ %s __", ty[2].s);
+    cstyle_put_wmma_name(out, w);
+    sb_printf(out, "(%s a, %s b, %s c){\n  int *a_pk = (int *)(&a), *b_pk = (int *)(&b), *c_pk = (int *)(&c);\n", ty[0].s,
+              ty[1].s, ty[2].s);
+    const char *o = dout == DT_FLOAT16 ? "f16" : "f32", *in = ptx_in[din->id];
+    sb_printf(out, "  asm(\"mma.sync.aligned.m%lldn%lldk%lld.row.col.%s.%s.%s.%s\"", (long long)a[1], (long long)a[0],
+              (long long)a[2], o, in, in, o);
+    int64_t r = 0;
+    sb_puts(out, "\"{");
+    for (int64_t k = 0; k < regs[2]; k++) sb_printf(out, "%s%%%lld", k ? ", " : "", (long long)(r + k));
+    sb_puts(out, "}, {");
+    for (int64_t k = 0; k < regs[0]; k++) sb_printf(out, "%s%%%lld", k ? ", " : "", (long long)(regs[2] + k));
+    sb_puts(out, "},\"\n      \"{");
+    for (int64_t k = 0; k < regs[1]; k++) sb_printf(out, "%s%%%lld", k ? ", " : "", (long long)(regs[2] + regs[0] + k));
+    sb_puts(out, "}, {");
+    for (int64_t k = 0; k < regs[2]; k++) sb_printf(out, "%s%%%lld", k ? ", " : "", (long long)k);
+    sb_puts(out, "};\"\n    : ");
+    for (int64_t k = 0; k < regs[2]; k++) sb_printf(out, "%s\"+r\"(c_pk[%lld])", k ? ", " : "", (long long)k);
+    sb_puts(out, "\n    : ");
+    for (int64_t k = 0; k < regs[0]; k++) sb_printf(out, "%s\"r\"(a_pk[%lld])", k ? ", " : "", (long long)k);
+    for (int64_t k = 0; k < regs[1]; k++) sb_printf(out, ", \"r\"(b_pk[%lld])", (long long)k);
+    sb_puts(out, ");\n  return c;\n}\n");
+    for (int k = 0; k < 3; k++) sb_free(&ty[k]);
+  }
+}
+
 /* CUDARenderer.render_kernel: prefixes, then extern "C" __global__ void __launch_bounds__(threads) name(...) */
 static void cuda_put_program(StrBuf *out, const CStyleLang *lang, const CStyleProgram *p) {
-  TG_UNUSED(lang);
   sb_puts(out, "typedef unsigned int uint;\n"
                "#define INFINITY (__int_as_float(0x7f800000))\n"
                "#define NAN (__int_as_float(0x7fffffff))\n"
@@ -137,6 +187,7 @@ static void cuda_put_program(StrBuf *out, const CStyleLang *lang, const CStylePr
       put_vector_struct(out, used[i].dt, (int)used[i].n);
       sb_putc(out, '\n');
     }
+  put_wmma_helpers(out, lang, p);
   int64_t threads = 1; /* launch bounds: the product of the lidx bounds */
   for (uint32_t i = 0; i < p->linear->nsrc; i++) {
     const UOp *u = p->linear->src[i];
@@ -185,6 +236,22 @@ char *render_cuda(const Renderer *ren, UOp *linear) {
 
 /* ---- the table ---- */
 
+/* tinygrad tc.cuda_sm80 (sm_90 has no list of its own; fp8's sm_89 entries need fp8, not supported here yet):
+ * m16n8k16 for half/bf16 in, m16n8k8 for half and tf32 (tf32 only with ALLOW_TF32) */
+#define CUDA_TC_OPTS {"u0", "l0", "l0", "l1", "l1", "l1", "u1", NULL}
+#define CUDA_81616(din, dout) \
+  {{8, 16, 16}, 32, {8, 4, 4}, din, dout, CUDA_TC_OPTS, \
+   {{"r1 r2 l2 l3 l4", "u1 r3", "l0 l1 u0 r0"}, {"r1 r2 u0 l0 l1", "r0 r3", "l2 l3 l4 u1"}}}
+#define CUDA_8168_F16(din, dout) \
+  {{8, 16, 8}, 32, {4, 2, 4}, din, dout, CUDA_TC_OPTS, \
+   {{"r1 r2 l2 l3 l4", "r0 u1", "l0 l1 u0"}, {"r1 r2 u0 l0 l1", "u1 r0", "l2 l3 l4"}}}
+static const TensorCore cuda_sm80_tc[] = {
+    CUDA_81616(DT_FLOAT16, DT_FLOAT32), CUDA_81616(DT_BFLOAT16, DT_FLOAT32), CUDA_81616(DT_FLOAT16, DT_FLOAT16),
+    CUDA_8168_F16(DT_FLOAT16, DT_FLOAT32), CUDA_8168_F16(DT_FLOAT16, DT_FLOAT16),
+    {{8, 16, 8}, 32, {4, 2, 4}, DT_FLOAT32, DT_FLOAT32, CUDA_TC_OPTS,
+     {{"r0 r1 l2 l3 l4", "u1 r2", "l0 l1 u0"}, {"r0 r1 u0 l0 l1", "u1 r2", "l2 l3 l4"}}},
+};
+
 const Renderer *renderer_cuda(void) {
   static Renderer r;
   static bool built;
@@ -215,6 +282,8 @@ const Renderer *renderer_cuda(void) {
     bool fp8 = d == TG_FP8E4M3 || d == TG_FP8E5M2 || d == TG_FP8E4M3FNUZ || d == TG_FP8E5M2FNUZ;
     if (!fp8 && !dt_is_weak(dt) && d != TG_VOID) r.supported_dtypes |= 1u << d;
   }
+  r.tensor_cores = cuda_sm80_tc;
+  r.n_tensor_cores = (int)TG_ARRAY_LEN(cuda_sm80_tc);
   r.extra_matcher = NULL;
   r.render = render_cuda;
   built = true;

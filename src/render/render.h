@@ -12,6 +12,19 @@
 /* What a device's code generator can express (tinygrad's Renderer class attributes). Static, lives for the
  * process. The codegen reads it to choose decompositions: an ALU op not in code_for_op is rewritten into ops that
  * are (e.g. EXP2/LOG2/SIN into polynomials, MAX into a WHERE, RECIPROCAL into FDIV). */
+/* tinygrad TensorCore (codegen/opt/tc.py): D = A*B + C for one warp, A M x K, B K x N, C and D M x N. opts are the
+ * 2-way splits that build the warp ("l0": one lane bit from axis N, "u1": one upcast bit of axis M); K gets log2(K)
+ * UNROLL bits. swizzle[operand] maps (local bits, upcast bits, reduce bits) to the hardware fragment layout, each
+ * part a space-separated list of names ("r1 r2 l2 l3 l4"). */
+typedef struct TensorCore {
+  int dims[3];             /* N, M, K */
+  int threads;             /* lanes that make the warp */
+  int elements[3];         /* per-thread elements of A, B, C */
+  const DType *dtype_in, *dtype_out;
+  const char *opts[8];     /* "u0", "l0", ...; NULL ends */
+  const char *swizzle[2][3];
+} TensorCore;
+
 typedef struct Renderer Renderer;
 struct Renderer {
   const char *device;          /* "CPU", "CUDA" */
@@ -30,6 +43,8 @@ struct Renderer {
   bool pointer_plus_terms;     /* write an access at x + c as buf+x+c, not buf+(x+c) (c.c put_index_terms) */
   OpSet code_for_op;           /* ALU ops rendered natively (the keys of tinygrad's code_for_op) */
   uint32_t supported_dtypes;   /* bit (1u << TgDTypeId) per scalar dtype the device computes in */
+  const TensorCore *tensor_cores; /* tinygrad Renderer.tensor_cores, in choice order (tc_select indexes it) */
+  int n_tensor_cores;
   /* Renderer-specific rewrites applied in the codegen's final rewrite (tinygrad Renderer.extra_matcher), or NULL
    * for none. For the CPU: float64->half/bf16 and bf16->half go through float32; bfloat16 ALU is done in float32;
    * bf16<->float casts are integer bit manipulation (no compiler intrinsics). */

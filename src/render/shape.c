@@ -78,6 +78,7 @@ static bool compute_shape(ShapeCache *c, const UOp *u, UOpShape *out) {
   case TG_OP_BUFFER: case TG_OP_PARAM:
     if (u->nsrc == 0) { *out = scalar_shape; return true; }
     return as_shape(u->src[0], out) || shape_fail(u, "more than 8 dims");
+  case TG_OP_WMMA: return shape_of(c, u->src[2], out); /* the accumulator's fragment */
   case TG_OP_STACK: {
     if (u->nsrc == 0) { *out = scalar_shape; return true; }
     if (!shape_of(c, u->src[0], &s0)) return false;

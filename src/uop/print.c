@@ -168,7 +168,7 @@ static void put_arg(StrBuf *b, const UOp *u, bool str_form) {
     else if (str_form) sb_puts(b, a->str);
     else put_py_str(b, a->str, a->len);
     return;
-  case ARG_PERM: case ARG_FLIP:
+  case ARG_PERM: case ARG_FLIP: case ARG_WMMA:
     sb_putc(b, '(');
     for (uint32_t i = 0; a->ints && i < a->len; i++) {
       if (i) sb_puts(b, ", ");

@@ -235,9 +235,11 @@ static UOp *check_gated_load(RwCtx *rw, UOp *load, UOp **m) {
                 load->dtype->name);
 }
 
-static UOp *reject_wmma(RwCtx *rw, UOp *x, UOp **m) {
-  TG_UNUSED(x); TG_UNUSED(m);
-  return reject(rw, "WMMA is not supported yet (its arg has no representation in tinygrad.c)");
+/* WMMA(a, b, acc): the tensor core's arg (codegen/opt_tc.c), the value has the accumulator's dtype */
+static UOp *check_wmma(RwCtx *rw, UOp *x, UOp **m) {
+  TG_UNUSED(m);
+  if (x->arg.kind != ARG_WMMA || x->arg.len < 9) return reject(rw, "WMMA needs a WMMA arg");
+  return judge(rw, x->dtype == x->src[2]->dtype, "WMMA's dtype is its accumulator's");
 }
 
 static const Rule shared_rules[] = {
@@ -277,7 +279,7 @@ static const Rule shared_rules[] = {
     RULE("(STORE {INDEX|SHRINK|(CAST INDEX|SHRINK)} _ _.bool)", rule_allow, NULL),
     /* the tensor graph's STORE: a value into a target */
     RULE("(STORE.void _ _)", rule_allow, NULL),
-    RULE("WMMA", reject_wmma, NULL),
+    RULE("WMMA", check_wmma, NULL),
 };
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -638,7 +640,7 @@ static OpShape op_shape(TgOp op) {
 
 static const char *const arg_kind_names[ARG_KIND_COUNT] = {
     "None", "a Const", "an int", "an op", "a string", "a permutation", "flip flags", "(op, axes)", "a RangeArg",
-    "a ParamArg", "a KernelInfo"};
+    "a ParamArg", "a KernelInfo", "a WMMA arg"};
 
 static const char *arg_kind_name(ArgKind k) {
   return (unsigned)k < ARG_KIND_COUNT ? arg_kind_names[k] : "an unknown arg";
@@ -666,7 +668,7 @@ static bool shape_problem(const UOp *u, char *why, size_t n) {
   }
   bool payload_missing = (u->arg.kind == ARG_RANGE && !u->arg.range) || (u->arg.kind == ARG_PARAM && !u->arg.param) ||
                          (u->arg.kind == ARG_KERNEL && !u->arg.kernel) || (u->arg.kind == ARG_STR && !u->arg.str) ||
-                         ((u->arg.kind == ARG_PERM || u->arg.kind == ARG_FLIP) && u->arg.len && !u->arg.ints);
+                         ((u->arg.kind == ARG_PERM || u->arg.kind == ARG_FLIP || u->arg.kind == ARG_WMMA) && u->arg.len && !u->arg.ints);
   if (payload_missing || (unsigned)u->arg.kind >= ARG_KIND_COUNT) {
     snprintf(why, n, "malformed arg");
     return true;

@@ -605,7 +605,7 @@ static int cmp_arg(const UOp *x, const UOp *y) {
   case ARG_OP: return cmp_i128(a->op, b->op);
   case ARG_REDUCE: return a->red.op != b->red.op ? cmp_i128(a->red.op, b->red.op) : cmp_i128(a->red.naxes, b->red.naxes);
   case ARG_STR: return cmp_str(a->str, b->str);
-  case ARG_PERM: case ARG_FLIP:
+  case ARG_PERM: case ARG_FLIP: case ARG_WMMA:
     for (uint32_t i = 0; i < a->len && i < b->len; i++)
       if (a->ints[i] != b->ints[i]) return a->ints[i] < b->ints[i] ? -1 : 1;
     return cmp_i128(a->len, b->len);

@@ -119,7 +119,7 @@ static Const normalize_const(Const c) {
 static size_t arg_payload_size(const Arg *a) {
   switch (a->kind) {
   case ARG_STR: return (size_t)a->len + 1;
-  case ARG_PERM: case ARG_FLIP: return (size_t)a->len * sizeof(int64_t);
+  case ARG_PERM: case ARG_FLIP: case ARG_WMMA: return (size_t)a->len * sizeof(int64_t);
   case ARG_RANGE: return sizeof(RangeArg);
   case ARG_PARAM: return sizeof(ParamArg);
   case ARG_KERNEL: return sizeof(KernelInfo);
@@ -130,7 +130,7 @@ static size_t arg_payload_size(const Arg *a) {
 static const void *arg_payload(const Arg *a) {
   switch (a->kind) {
   case ARG_STR: return a->str;
-  case ARG_PERM: case ARG_FLIP: return a->ints;
+  case ARG_PERM: case ARG_FLIP: case ARG_WMMA: return a->ints;
   case ARG_RANGE: return a->range;
   case ARG_PARAM: return a->param;
   case ARG_KERNEL: return a->kernel;
@@ -181,7 +181,7 @@ static void normalize_payload(const Arg *a, void *out) {
     break;
   }
   case ARG_STR: memcpy(out, a->str, a->len); ((char *)out)[a->len] = 0; break;
-  case ARG_PERM: case ARG_FLIP: memcpy(out, a->ints, n); break;
+  case ARG_PERM: case ARG_FLIP: case ARG_WMMA: memcpy(out, a->ints, n); break;
   case ARG_NONE: case ARG_CONST: case ARG_INT: case ARG_OP: case ARG_REDUCE: case ARG_KIND_COUNT: break;
   }
 }
@@ -195,7 +195,7 @@ static uint64_t hash_arg_normalized(const Arg *a, const void *payload) {
   case ARG_OP: return tg_hash_mix(h, (uint64_t)a->op);
   case ARG_REDUCE: return tg_hash_mix(tg_hash_mix(h, (uint64_t)a->red.op), (uint64_t)a->red.naxes);
   case ARG_NONE: case ARG_KIND_COUNT: return h;
-  case ARG_STR: case ARG_PERM: case ARG_FLIP: case ARG_RANGE: case ARG_PARAM: case ARG_KERNEL:
+  case ARG_STR: case ARG_PERM: case ARG_FLIP: case ARG_WMMA: case ARG_RANGE: case ARG_PARAM: case ARG_KERNEL:
     return tg_hash_bytes(payload, arg_payload_size(a), h ^ a->len);
   }
   return h;
@@ -239,7 +239,7 @@ static bool arg_eq_normalized(const Arg *stored, const NormArg *n) {
   case ARG_INT: return stored->i == a->i;
   case ARG_OP: return stored->op == a->op;
   case ARG_REDUCE: return stored->red.op == a->red.op && stored->red.naxes == a->red.naxes;
-  case ARG_STR: case ARG_PERM: case ARG_FLIP: case ARG_RANGE: case ARG_PARAM: case ARG_KERNEL:
+  case ARG_STR: case ARG_PERM: case ARG_FLIP: case ARG_WMMA: case ARG_RANGE: case ARG_PARAM: case ARG_KERNEL:
     return memcmp(arg_payload(stored), n->payload, arg_payload_size(a)) == 0;
   }
   return false;
@@ -257,7 +257,7 @@ bool uop_arg_eq(const Arg *a, const Arg *b) {
     Arg tmp = sa;
     switch (tmp.kind) {
     case ARG_STR: tmp.str = na.payload; break;
-    case ARG_PERM: case ARG_FLIP: tmp.ints = na.payload; break;
+    case ARG_PERM: case ARG_FLIP: case ARG_WMMA: tmp.ints = na.payload; break;
     case ARG_RANGE: tmp.range = na.payload; break;
     case ARG_PARAM: tmp.param = na.payload; break;
     case ARG_KERNEL: tmp.kernel = na.payload; break;
@@ -509,7 +509,7 @@ UOp *uop_new_tagged(TgOp op, const DType *dtype, UOp *const *src, size_t nsrc, A
     memcpy(dst, na.payload, payload);
     switch (u->arg.kind) {
     case ARG_STR: u->arg.str = dst; break;
-    case ARG_PERM: case ARG_FLIP: u->arg.ints = dst; break;
+    case ARG_PERM: case ARG_FLIP: case ARG_WMMA: u->arg.ints = dst; break;
     case ARG_RANGE: u->arg.range = dst; break;
     case ARG_PARAM: u->arg.param = dst; break;
     case ARG_KERNEL: u->arg.kernel = dst; break;
@@ -845,7 +845,7 @@ static void arg_key(UOpKey *k, const UOp *u) {
       key_mix(k, (uint64_t)(uint32_t)o->arg);
     }
     break;
-  case ARG_STR: case ARG_PERM: case ARG_FLIP: case ARG_RANGE:
+  case ARG_STR: case ARG_PERM: case ARG_FLIP: case ARG_WMMA: case ARG_RANGE:
     key_mix(k, tg_hash_bytes(arg_payload(a), arg_payload_size(a), a->len));
     break;
   case ARG_NONE: case ARG_CONST: case ARG_INT: case ARG_OP: case ARG_REDUCE: case ARG_KIND_COUNT:

@@ -76,6 +76,7 @@ typedef enum ArgKind {
   ARG_RANGE,   /* RANGE: (axis id, sub ids, axis type) */
   ARG_PARAM,   /* BUFFER/PARAM: ParamArg */
   ARG_KERNEL,  /* kernel SINK: KernelInfo */
+  ARG_WMMA,    /* WMMA: the tensor core and its operand axes (codegen/opt_tc.c: WmmaArg layout), ints like ARG_PERM */
   ARG_KIND_COUNT
 } ArgKind;
 
@@ -119,14 +120,14 @@ typedef struct ReduceArg { int32_t op; int32_t naxes; } ReduceArg;
 /* The arg stored in a node. Small kinds are inline; the others point at an immutable copy owned by the node. */
 typedef struct Arg {
   ArgKind kind;
-  uint32_t len; /* element count for ARG_PERM/ARG_FLIP, byte length for ARG_STR (without NUL) */
+  uint32_t len; /* element count for ARG_PERM/ARG_FLIP/ARG_WMMA, byte length for ARG_STR (without NUL) */
   union {
     Const c;                 /* ARG_CONST */
     int64_t i;               /* ARG_INT */
     int32_t op;              /* ARG_OP */
     ReduceArg red;           /* ARG_REDUCE */
     const char *str;         /* ARG_STR */
-    const int64_t *ints;     /* ARG_PERM, ARG_FLIP */
+    const int64_t *ints;     /* ARG_PERM, ARG_FLIP, ARG_WMMA */
     const RangeArg *range;   /* ARG_RANGE */
     const ParamArg *param;   /* ARG_PARAM */
     const KernelInfo *kernel;/* ARG_KERNEL */
