@@ -70,8 +70,32 @@ static void check_sum(void) {
   tg_scope_end(sc);
 }
 
+/* without BEAM: the heuristic's warp-per-row reduce (opt_heuristic.c gpu_row_reduce) on rows long enough to get it */
+static void check_row_reduce_heuristic(void) {
+  enum { R = 4096, C = 1024 };
+  float *x = malloc((size_t)R * C * sizeof *x), got[R];
+  fill(x, (size_t)R * C, 3u);
+  tg_scope sc = tg_scope_begin();
+  const int64_t sx[2] = {R, C};
+  int axis = 1;
+  tg_tensor *t = tg_to(tg_from_data(x, TG_FLOAT32, sx, 2), "CUDA");
+  tg_tensor *s = t ? tg_sum(t, &axis, 1, false) : NULL;
+  tg_status st = s ? tg_to_host(s, got, sizeof got) : TG_ERR_RUNTIME;
+  CHECK_MSG(st == TG_OK, "row sum 4096x1024 on CUDA: %s", tg_last_error());
+  double err = 0;
+  for (int r = 0; st == TG_OK && r < R; r++) {
+    double acc = 0;
+    for (int k = 0; k < C; k++) acc += x[(size_t)r * C + k];
+    err = fmax(err, fabs(acc - (double)got[r]));
+  }
+  CHECK_MSG(st == TG_OK && err < 1e-3, "row sum 4096x1024 max error %g", err);
+  tg_scope_end(sc);
+  free(x);
+}
+
 void gpu_suite_beam_gpu(void) {
   if (!gpu_require_cuda()) return;
+  check_row_reduce_heuristic();
   /* a fresh search: the candidates are timed here, not answered by a cache entry of an earlier run */
   test_setenv("IGNORE_BEAM_CACHE", "1");
   check_matmul();
