@@ -18,13 +18,14 @@
 #include "codegen/linearize.h"
 #include "runtime/runtime.h"
 
-#define BEAM_CACHE_FORMAT "beam6" /* bump when the opt axis numbering or the search changes: old entries stop matching
+#define BEAM_CACHE_FORMAT "beam7" /* bump when the opt axis numbering or the search changes: old entries stop matching
                                     * (beam2: the first round also times the heuristic, UPCAST 8/16 actions;
                                     * beam3: SWAP applies to LOOP axes on the CPU, LOOP actions, the heuristic's matmul
                                     * tiles changed; beam4: vector accumulators change what a list of opts compiles
                                     * to, so winners searched before are stale; beam5: the heuristic the search starts
                                     * from tiles matmuls 2 vectors x 8 rows and unrolls conv windows; beam6: the key
-                                    * holds the heuristic's opts for the kernel, see beam_cache_key) */
+                                    * holds the heuristic's opts for the kernel, see beam_cache_key; beam7: the key
+                                    * holds the device's arch, CUDA candidates are timed on the GPU) */
 
 static BeamStats stats;
 BeamStats beam_stats(void) { return stats; }
@@ -220,11 +221,12 @@ static void opts_str(const Opt *opts, int n, StrBuf *out) {
 
 typedef struct Candidate {
   OptScheduler s;
-  char *src;                     /* the kernel + its fixed-ABI entry: what is compiled (NULL: dropped) */
+  char *src;                     /* what is compiled (NULL: dropped): the kernel, on a host device + its fixed-ABI entry */
   char name[TG_NAME_MAX];
-  char entry[TG_NAME_MAX + 8];
+  char entry[TG_NAME_MAX + 8];   /* "" on devices called by signature (CUDA) */
   RenderParamVec params;
-  int core_param, ncores;
+  int core_param, ncores;        /* the CPU's core_id parameter (-1: none) and its pieces */
+  int64_t global[3], local[3];   /* the launch: blocks and threads per block (CPU: {ncores,1,1}, {1,1,1}) */
   int nuops;
   double flops;
   double lower_s;
@@ -239,9 +241,10 @@ static void candidate_free(Candidate *c) {
   tg_vec_free(&c->params);
 }
 
-/* Lower one candidate as the engine will: the original AST carrying the candidate's opts, through cg_lower. False
- * when it does not lower, render, or has uops_max linear uops or more (tinygrad BEAM_UOPS_MAX). */
-static bool lower_candidate(UOp *ast, const Renderer *ren, Candidate *c, int64_t uops_max) {
+/* Lower one candidate as the engine will: the original AST carrying the candidate's opts, through cg_lower, rendered
+ * by the device's renderer, with the launch dims the engine computes. False when it does not lower, render, or has
+ * uops_max linear uops or more (tinygrad BEAM_UOPS_MAX). */
+static bool lower_candidate(UOp *ast, const Renderer *ren, bool host, Candidate *c, int64_t uops_max) {
   double t0 = now_seconds();
   UOpScope sc = uop_scope_begin();
   bool ok = false;
@@ -253,17 +256,26 @@ static bool lower_candidate(UOp *ast, const Renderer *ren, Candidate *c, int64_t
       if (tg_getenv_int("BEAM_LOG_SURPASS_MAX", 0))
         printf("too many uops. len(uops)=%d, uops_max=%lld\n", c->nuops, (long long)uops_max);
     } else {
-      char *src = render_c(ren, linear);
+      char *src = ren->render(ren, linear);
+      if (src && !render_launch_dims(linear, c->global, c->local)) {
+        tg_free(src);
+        src = NULL;
+      }
       if (src) {
         snprintf(c->name, sizeof c->name, "%s", render_kernel_name(linear));
-        snprintf(c->entry, sizeof c->entry, "%s_entry", c->name);
-        char *entry = render_c_entry(linear, c->entry);
-        StrBuf b;
-        sb_init(&b);
-        sb_printf(&b, "%s\n%s", src, entry);
-        c->src = sb_take(&b);
-        tg_free(src);
-        tg_free(entry);
+        c->entry[0] = 0;
+        if (host) {
+          snprintf(c->entry, sizeof c->entry, "%s_entry", c->name);
+          char *entry = render_c_entry(linear, c->entry);
+          StrBuf b;
+          sb_init(&b);
+          sb_printf(&b, "%s\n%s", src, entry);
+          c->src = sb_take(&b);
+          tg_free(src);
+          tg_free(entry);
+        } else {
+          c->src = src;
+        }
         render_params(linear, &c->params);
         c->core_param = -1;
         c->ncores = 1;
@@ -272,6 +284,7 @@ static bool lower_candidate(UOp *ast, const Renderer *ren, Candidate *c, int64_t
             c->core_param = (int)i;
             c->ncores = (int)(c->params.data[i].vmax + 1);
           }
+        if (c->core_param >= 0) c->global[0] *= c->ncores; /* the CPU launch's pieces, as the engine's */
         c->flops = render_estimate_flops(linear);
         ok = c->params.len <= RT_MAX_PARAMS;
       }
@@ -293,7 +306,7 @@ static bool lower_candidate(UOp *ast, const Renderer *ren, Candidate *c, int64_t
 /* Compile the candidates in one compiler process. A kernel the compiler rejects (its source shows in the compile
  * log, which quotes the sources of the kernels the compiler's messages name) is dropped and the rest compiled again
  * in one more process; a failure that names no kernel, or every kernel, is the compiler's own and is returned. */
-static tg_status compile_candidates(Candidate **cands, size_t n) {
+static tg_status compile_candidates(RtDevice *dev, Candidate **cands, size_t n) {
   TG_VEC(Candidate *) todo = {0};
   for (size_t i = 0; i < n; i++) tg_vec_push(&todo, cands[i]);
   tg_status st = TG_OK;
@@ -303,9 +316,10 @@ static tg_status compile_candidates(Candidate **cands, size_t n) {
     for (size_t i = 0; i < todo.len; i++) {
       srcs[i].name = todo.data[i]->name;
       srcs[i].src = todo.data[i]->src;
-      srcs[i].entry = todo.data[i]->entry;
+      srcs[i].entry = todo.data[i]->entry[0] ? todo.data[i]->entry : NULL;
+      srcs[i].core_param = todo.data[i]->core_param >= 0 ? todo.data[i]->params.data[todo.data[i]->core_param].name : NULL;
     }
-    st = rt_compile_many(srcs, todo.len, progs);
+    st = rt_device_compile_many(dev, srcs, todo.len, progs);
     stats.candidates_compiled += (long)todo.len;
     if (st == TG_OK)
       for (size_t i = 0; i < todo.len; i++) todo.data[i]->prog = progs[i], todo.data[i]->compiled_ok = true;
@@ -357,7 +371,7 @@ static void write_small_value(unsigned char *p, const DType *d, int64_t i) {
   }
 }
 
-static tg_status scratch_get(Scratch *sc, const char *device, const char *kernel, const RenderParam *p, void **out) {
+static tg_status scratch_get(Scratch *sc, RtDevice *dev, const char *kernel, const RenderParam *p, uint64_t *out) {
   if (p->numel < 0)
     return tg_set_error(TG_ERR_UNSUPPORTED,
                         "tinygrad.c: BEAM: kernel %s: buffer %s has no known size: not supported yet", kernel, p->name);
@@ -367,15 +381,22 @@ static tg_status scratch_get(Scratch *sc, const char *device, const char *kernel
   for (size_t i = 0; i < sc->slots.len; i++)
     if (sc->slots.data[i] == p->slot) idx = i;
   if (idx < sc->slots.len && rt_buffer_nbytes(sc->bufs.data[idx]) >= nbytes) {
-    *out = rt_buffer_ptr(sc->bufs.data[idx]);
+    *out = rt_buffer_addr(sc->bufs.data[idx]);
     return TG_OK;
   }
   RtBuffer *b;
-  tg_status st = rt_buffer_new(device, nbytes, &b);
+  tg_status st = rt_buffer_new_on(dev, nbytes, &b);
   if (st != TG_OK) return st;
-  unsigned char *mem = rt_buffer_ptr(b);
+  /* filled on the host and copied in: the same bytes on every device */
   size_t item = (size_t)dt_itemsize(d);
+  unsigned char *mem = tg_malloc(nbytes ? nbytes : 1);
   for (int64_t i = 0; i < p->numel; i++) write_small_value(mem + (size_t)i * item, d, i);
+  st = rt_copyin(b, 0, mem, nbytes);
+  tg_free(mem);
+  if (st != TG_OK) {
+    rt_buffer_free(b);
+    return st;
+  }
   if (idx < sc->slots.len) {
     rt_buffer_free(sc->bufs.data[idx]);
     sc->bufs.data[idx] = b;
@@ -383,7 +404,7 @@ static tg_status scratch_get(Scratch *sc, const char *device, const char *kernel
     tg_vec_push(&sc->slots, p->slot);
     tg_vec_push(&sc->bufs, b);
   }
-  *out = mem;
+  *out = rt_buffer_addr(b);
   return TG_OK;
 }
 
@@ -393,31 +414,52 @@ static void scratch_free(Scratch *sc) {
   tg_vec_free(&sc->bufs);
 }
 
-/* tinygrad _time_program: up to 3 launches, stopping early once the best is slower than early_stop. A launch that
- * fails leaves c->tm INFINITY (the candidate is dropped). Errors only for buffers that cannot be made. */
-static tg_status time_candidate(Candidate *c, Scratch *sc, const char *device, double early_stop) {
-  void *bufs[RT_MAX_PARAMS];
+/* tinygrad get_test_global_size: on a device with blocks, a grid of more than max_blocks blocks is halved (the last
+ * dimension above 16 first) until it fits, and the time is scaled back by the blocks left out (a 4096 matmul's naive
+ * candidates then run in milliseconds, not seconds). Returns the factor. */
+static double test_global_size(const int64_t global[3], int64_t max_blocks, int64_t out[3]) {
+  for (int k = 0; k < 3; k++) out[k] = global[k];
+  double full = (double)global[0] * (double)global[1] * (double)global[2];
+  while (out[0] * out[1] * out[2] > max_blocks) {
+    int k = 2;
+    while (k >= 0 && out[k] <= 16) k--;
+    if (k < 0) break;
+    out[k] /= 2;
+  }
+  return full / ((double)out[0] * (double)out[1] * (double)out[2]);
+}
+
+/* tinygrad _time_program: up to 3 launches on the kernel's device (CUDA: event timing around each launch), stopping
+ * early once the best is slower than early_stop. A launch that fails leaves c->tm INFINITY (the candidate is
+ * dropped). Errors only for buffers that cannot be made. */
+static tg_status time_candidate(Candidate *c, Scratch *sc, RtDevice *dev, bool test_size, double early_stop) {
+  uint64_t bufs[RT_MAX_PARAMS];
   long long vals[RT_MAX_PARAMS];
   for (size_t i = 0; i < c->params.len; i++) {
     const RenderParam *p = &c->params.data[i];
-    bufs[i] = NULL;
+    bufs[i] = 0;
     vals[i] = 0;
     if (p->is_value) vals[i] = (long long)p->vmax;
     else {
-      tg_status st = scratch_get(sc, device, c->name, p, &bufs[i]);
+      tg_status st = scratch_get(sc, dev, c->name, p, &bufs[i]);
       if (st != TG_OK) return st;
     }
   }
+  int64_t grid[3];
+  double factor = 1;
+  if (test_size) factor = test_global_size(c->global, tg_getenv_int("BEAM_MAX_GLOBAL_SIZE", 65536), grid);
+  else memcpy(grid, c->global, sizeof grid);
   stats.candidates_timed++;
   c->tm = INFINITY;
   for (int run = 0; run < 3; run++) {
     double sec = 0;
-    if (rt_launch(c->prog, bufs, vals, (int)c->params.len, c->core_param, c->core_param >= 0 ? c->ncores : 1, &sec) !=
-        TG_OK) {
+    if (rt_device_launch(dev, c->prog, bufs, vals, (int)c->params.len, grid, c->local, &sec) != TG_OK) {
+      if (tg_getenv_int("BEAM_DEBUG", 0)) printf("BEAM: launch of %s failed: %s\n", c->name, tg_last_error());
       tg_clear_error();
       c->tm = INFINITY;
       return TG_OK;
     }
+    sec *= factor;
     if (sec < c->tm) c->tm = sec;
     if (early_stop < c->tm) break;
   }
@@ -465,6 +507,17 @@ static char *opts_serialize(const Opt *opts, int n) {
   return sb_take(&b);
 }
 
+/* The device's architecture ("sm_90a"; "" for the CPU or a device that cannot be opened): a winner timed on one GPU
+ * generation is not the winner on another. */
+static const char *renderer_arch(const Renderer *ren) {
+  RtDevice *d;
+  if (rt_device_open(ren->device ? ren->device : "CPU", &d) != TG_OK) {
+    tg_clear_error();
+    return "";
+  }
+  return rt_device_arch(d) ? rt_device_arch(d) : "";
+}
+
 /* The key holds the heuristic's opts for the kernel ("hc="): every search times the heuristic's kernel as a rival
  * and keeps it unless something beats it, so a winner found against an older heuristic can be slower than what the
  * kernel now gets without BEAM (seen: matmul_2048's panel copy kept a 1.7-2.3 ms winner after the heuristic's copy
@@ -475,8 +528,8 @@ static char *key_with_heuristic(UOp *ast, const Renderer *ren, int amt, const Op
   char *hc = heuristic ? opts_serialize(heuristic->applied, heuristic->napplied) : NULL;
   StrBuf b;
   sb_init(&b);
-  sb_printf(&b, "%s|ast=%s|amt=%d|hc=%s|allow_test_size=1|device=%s|suffix=%s", BEAM_CACHE_FORMAT, hex, amt,
-            hc ? hc : "?", ren->device ? ren->device : "", ren->suffix ? ren->suffix : "");
+  sb_printf(&b, "%s|ast=%s|amt=%d|hc=%s|allow_test_size=1|device=%s|arch=%s|suffix=%s", BEAM_CACHE_FORMAT, hex, amt,
+            hc ? hc : "?", ren->device ? ren->device : "", renderer_arch(ren), ren->suffix ? ren->suffix : "");
   tg_free(hc);
   return sb_take(&b);
 }
@@ -552,7 +605,7 @@ static void print_round(double t, double best, size_t ncands, size_t ntimed, con
  * 213 GFLOPS on a 1024 matmul, 242 on 512 and 231 on 16x256, where the heuristic's kernels run at 283, 267 and 274.
  * The winner stays only when it is faster again; else the heuristic's opts are the result. */
 static tg_status verify_winner(UOp *ast, const OptScheduler *heuristic, OptScheduler *winner, Scratch *scratch,
-                               const char *device, int64_t beam_debug) {
+                               RtDevice *dev, int64_t beam_debug) {
   int rounds = (int)tg_getenv_int("BEAM_VERIFY", 5);
   Candidate c[2];
   memset(c, 0, sizeof c);
@@ -561,14 +614,14 @@ static tg_status verify_winner(UOp *ast, const OptScheduler *heuristic, OptSched
   tg_status st = TG_OK;
   bool same = heuristic->napplied == winner->napplied &&
               memcmp(heuristic->applied, winner->applied, (size_t)winner->napplied * sizeof(Opt)) == 0;
-  if (rounds > 0 && !same && heuristic->napplied && lower_candidate(ast, heuristic->ren, &c[0], 0) &&
-      lower_candidate(ast, heuristic->ren, &c[1], 0)) {
+  if (rounds > 0 && !same && heuristic->napplied && lower_candidate(ast, heuristic->ren, rt_device_is_host(dev), &c[0], 0) &&
+      lower_candidate(ast, heuristic->ren, rt_device_is_host(dev), &c[1], 0)) {
     Candidate *both[2] = {&c[0], &c[1]};
-    st = compile_candidates(both, 2);
+    st = compile_candidates(dev, both, 2);
     double best[2] = {INFINITY, INFINITY};
     for (int r = 0; r < rounds && st == TG_OK && c[0].compiled_ok && c[1].compiled_ok; r++)
       for (int k = 0; k < 2 && st == TG_OK; k++) {
-        st = time_candidate(&c[k], scratch, device, INFINITY);
+        st = time_candidate(&c[k], scratch, dev, heuristic->ren->has_local, INFINITY);
         if (c[k].tm < best[k]) best[k] = c[k].tm;
       }
     if (beam_debug) printf("BEAM_VERIFY: winner %.3f ms, heuristic %.3f ms\n", best[0] * 1e3, best[1] * 1e3);
@@ -582,7 +635,7 @@ static tg_status verify_winner(UOp *ast, const OptScheduler *heuristic, OptSched
   return st;
 }
 
-static tg_status search(UOp *ast, const OptScheduler *base, const OptScheduler *heuristic, int amt,
+static tg_status search(UOp *ast, RtDevice *dev, const OptScheduler *base, const OptScheduler *heuristic, int amt,
                         OptScheduler *best_out) {
   const Renderer *ren = base->ren;
   OptVec actions = {0};
@@ -590,7 +643,7 @@ static tg_status search(UOp *ast, const OptScheduler *base, const OptScheduler *
   int64_t max_up = tg_getenv_int("BEAM_UPCAST_MAX", 256), max_lcl = tg_getenv_int("BEAM_LOCAL_MAX", 1024);
   int64_t uops_max = tg_getenv_int("BEAM_UOPS_MAX", 3000), beam_debug = tg_getenv_int("BEAM_DEBUG", 0);
   double min_progress = getenv_double("BEAM_MIN_PROGRESS", 0.01) / 1e6;
-  const char *device = ren->device ? ren->device : "CPU";
+  bool host = rt_device_is_host(dev);
   bool live_lines = tg_debug_level() >= 2 && isatty(STDOUT_FILENO);
 
   /* the beam: schedulers and their times, best first */
@@ -634,7 +687,7 @@ static tg_status search(UOp *ast, const OptScheduler *base, const OptScheduler *
       c->tm = INFINITY;
       /* BEAM_UOPS_MAX does not apply to the heuristic's kernel: it is what runs without BEAM (its 4x32 matmul tile,
        * unrolled by 8, has more than 3000 uops) */
-      if (!lower_candidate(ast, ren, c, i == heuristic_at ? 0 : uops_max)) continue;
+      if (!lower_candidate(ast, ren, host, c, i == heuristic_at ? 0 : uops_max)) continue;
       uint64_t h = tg_hash_bytes(c->src, strlen(c->src), 0xbea5);
       if (seen_has(&seen, c->src, h) || seen_has(&round_seen, c->src, h)) continue;
       seen_add(&round_seen, c->src, h);
@@ -663,14 +716,14 @@ static tg_status search(UOp *ast, const OptScheduler *base, const OptScheduler *
         memmove(&live.data[1], &live.data[0], i * sizeof *live.data);
         live.data[0] = h;
       }
-    if (live.len) st = compile_candidates(live.data, live.len);
+    if (live.len) st = compile_candidates(dev, live.data, live.len);
     TG_VEC(Candidate *) timed = {0};
     double round_best = INFINITY;
     for (size_t i = 0; i < live.len && st == TG_OK; i++) {
       Candidate *c = live.data[i];
       if (!c->compiled_ok) continue;
       seen_add(&seen, c->src, tg_hash_bytes(c->src, strlen(c->src), 0xbea5));
-      st = time_candidate(c, &scratch, device, TG_MIN(beam_tm.data[0], round_best) * 3);
+      st = time_candidate(c, &scratch, dev, ren->has_local, TG_MIN(beam_tm.data[0], round_best) * 3);
       if (st != TG_OK) break;
       if (isinf(c->tm)) continue; /* the launch failed (tinygrad: a RuntimeError skips the candidate) */
       if (c->tm < round_best) round_best = c->tm;
@@ -715,7 +768,7 @@ static tg_status search(UOp *ast, const OptScheduler *base, const OptScheduler *
     for (size_t i = 0; i < ncands; i++) candidate_free(&cands[i]);
     tg_free(cands);
   }
-  if (st == TG_OK) st = verify_winner(ast, heuristic, &beam.data[0], &scratch, device, beam_debug);
+  if (st == TG_OK) st = verify_winner(ast, heuristic, &beam.data[0], &scratch, dev, beam_debug);
   if (st == TG_OK) {
     opt_sched_copy(best_out, &beam.data[0]);
     if (beam_debug) {
@@ -760,11 +813,11 @@ tg_status beam_search(UOp *ast, const Renderer *ren, int amt, Opt *out_opts, int
   if (!ast || !ren || ast->op != TG_OP_SINK)
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "beam_search: a kernel SINK and a renderer are needed");
   if (amt < 1) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "beam_search: beam width %d (at least 1)", amt);
-  /* candidates are compiled and timed through the CPU runtime (C source, dlopen, rt_launch); the GPU's timing goes
-   * through the CUDA runtime's launch with events, which this search does not call yet */
-  if (ren->has_local || ren->render != render_c)
-    return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: BEAM on %s not supported yet (candidate timing needs the device's "
-                        "runtime)", ren->device);
+  /* candidates are compiled and timed through the device interface: the CPU compiles C in one compiler process and
+   * times the wall time of a launch; CUDA compiles with NVRTC on several threads and times with events */
+  RtDevice *dev;
+  tg_status dst = rt_device_open(ren->device ? ren->device : "CPU", &dev);
+  if (dst != TG_OK) return dst;
   UOpScope sc = uop_scope_begin();
   UOp *base_ast = base_ast_of(ast, ren);
   if (!base_ast) {
@@ -784,7 +837,7 @@ tg_status beam_search(UOp *ast, const Renderer *ren, int amt, Opt *out_opts, int
   } else {
     stats.searches++;
     OptScheduler best;
-    st = search(ast, &base, &heuristic, amt, &best);
+    st = search(ast, dev, &base, &heuristic, amt, &best);
     if (st == TG_OK) {
       *n_out = best.napplied;
       memcpy(out_opts, best.applied, (size_t)best.napplied * sizeof(Opt));

@@ -703,6 +703,54 @@ static bool gpu_matvec(OptScheduler *s, Shape *sh) {
   return false;
 }
 
+/* GPU row reduce (not tinygrad's): one REDUCE axis of at least 512 that every load it indexes reads contiguously (a
+ * row sum, softmax's max and sum, the first stage of a split sum), with an output too big for the small-output
+ * GROUPTOP. tinygrad upcasts 4 rows per thread and unrolls the row by 4: one thread walks 4 rows alone, so softmax
+ * 4096x4096 runs on 1024 threads in all (0.085x torch here) and the split sum's lanes read 16 KiB apart. Here a warp
+ * reduces a row: UNROLL 4 (a float4 per lane), then GROUP 32 on the rest of the row (lane g reads elements
+ * (k*32 + g)*4 .. +3: one 512-byte line per warp and step), the 32 partials summed through shared memory; and
+ * LOCAL 4 rows per block (128 threads). Applied on a copy: all or nothing. */
+static bool gpu_row_reduce(OptScheduler *s, Shape *sh) {
+  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0)) return false;
+  shape_load(s, sh);
+  if (unrollable_count(sh) != 1 || count_type(sh, AXIS_UPCAST, AXIS_UNROLL) || upcastable_output_prod(sh) <= 2048)
+    return false;
+  int r = last_unrollable(sh);
+  if (r < 0 || sh->type[r] != AXIS_REDUCE || sh->size[r] < 512 || sh->size[r] % 128) return false;
+  UOp *rng = sh->rngs.data[r];
+  UOpVec idxs = {0};
+  buffer_indexes(s->ast, &idxs);
+  bool contiguous = true, any = false;
+  for (size_t i = 0; i < idxs.len && contiguous; i++) {
+    if (!in_slice(idxs.data[i], rng)) continue;
+    any = true;
+    contiguous = has_unit_term(idxs.data[i], rng);
+  }
+  tg_vec_free(&idxs);
+  if (!any || !contiguous) return false;
+  OptScheduler t;
+  opt_sched_copy(&t, s);
+  bool ok = try_opt(&t, OPT_UNROLL, 0, 4) && try_opt(&t, OPT_GROUP, 0, 32);
+  if (ok) { /* 4 rows (or 2) per block, on the last output axis that takes it */
+    Shape tsh;
+    memset(&tsh, 0, sizeof tsh);
+    shape_load(&t, &tsh);
+    int last = -1;
+    for (int i = 0; i < tsh.n; i++)
+      if ((tsh.type[i] == AXIS_GLOBAL || tsh.type[i] == AXIS_WEAK) && tsh.known[i]) last = i;
+    if (last >= 0 && !try_opt(&t, OPT_LOCAL, last, 4)) try_opt(&t, OPT_LOCAL, last, 2);
+    tg_vec_free(&tsh.rngs);
+  }
+  if (ok) {
+    opt_sched_free(s);
+    *s = t;
+  } else {
+    opt_sched_free(&t);
+  }
+  tg_clear_error();
+  return ok;
+}
+
 /* tinygrad's local groups (devices with locals): rank the GLOBAL/WEAK axes with a constant size, those some buffer
  * broadcasts over first, then the higher axis; each takes the first of 32 (axis 0 only), 16, 8, 4, 3, 2 that divides
  * it while the block stays within 128 threads; the first three chosen are applied in axis order. NOLOCALS=1 gives
@@ -735,14 +783,20 @@ static void gpu_locals(OptScheduler *s, Shape *sh) {
       int ta = rank_axis[j]; rank_axis[j] = rank_axis[j - 1]; rank_axis[j - 1] = ta;
       bool tb = rank_bcast[j]; rank_bcast[j] = rank_bcast[j - 1]; rank_bcast[j - 1] = tb;
     }
+  /* an elementwise kernel (no reduce) is bound by memory: 256 threads a block, the first ranked axis (the one a
+   * broadcast skips, else the innermost) taking up to all of them (not tinygrad's: its 32-thread blocks of a neg over
+   * 2^28 cap the SM at 32 resident blocks = half its threads, and read at 1.7 TB/s where a copy reads 4.1) */
+  bool elementwise = !unrollable_count(sh) && !count_type(sh, AXIS_UNROLL, AXIS_GROUP_REDUCE);
+  int64_t max_block = elementwise ? 256 : 128;
   int to_axis[64], to_sz[64], nto = 0;
   for (int i = 0; i < nrank; i++) {
     int a = rank_axis[i];
     int64_t block = 1;
     for (int k = 0; k < nto; k++) block *= to_sz[k];
-    static const int sizes[] = {32, 16, 8, 4, 3, 2};
-    for (size_t k = a == 0 ? 0 : 1; k < TG_ARRAY_LEN(sizes); k++)
-      if (sh->size[a] % sizes[k] == 0 && block * sizes[k] <= 128) {
+    static const int sizes[] = {256, 128, 64, 32, 16, 8, 4, 3, 2};
+    size_t first = elementwise ? 0 : a == 0 ? 3 : 4;
+    for (size_t k = first; k < TG_ARRAY_LEN(sizes); k++)
+      if (sh->size[a] % sizes[k] == 0 && block * sizes[k] <= max_block) {
         to_axis[nto] = a, to_sz[nto++] = sizes[k];
         break;
       }
@@ -860,6 +914,7 @@ void opt_hand_coded(OptScheduler *s) {
     for (int i = nup; i-- > 0;) try_opt(s, OPT_UPCAST, to_upcast[i], 0);
   }
 
+  if (gpu_row_reduce(s, &sh)) goto out;
   if (cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh) || cpu_column_reduce(s, &sh))
     goto threads;
 

@@ -212,7 +212,10 @@ static const Case cases[] = {
     {"cast_bool_float", b_cast_float, 1, TG_BOOL, {{1000}}, 0},
     {"cast_i8_float", b_cast_float, 1, TG_INT8, {{1000}}, 0},
     {"sum_all", b_sum_all, 1, F32, {{1 << 20}}, 1e-10}, {"sum_axis0", b_sum_0, 1, F32, {{513, 129}}, 1e-10},
-    {"sum_axis1", b_sum_1, 1, F32, {{129, 513}}, 1e-10}, {"sum_i32", b_sum_all, 1, TG_INT32, {{100000}}, 0},
+    {"sum_axis1", b_sum_1, 1, F32, {{129, 513}}, 1e-10},
+    /* many long contiguous rows: the heuristic's warp-per-row reduce (opt_heuristic.c gpu_row_reduce) */
+    {"sum_rows_wide", b_sum_1, 1, F32, {{4096, 1024}}, 1e-10}, {"softmax_wide", b_softmax, 1, F32, {{4096, 512}}, 1e-10},
+    {"sum_all_2^24", b_sum_all, 1, F32, {{1 << 24}}, 1e-10}, {"sum_i32", b_sum_all, 1, TG_INT32, {{100000}}, 0},
     {"sum_f16", b_sum_1, 1, TG_FLOAT16, {{64, 256}}, 1e-4}, {"max_axis1", b_max_1, 1, F32, {{129, 513}}, 0},
     {"min_axis0", b_min_0, 1, F32, {{513, 129}}, 0}, {"prod_axis1", b_prod_1, 1, F32, {{64, 8}}, 1e-10},
     {"mean_all", b_mean_all, 1, F32, {{300, 300}}, 1e-10}, {"var_axis1", b_var_1, 1, F32, {{64, 1000}}, 1e-10},
