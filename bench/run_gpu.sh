@@ -4,7 +4,7 @@
 #   bench <name> ours=<v> <unit> <peer>=<v> ratio=<ours/peer>
 # The memory-bound figures are also given against the device-to-device copy (torch's copy_, the roofline):
 # relu(a*b+c) and sum over 2^28 float32 (target >= 0.92x copy). Matmuls run with the heuristic and with BEAM=2
-# (`_beam2` lines; BENCH_BEAM=0 skips them). Needs a CUDA device: without one it says so and exits 1.
+# (`_beam2` lines; BENCH_BEAM=0 skips them, BENCH_BEAM_FIGURES picks the figures, BENCH_BEAM_TIMEOUT caps the run). Needs a CUDA device: without one it says so and exits 1.
 set -u
 B=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,8 +41,9 @@ if [ "${BENCH_BEAM:-1}" != 0 ]; then
     t1=$(date +%s.%N)
     echo "bench beam_first_call_$f ours=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s target=10 ratio=n/a"
   done
-  beam=$(CACHEDB=$cache/beam.db BEAM=2 "$B/bench_gpu" $mm 2>&1)
-  for f in $mm; do line "${f}_beam2" "$(value "$f" "$beam")" "$(value "$f" "$peer")" TFLOPS cublas; done
+  beam_figs=${BENCH_BEAM_FIGURES:-$mm}
+  beam=$(CACHEDB=$cache/beam.db BEAM=2 timeout "${BENCH_BEAM_TIMEOUT:-600}" "$B/bench_gpu" $beam_figs 2>&1)
+  for f in $beam_figs; do line "${f}_beam2" "$(value "$f" "$beam")" "$(value "$f" "$peer")" TFLOPS cublas; done
   rm -rf "$cache"
 fi
 train=$("$B/bench_train" 5 0 2>&1)
