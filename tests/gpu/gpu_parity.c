@@ -85,8 +85,12 @@ static void run_case(const Case *c) {
   CHECK_MSG(tg_device(gpu_out) && strncmp(tg_device(gpu_out), "CUDA", 4) == 0, "%s: output on %s, not CUDA", c->name,
             tg_device(gpu_out) ? tg_device(gpu_out) : "(none)");
   int64_t n_cpu = 0, n_gpu = 0;
-  double *a = read_back(cpu_out, &n_cpu), *b = read_back(gpu_out, &n_gpu);
-  CHECK_MSG(a && b && n_cpu == n_gpu, "%s: realize failed: %s", c->name, tg_last_error());
+  char why[256] = "";
+  double *a = read_back(cpu_out, &n_cpu);
+  if (!a) snprintf(why, sizeof why, "on the CPU: %s", tg_last_error());
+  double *b = read_back(gpu_out, &n_gpu);
+  if (a && !b) snprintf(why, sizeof why, "on CUDA: %s", tg_last_error());
+  CHECK_MSG(a && b && n_cpu == n_gpu, "%s: realize failed %s", c->name, why);
   if (a && b && n_cpu == n_gpu) {
     bool exact = is_exact_dtype(tg_get_dtype(cpu_out));
     double num = 0, den = 0;
