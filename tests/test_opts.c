@@ -1410,9 +1410,51 @@ static void test_flops_estimate(void) {
   tg_scope_end(ts);
 }
 
+/* tinygrad's TC-first heuristic on CUDA: a half matmul gets TC then UPCAST M, UPCAST N, LOCAL N (tinygrad's list for
+ * 64x64x64: TC, UPCAST 4, UPCAST 4, LOCAL 2), the kernel emulated against the CPU; fp32 gets no tensor core (tf32 needs
+ * ALLOW_TF32, as tinygrad); USE_TC=0 turns the step off */
+static void test_tc_heuristic(void) {
+  const Renderer *cuda = renderer_cuda();
+  tg_scope ts = tg_scope_begin();
+  UOpScope sc = uop_scope_begin();
+  UOp *half_mm = kernel_of(tg_matmul(mk(TG_FLOAT16, 64, 64, 0, 0), mk(TG_FLOAT16, 64, 64, 0, 0)));
+  UOp *float_mm = kernel_of(tg_matmul(fl(64, 64), fl(64, 64)));
+  OptScheduler s;
+  if (half_mm && sched_of(&s, half_mm, cuda)) {
+    opt_hand_coded(&s);
+    char got[512];
+    format_opts(s.applied, s.napplied, got, sizeof got);
+    static const int want_op[] = {OPT_TC, OPT_UPCAST, OPT_UPCAST, OPT_LOCAL}, want_arg[] = {0, 4, 4, 2};
+    bool same = s.napplied == 4;
+    for (int i = 0; same && i < 4; i++) same = s.applied[i].op == want_op[i] && (i == 0 || s.applied[i].arg == want_arg[i]);
+    CHECK_MSG(same && s.applied[0].arg == opt_tc_arg(-1, 0, 1), "half matmul on CUDA: [%s]", got);
+    CHECK_MSG(s.tc_index == 0, "the m16n8k16 half->float core: %d", s.tc_index);
+    UOp *lin = lower_linear(half_mm, s.applied, s.napplied, cuda);
+    bool wmma = false;
+    for (uint32_t k = 0; lin && k < lin->nsrc; k++) wmma |= lin->src[k]->op == TG_OP_WMMA;
+    CHECK_MSG(lin && wmma, "the lowered kernel has a WMMA: %s", lin ? "no" : tg_last_error());
+    opt_sched_free(&s);
+  }
+  if (float_mm && sched_of(&s, float_mm, cuda)) {
+    opt_hand_coded(&s);
+    CHECK_MSG(s.napplied == 0 || s.applied[0].op != OPT_TC, "fp32 matmul took a tensor core without ALLOW_TF32");
+    opt_sched_free(&s);
+  }
+  test_setenv("USE_TC", "0");
+  if (half_mm && sched_of(&s, half_mm, cuda)) {
+    opt_hand_coded(&s);
+    CHECK_MSG(s.napplied == 0 || s.applied[0].op != OPT_TC, "USE_TC=0 still applied TC");
+    opt_sched_free(&s);
+  }
+  test_unsetenv("USE_TC");
+  uop_scope_end(sc);
+  tg_scope_end(ts);
+}
+
 void suite_opts(void) {
   test_flops_estimate();
   test_heuristic();
+  test_tc_heuristic();
   test_opt_errors();
   test_cpu_loop_order();
   test_random_opts();

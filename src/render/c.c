@@ -534,7 +534,7 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
     if (u->arg.kind != ARG_WMMA || u->arg.len != 9 || u->nsrc != 3)
       return fail_unsupported(cr, u, "(a WMMA the expander did not contract)");
     sb_puts(l, "__");
-    cstyle_put_wmma_name(l, u);
+    render_cstyle_put_wmma_name(l, u);
     sb_putc(l, '(');
     for (uint32_t k = 0; k < 3; k++) {
       if (k) sb_puts(l, ", ");
@@ -558,7 +558,7 @@ static const char *wmma_dtype_name(int64_t id) {
   return d->name;
 }
 
-void cstyle_put_wmma_name(StrBuf *b, const UOp *w) {
+void render_cstyle_put_wmma_name(StrBuf *b, const UOp *w) {
   const int64_t *a = w->arg.ints;
   sb_printf(b, "WMMA_%lld_%lld_%lld_%s_%s", (long long)a[0], (long long)a[1], (long long)a[2], wmma_dtype_name(a[3]),
             wmma_dtype_name(a[4]));

@@ -43,6 +43,6 @@ char *render_cstyle(const Renderer *ren, const CStyleLang *lang, UOp *linear);
 void render_cstyle_put_dtype(StrBuf *b, const CStyleLang *lang, const DType *d, int64_t sz, AddrSpace as, bool want_ptr);
 
 /* tinygrad _wmma_name of a contracted WMMA: "WMMA_8_16_16_half_float" (the helper is "__" + it) */
-void cstyle_put_wmma_name(StrBuf *b, const UOp *wmma);
+void render_cstyle_put_wmma_name(StrBuf *b, const UOp *wmma);
 
 #endif

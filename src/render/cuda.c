@@ -137,7 +137,7 @@ static void put_wmma_helpers(StrBuf *out, const CStyleLang *lang, const CStylePr
       render_cstyle_put_dtype(&ty[k], lang, k < 2 ? din : dout, sizes[k], ADDR_REG, false);
     }
     sb_printf(out, "__device__ %s __", ty[2].s);
-    cstyle_put_wmma_name(out, w);
+    render_cstyle_put_wmma_name(out, w);
     sb_printf(out, "(%s a, %s b, %s c){\n  int *a_pk = (int *)(&a), *b_pk = (int *)(&b), *c_pk = (int *)(&c);\n", ty[0].s,
               ty[1].s, ty[2].s);
     const char *o = dout == DT_FLOAT16 ? "f16" : "f32", *in = ptx_in[din->id];
