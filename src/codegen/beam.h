@@ -3,11 +3,13 @@
  * From the kernel's opt axes, every action of tinygrad's action list (UPCAST/UNROLL/THREAD/SWAP/PADTO..., TC left
  * out: its tuple arg is not representable) is tried on every entry of the beam; each surviving candidate is lowered
  * exactly as the engine will lower it (opt_ast_with_opts + cg_lower), linearized and rendered; all candidates of a
- * round are compiled by ONE compiler process, timed on scratch buffers, and the `amt` fastest form the next beam.
+ * round are compiled in one batch through the kernel's device (the CPU: one compiler process; CUDA: NVRTC on several
+ * threads), timed there on scratch buffers (CUDA: event timing; a grid of more than BEAM_MAX_GLOBAL_SIZE=65536 blocks
+ * is halved and the time scaled back, tinygrad's allow_test_size), and the `amt` fastest form the next beam.
  * The search stops when the best time improves by less than BEAM_MIN_PROGRESS microseconds (default 0.01).
  *
  * The result (the opt list) is kept in the compile cache's database, keyed by the kernel AST's stable key, amt, the
- * device and the renderer suffix; CACHELEVEL=0 turns that off, IGNORE_BEAM_CACHE=1 forces a search, and a cached list
+ * device, its arch (sm_90a) and the renderer suffix; CACHELEVEL=0 turns that off, IGNORE_BEAM_CACHE=1 forces a search, and a cached list
  * that no longer applies (or does not parse) is searched again.
  *
  * Knobs (tinygrad's names): BEAM (engine: the beam width, 0 = off), BEAM_UPCAST_MAX (256), BEAM_LOCAL_MAX (1024),
