@@ -753,6 +753,10 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
   UOp *x = tensor_in(t, 1);
   tg_status st = TG_OK;
   if (!x) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; goto done; }
+  if (engine_capturing()) { /* tinygrad: .item()/.numpy() in a TinyJit capture raise: the value would be baked in */
+    st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_to_host: reading a value during JIT capture is not allowed (it would be baked in)");
+    goto done;
+  }
   if (dt_is_weak(x->dtype)) x = tensor_cast(x, dt_strong(x->dtype));
   size_t need = (size_t)shape_numel(&t->shape) * (size_t)dt_itemsize(x->dtype);
   if (nbytes != need) {
