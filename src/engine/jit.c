@@ -24,6 +24,8 @@ struct tg_jit {
   const char **in_device;
   char (*var_names)[TG_NAME_MAX];
   UOp **outs;       /* kept: the outputs' nodes after the capture (captured buffers or views of them) */
+  Shape *out_shape;
+  const char **out_device;
 };
 
 tg_jit *tg_jit_new(tg_jit_fn fn, void *user, size_t nout, const tg_jit_options *opts) {
@@ -50,6 +52,8 @@ void tg_jit_reset(tg_jit *j) {
   tg_free(j->in_device);
   tg_free(j->var_names);
   tg_free(j->outs);
+  tg_free(j->out_shape);
+  tg_free(j->out_device);
   tg_jit_fn fn = j->fn;
   void *user = j->user;
   size_t nout = j->nout;
@@ -79,17 +83,17 @@ static UOp *view_base(UOp *u) {
   return u;
 }
 
-/* u with its base replaced (the same view of another buffer); NULL when u is not a movement chain over `from`. */
-static UOp *rebase_view(UOp *u, UOp *from, UOp *to) {
-  if (u == from) return to;
-  if (!op_has(uop_op(u), OPP_MOVEMENT) || !u->nsrc) return NULL;
-  UOp *s0 = rebase_view(u->src[0], from, to);
-  if (!s0) return NULL;
-  UOp *src[8];
-  if (u->nsrc > 8) return NULL;
-  for (uint32_t i = 0; i < u->nsrc; i++) src[i] = u->src[i];
-  src[0] = s0;
-  return uop_replace_src(u, src, u->nsrc);
+/* u is the same view of `base` as cap is of `cap_base`: the same movement ops with the same arguments (compared in
+ * place: no node is built on the replay path). */
+static bool same_view(const UOp *u, const UOp *base, const UOp *cap, const UOp *cap_base) {
+  for (;;) {
+    if (u == base || cap == cap_base) return u == base && cap == cap_base;
+    if (u->op != cap->op || u->dtype != cap->dtype || u->nsrc != cap->nsrc || !u->nsrc || !uop_arg_eq(&u->arg, &cap->arg))
+      return false;
+    for (uint32_t i = 1; i < u->nsrc; i++)
+      if (u->src[i] != cap->src[i]) return false; /* shape and bound arguments: interned constants */
+    u = u->src[0], cap = cap->src[0];
+  }
 }
 
 /* tinygrad _prepare_jit_inputs: realized, real buffers, no duplicates; bases and Variable values out. */
@@ -135,7 +139,7 @@ static tg_status check_inputs(const tg_jit *j, tg_tensor *const *in, size_t nin,
                           i, shape_fmt(&t->shape, a, sizeof a), t->uop->dtype->name, t->device,
                           shape_fmt(&j->in_shape[i], b, sizeof b), j->in_view[i]->dtype->name, j->in_device[i]);
     if (bases[i]->dtype != j->in_base[i]->dtype || bases[i]->src[0] != j->in_base[i]->src[0] ||
-        rebase_view(t->uop, bases[i], j->in_base[i]) != j->in_view[i])
+        !same_view(t->uop, bases[i], j->in_view[i], j->in_base[i]))
       return tg_set_error(TG_ERR_INVALID_ARGUMENT, "args mismatch in JIT: input %zu is another view of its buffer than at capture", i);
   }
   for (size_t i = 0; i < nvars; i++) {
@@ -198,7 +202,13 @@ static tg_status capture(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor 
     j->in_device[i] = in[i]->device;
   }
   j->outs = tg_calloc(j->nout + 1, sizeof *j->outs);
-  for (size_t i = 0; i < j->nout; i++) j->outs[i] = uop_keep(out[i]->uop);
+  j->out_shape = tg_calloc(j->nout + 1, sizeof *j->out_shape);
+  j->out_device = tg_calloc(j->nout + 1, sizeof *j->out_device);
+  for (size_t i = 0; i < j->nout; i++) {
+    j->outs[i] = uop_keep(out[i]->uop);
+    j->out_shape[i] = out[i]->shape;
+    j->out_device[i] = out[i]->device;
+  }
   return TG_OK;
 }
 
@@ -206,8 +216,10 @@ tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *co
   if (!j) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_jit_call: the JIT is NULL");
   if (j->nout && !out) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_jit_call: out is NULL for %zu outputs", j->nout);
   if (engine_capturing()) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "JIT: nested JIT capture is not supported (a JIT is capturing)");
-  UOp **bases = tg_calloc(nin + 1, sizeof *bases);
-  int64_t *vals = tg_calloc(nvars + 1, sizeof *vals);
+  UOp *bases_small[8];
+  int64_t vals_small[8];
+  UOp **bases = nin <= 8 ? bases_small : tg_calloc(nin, sizeof *bases);
+  int64_t *vals = nvars <= 8 ? vals_small : tg_calloc(nvars, sizeof *vals);
   tg_status st = prepare_inputs(in, nin, vars, nvars, bases, vals);
   if (st != TG_OK) goto done;
   if (tg_getenv_int("JIT", 1) == 0 || j->cnt == 0) {
@@ -221,13 +233,10 @@ tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *co
     double ks = 0;
     if (st == TG_OK) st = engine_jit_run(j->eng, bases, vals, j->timing ? &ks : NULL);
     j->last_kernel_seconds = ks;
-    for (size_t i = 0; i < j->nout && st == TG_OK; i++) {
-      tensor_ctx_begin("tg_jit_call");
-      out[i] = tensor_ctx_end(j->outs[i]);
-    }
+    for (size_t i = 0; i < j->nout && st == TG_OK; i++) out[i] = tensor_handle_known(j->outs[i], &j->out_shape[i], j->out_device[i]);
   }
 done:
-  tg_free(bases);
-  tg_free(vals);
+  if (bases != bases_small) tg_free(bases);
+  if (vals != vals_small) tg_free(vals);
   return st;
 }

@@ -33,6 +33,8 @@ static tg_tensor *handle_new(UOp *u, const Shape *s, const char *device) {
   return t;
 }
 
+tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device) { return handle_new(u, s, device); }
+
 tg_tensor *tensor_handle_internal(UOp *u) {
   Shape s;
   if (!u || !tensor_shape(u, &s)) return NULL;

@@ -33,6 +33,8 @@ tg_tensor *tensor_ctx_end_owned(UOp *result);
 /* A handle the library owns (freed with tg_release): in no scope and not counted by tg_live_tensors, but updated by
  * every realize like any live handle (tinygrad's class-level tensors, Tensor._device_rng_counters). */
 tg_tensor *tensor_handle_internal(UOp *u);
+/* A new handle on u with a known shape and device (owned like any op result): the JIT's outputs on replay. */
+tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device);
 /* Whole-handle assign, tinygrad's t.assign(src) (same shape and dtype, checked by the caller): t's node becomes
  * AFTER(t, STORE(t, src)); the store runs with the next realize that reads t. */
 void tensor_assign_node(tg_tensor *t, UOp *src);
