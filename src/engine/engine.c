@@ -797,7 +797,9 @@ tg_status engine_realize_assigns(UOp *const *roots, size_t n, UOp **out, UOpMap 
   if (st == TG_OK) {
     for (size_t i = 0; i < n; i++) out[i] = uop_keep(sched_apply_map(&res, roots[i]));
     for (size_t j = 0; assigned && j < res.nmap; j++) {
-      if (res.map_from[j]->op != TG_OP_AFTER) continue;
+      /* assigns, and CONTIGUOUS values realized inside the graph: a lazy handle that holds one (a rand tensor whose
+       * counter assign just ran) must read the computed buffer, not recompute it (tinygrad applies the whole map) */
+      if (res.map_from[j]->op != TG_OP_AFTER && res.map_from[j]->op != TG_OP_CONTIGUOUS) continue;
       uopmap_put(assigned, res.map_from[j], res.map_to[j]);
       tg_vec_push(&kept, uop_keep(res.map_from[j]));
       tg_vec_push(&kept, uop_keep(res.map_to[j]));

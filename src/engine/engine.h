@@ -21,7 +21,7 @@ tg_status engine_copyout(UOp *buffer, void *out, size_t nbytes);
  * view of one (tinygrad applies the same map to every live tensor). Errors: a message naming the stage and op. */
 tg_status engine_realize(UOp *const *roots, size_t n, UOp **out);
 /* The same, and also what every assign in the graph became: AFTER(target, STORE) -> its target's BUFFER (or view),
- * put into *assigned (keys and values stay valid until the caller's scope ends). A handle whose graph still holds
+ * and every CONTIGUOUS inside the graph -> its new buffer, put into *assigned (keys and values stay valid until the caller's scope ends). A handle whose graph still holds
  * one of those AFTERs must be pointed at the buffer, or the store would run again at its next realize (tinygrad
  * applies the whole map to every live tensor). */
 tg_status engine_realize_assigns(UOp *const *roots, size_t n, UOp **out, UOpMap *assigned);
