@@ -3,9 +3,14 @@
  *
  *   train_cnn  beautiful_mnist's CNN (examples/beautiful_mnist.c) at batch 512
  *   train_mlp  a 784-128-10 MLP (Linear, relu, Linear) at batch 512
- * Both: random 28x28 images of 0..255 values as float, random labels, sparse categorical cross-entropy, Adam(1e-3);
- * one warm-up step (compiles the kernels), then the timed steps. Prints "<name> <steps/s> steps/s".
- * Usage: bench_train [cnn_steps [mlp_steps]] (defaults 2 and 20; 0 leaves that model out). */
+ *   train_mlp_jit  the same MLP step through the JIT (tg_jit_call; two warm-up steps: run and capture), and
+ *              train_mlp_jit_overhead: the replay's host time per step (tg_jit_call's wall minus its launches' own time,
+ *              from a separate instrumented pass; batch loading and upload are outside it)
+ *   jit_replay_1 / jit_replay_50: one replay of a 1-kernel step (us) and of a chain of 50 one-element kernels (us per
+ *              kernel), next to eager_chain_1 / eager_chain_50, the same steps realized eagerly (the replay's peer)
+ * All training: random 28x28 images of 0..255 values as float, random labels, sparse categorical cross-entropy,
+ * Adam(1e-3); one warm-up step (compiles the kernels), then the timed steps. Prints "<name> <value> <unit>".
+ * Usage: bench_train [cnn_steps [mlp_steps [replays]]] (defaults 2, 20 and 20000; 0 leaves that part out). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -97,8 +102,117 @@ static double bench(Net *n, tg_tensor **tensors, size_t ntensors, int steps, con
   return rate;
 }
 
+/* ---- the JIT'd MLP step ---- */
+
+typedef struct JitStep { Net *net; tg_optim *opt; } JitStep;
+
+static tg_status jit_train_step(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                                tg_tensor **out, size_t nout) {
+  (void)nin, (void)vars, (void)nvars, (void)nout;
+  JitStep *js = user;
+  tg_tensor *l = tg_sparse_categorical_crossentropy(forward(js->net, in[0]), in[1], -1, 0.0, TG_REDUCTION_MEAN);
+  tg_optim_zero_grad(js->opt);
+  if (!l) return tg_last_status();
+  tg_status st = tg_backward(l);
+  if (st == TG_OK) st = tg_optim_step_with(js->opt, &l, 1);
+  out[0] = l;
+  return st;
+}
+
+/* Steps per second of the JIT'd step (as bench: batch loaded and uploaded per step, the loss read back), and the
+ * replay's host overhead per step in *overhead_ms; -1 on error. */
+static double bench_jit(Net *n, tg_tensor **tensors, size_t ntensors, int steps, const uint8_t *pool_x,
+                        const uint8_t *pool_y, double *overhead_ms) {
+  JitStep js = {n, tg_optim_adam(tensors, ntensors, 0.001, 0.9, 0.999, 1e-8)};
+  tg_jit *j = js.opt ? tg_jit_new(jit_train_step, &js, 1, NULL) : NULL;
+  if (!j) {
+    tg_optim_free(js.opt);
+    return -1;
+  }
+  static float x[BS * PIXELS];
+  static int32_t y[BS];
+  uint32_t s = 7;
+  bool was = tg_set_training(true);
+  double t0 = 0, rate = -1, host_sum = 0;
+  int timed_steps = steps < 50 ? steps : 50, total = steps + timed_steps;
+  for (int step = -1; step <= total; step++) {
+    if (step == 1) t0 = now_s();
+    if (step == steps + 1) {
+      rate = steps / (now_s() - t0);
+      tg_jit_set_timing(j, true); /* the instrumented pass */
+    }
+    load_batch(x, y, pool_x, pool_y, &s);
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *in[2] = {tg_from_floats(x, TG_SHAPE(BS, 1, 28, 28)), tg_from_data(y, TG_INT32, TG_SHAPE(BS))};
+    bool ok = in[0] && in[1] && tg_realize_many(in, 2) == TG_OK;
+    tg_tensor *l = NULL;
+    double c0 = now_s();
+    ok = ok && tg_jit_call(j, in, 2, NULL, 0, &l) == TG_OK;
+    if (step > steps) host_sum += now_s() - c0 - tg_jit_last_kernel_seconds(j);
+    double loss = 0;
+    ok = ok && tg_item_double(l, &loss) == TG_OK;
+    tg_scope_end(sc);
+    if (!ok) {
+      fprintf(stderr, "bench_train: jit step %d: %s\n", step, tg_last_error());
+      rate = -1;
+      break;
+    }
+  }
+  if (rate > 0) *overhead_ms = host_sum / timed_steps * 1e3;
+  tg_set_training(was);
+  tg_jit_free(j);
+  tg_optim_free(js.opt);
+  return rate;
+}
+
+/* ---- replay microbenchmarks: chains of k one-element adds, each its own kernel ---- */
+
+static tg_status chain_step(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                            tg_tensor **out, size_t nout) {
+  (void)nin, (void)vars, (void)nvars, (void)nout;
+  int k = *(const int *)user;
+  tg_tensor *t = in[0];
+  for (int i = 0; i < k; i++) {
+    t = tg_add(t, tg_const_float(1.0));
+    if (i + 1 < k) t = tg_contiguous(t);
+  }
+  out[0] = t;
+  return t ? TG_OK : tg_last_status();
+}
+
+/* Seconds per call of the k-kernel chain, replayed (jit) or realized eagerly; -1 on error. */
+static double bench_chain(int k, int calls, bool jit) {
+  float one = 1;
+  tg_scope outer = tg_scope_begin();
+  tg_tensor *a = tg_from_floats(&one, TG_SHAPE(1));
+  tg_jit *j = tg_jit_new(chain_step, &k, 1, NULL);
+  double t0 = 0, r = -1;
+  int i = 0;
+  for (; i < calls + 3; i++) {
+    if (i == 3) t0 = now_s();
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *out = NULL;
+    tg_status st = jit ? tg_jit_call(j, &a, 1, NULL, 0, &out) : chain_step(&k, &a, 1, NULL, 0, &out, 1);
+    if (st == TG_OK && !jit) st = tg_realize(out);
+    tg_scope_end(sc);
+    if (st != TG_OK) {
+      fprintf(stderr, "bench_train: chain of %d: %s\n", k, tg_last_error());
+      break;
+    }
+  }
+  if (i == calls + 3) r = (now_s() - t0) / calls;
+  if (jit && r > 0 && tg_jit_kernel_count(j) != (size_t)k) {
+    fprintf(stderr, "bench_train: the chain of %d captured %zu kernels\n", k, tg_jit_kernel_count(j));
+    r = -1;
+  }
+  tg_jit_free(j);
+  tg_scope_end(outer);
+  return r;
+}
+
 int main(int argc, char **argv) {
   int cnn_steps = argc > 1 ? atoi(argv[1]) : 2, mlp_steps = argc > 2 ? atoi(argv[2]) : 20;
+  int replays = argc > 3 ? atoi(argv[3]) : 20000;
   uint8_t *pool_x = malloc((size_t)POOL * PIXELS), *pool_y = malloc(POOL);
   if (!pool_x || !pool_y) return 1;
   uint32_t s = 1;
@@ -140,14 +254,24 @@ int main(int argc, char **argv) {
     /* 0 steps: the MLP is not timed */
   } else if (mlp.fc[0] && mlp.fc[1]) {
     tg_tensor *t[] = {mlp.fc[0]->weight, mlp.fc[0]->bias, mlp.fc[1]->weight, mlp.fc[1]->bias};
-    double r = bench(&mlp, t, 4, mlp_steps, pool_x, pool_y);
+    double r = bench(&mlp, t, 4, mlp_steps, pool_x, pool_y), overhead = 0;
     if (r > 0) printf("train_mlp %.4g steps/s\n", r);
+    else rc = 1;
+    r = bench_jit(&mlp, t, 4, mlp_steps, pool_x, pool_y, &overhead);
+    if (r > 0) printf("train_mlp_jit %.4g steps/s\ntrain_mlp_jit_overhead %.4g ms\n", r, overhead);
     else rc = 1;
   } else {
     fprintf(stderr, "bench_train: building the MLP: %s\n", tg_last_error());
     rc = 1;
   }
   net_free(&mlp);
+  for (int k = 1; replays > 0 && k <= 50; k += 49) {
+    double rj = bench_chain(k, replays / k, true), re = bench_chain(k, replays / k / 4 + 1, false);
+    if (rj > 0 && re > 0)
+      printf("jit_replay_%d %.4g us%s\neager_chain_%d %.4g us%s\n", k, rj * 1e6 / k, k > 1 ? "/kernel" : "", k,
+             re * 1e6 / k, k > 1 ? "/kernel" : "");
+    else rc = 1;
+  }
   free(pool_x);
   free(pool_y);
   return rc;

@@ -104,6 +104,19 @@ for name in train_cnn train_mlp; do
     echo "bench $name ours=$o steps/s torch=n/a ratio=n/a"
   fi
 done
+# the JIT (issue 17): the MLP step replayed (peer: our eager step), its host overhead per step (step wall minus the
+# launches' own time), and one replay of a 1-kernel / 50-kernel step (peer: the same step realized eagerly). Lower is
+# better for the time figures; ratio = peer / ours.
+o=$(best_value train_mlp_jit "$train"); p=$(best_value train_mlp "$train")
+[ -n "$o" ] && echo "bench train_mlp_jit ours=$o steps/s eager=${p:-n/a} ratio=$(awk -v a="$o" -v b="${p:-0}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
+o=$(echo "$train" | awk '$1 == "train_mlp_jit_overhead" { print $2 }' | sort -g | head -1)
+[ -n "$o" ] && echo "bench train_mlp_jit_overhead ours=$o ms/step target=0.1"
+for k in 1 50; do
+  o=$(echo "$train" | awk -v n="jit_replay_$k" '$1 == n { print $2 }' | sort -g | head -1)
+  p=$(echo "$train" | awk -v n="eager_chain_$k" '$1 == n { print $2 }' | sort -g | head -1)
+  u=$([ "$k" = 1 ] && echo us || echo us/kernel)
+  [ -n "$o" ] && echo "bench jit_replay_$k ours=$o $u eager=${p:-n/a} ratio=$(awk -v a="$o" -v b="${p:-0}" 'BEGIN { printf "%.2f", (a > 0 ? b / a : 0) }')"
+done
 
 # both sides must have rewritten the same graph to the same size, or the comparison is not like for like
 if [ -n "$peer" ]; then

@@ -11,7 +11,8 @@
  * Knobs (environment, tinygrad's names where it has them): STEPS (default 70), BS (512), EVAL_EVERY (evaluate on
  * the test set every N steps; default 0: at the end only), EVAL_LIMIT (evaluate on the first N test images; default
  * all), TARGET_EVAL_ACC_PCT (exit 1 when the final accuracy is below it), SEED (0), LR_DECAY_STEP (after this
- * step Adam's lr drops to a tenth; default 0: never, as in tinygrad). */
+ * step Adam's lr drops to a tenth; default 0: never, as in tinygrad), JIT (default 1: the train step is TinyJit'd as
+ * in tinygrad, tg_jit_call: captured on its 2nd call, replayed after; JIT=0 runs it eagerly every step). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -150,6 +151,22 @@ static tg_tensor *model_forward(Model *m, const tg_tensor *x) {
 }
 
 /* Test accuracy in percent over the first `limit` test images, in chunks; -1 on error. */
+/* The train step (tinygrad's @TinyJit train_step): forward, loss, backward, Adam; returns the loss. */
+typedef struct TrainStep { Model *model; tg_optim *opt; } TrainStep;
+
+static tg_status train_step(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                            tg_tensor **out, size_t nout) {
+  (void)nin, (void)vars, (void)nvars, (void)nout;
+  TrainStep *ts = user;
+  tg_tensor *l = tg_sparse_categorical_crossentropy(model_forward(ts->model, in[0]), in[1], -1, 0.0, TG_REDUCTION_MEAN);
+  tg_optim_zero_grad(ts->opt);
+  if (!l) return tg_last_status();
+  tg_status st = tg_backward(l);
+  if (st == TG_OK) st = tg_optim_step_with(ts->opt, &l, 1);
+  out[0] = l;
+  return st;
+}
+
 static double evaluate(Model *m, const tg_mnist *data, int64_t limit, float *img_scratch, int64_t chunk) {
   bool was = tg_set_training(false);
   int64_t n = data->test_images.shape[0], correct = 0;
@@ -269,15 +286,17 @@ int main(int argc, char **argv) {
   double loss = NAN, acc = NAN, t_train = now_s(), t_eval = 0;
   uint64_t rng = seed ^ 0x5eedULL;
   tg_set_training(true);
+  TrainStep ts = {&model, opt};
+  tg_jit *jit = tg_jit_new(train_step, &ts, 1, NULL);
+  if (!jit) rc = fail("creating the JIT");
   for (int step = 1; step <= steps && rc == 0; step++) {
     if (decay_step > 0 && step == decay_step + 1 && tg_optim_set_lr(opt, 0.0001) != TG_OK) rc = fail("lr decay");
     tg_scope s = tg_scope_begin();
     for (int64_t i = 0; i < bs; i++) rows[i] = (int64_t)(next_random(&rng) % (uint64_t)n_train);
     tg_tensor *x = images_tensor(&data.train_images, rows, 0, bs, img_scratch);
     tg_tensor *y = labels_tensor(&data.train_labels, rows, 0, bs, lab_scratch);
-    tg_tensor *l = tg_sparse_categorical_crossentropy(model_forward(&model, x), y, -1, 0.0, TG_REDUCTION_MEAN);
-    tg_optim_zero_grad(opt);
-    if (!l || tg_backward(l) != TG_OK || tg_optim_step_with(opt, &l, 1) != TG_OK || tg_item_double(l, &loss) != TG_OK)
+    tg_tensor *in[2] = {x, y}, *l = NULL;
+    if (!x || !y || tg_jit_call(jit, in, 2, NULL, 0, &l) != TG_OK || tg_item_double(l, &loss) != TG_OK)
       rc = fail("training step");
     tg_scope_end(s);
     if (rc == 0 && every > 0 && step % every == 0 && step != steps) {
@@ -289,6 +308,7 @@ int main(int argc, char **argv) {
     if (rc == 0) progress(step, steps, loss, now_s() - t_train - t_eval, bs, acc, tty, print_every);
   }
   double train_s = now_s() - t_train - t_eval;
+  tg_jit_free(jit);
   if (tty && steps > 0) printf("\n");
   if (rc == 0) {
     double t0 = now_s();

@@ -157,6 +157,37 @@ tg_status tg_variable_value(const tg_tensor *t, int64_t *value);
 /* The name, NULL when t is not a Variable (valid while t lives). */
 const char *tg_variable_name(const tg_tensor *t);
 
+/* ---- JIT (tinygrad's TinyJit) ----
+ * fn computes one step from its explicit inputs `in` and the bound Variables `vars` and stores nout new handles in
+ * `out` (lazy or realized; the JIT realizes them). It may read and assign any other realized tensor (weights,
+ * optimizer state: implicit inputs and outputs, fixed at capture). Call 0 runs fn; call 1 captures it (fn runs, its
+ * kernels are recorded, not launched, then compiled and frozen once and run for this call); later calls replay the
+ * frozen list with the new inputs' buffers and Variable values: no schedule, no rewrite, no compile. JIT=0 runs fn on
+ * every call. As in tinygrad, what fn computes on the host is frozen at capture (constants, branches, tensors made
+ * from host data), and reading a value during the capture (tg_to_host, tg_item_*) is an error.
+ * tg_jit_call: in are realized tensors with storage (views allowed; an unrealized one is realized first), no two on
+ * one buffer, the same shapes/dtypes/devices/views as at capture; vars are bound Variables, the same names in the
+ * same order on every call. out receives nout handles (owned like any op result); after the capture they point at the
+ * captured output buffers, which the next replay overwrites (copy what you keep). Errors: "JIT inputs must be real
+ * buffers", "duplicate inputs to JIT", "args mismatch in JIT: ...", "didn't JIT anything!", nested capture. */
+typedef struct tg_jit tg_jit;
+typedef tg_status (*tg_jit_fn)(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                               tg_tensor **out, size_t nout);
+typedef struct tg_jit_options {
+  bool prune; /* tinygrad's prune=True: not supported yet (an error) */
+  int beam;   /* JITBEAM for the captured kernels: not supported yet (an error when > 0; BEAM applies as usual) */
+} tg_jit_options;
+tg_jit *tg_jit_new(tg_jit_fn fn, void *user, size_t nout, const tg_jit_options *opts); /* opts NULL: defaults */
+tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                      tg_tensor **out);
+void tg_jit_reset(tg_jit *j);                /* back to call 0: the capture is dropped */
+void tg_jit_free(tg_jit *j);                 /* NULL ok; releases the captured buffers and lists */
+size_t tg_jit_kernel_count(const tg_jit *j); /* kernels in the capture (0 before it; tinygrad assert_jit_cache_len) */
+/* Benchmarks: with timing on, every launch of a replay is timed and tg_jit_last_kernel_seconds gives the sum for the
+ * last replay (the step's wall time minus it is the replay's host overhead). Off by default. */
+void tg_jit_set_timing(tg_jit *j, bool on);
+double tg_jit_last_kernel_seconds(const tg_jit *j);
+
 /* ---- random (threefry, counter based: the same seed and call sequence give tinygrad's numbers) ----
  * The generator starts from seed 0 until tg_manual_seed (tinygrad starts from the time). */
 void tg_manual_seed(uint64_t seed);

@@ -264,6 +264,7 @@ static void test_graph_parity(void) {
   test_setenv("POOL_VIEW", "0"); /* tinygrad's _pool through repeat (movement.c pool_disjoint is ours) */
   for (size_t i = 0; i < TG_ARRAY_LEN(tensor_graph_cases); i++) {
     tg_scope s = tg_scope_begin();
+    tg_manual_seed(0); /* a fresh RNG counter per case, as the generator's (tools/gen_tensor_graph_cases.py) */
     tg_tensor *t = build_case(tensor_graph_cases[i].name);
     CHECK_MSG(t != NULL, "case %s: no tensor (%s)", tensor_graph_cases[i].name, tg_last_error());
     if (t) {

@@ -54,9 +54,15 @@ def assign_view_case():
   a = E(4, 3)
   a[1:3].assign(E(2, 3))
   return a
-# random tensors: tinygrad keeps key and counter in device tensors (a COPY from PYTHON, an assign chain); tinygrad.c
-# passes both as fresh uint32 buffers, so the cases swap in plain buffers to compare the rest of the graph
-Tensor._next_counter = staticmethod(lambda device, num: (Tensor.empty(2, dtype=dtypes.uint32), Tensor.empty(2, dtype=dtypes.uint32)))
+# random tensors: tinygrad keeps the key in a device tensor made from a Python list (a COPY from PYTHON) and the counter
+# in a device tensor advanced by assign; tinygrad.c makes both as uint32 buffers, so the cases start from empty buffers
+# and run tinygrad's own counter update on them (Tensor._next_counter with the two tensors swapped in)
+_orig_next_counter = Tensor._next_counter
+def _next_counter_on_empty(device, num):
+  Tensor._device_seeds[device] = Tensor.empty(2, dtype=dtypes.uint32, device=device)
+  Tensor._device_rng_counters[device] = Tensor.empty(2, dtype=dtypes.uint32, device=device)
+  return _orig_next_counter(device, num)
+Tensor._next_counter = staticmethod(_next_counter_on_empty)
 
 # name -> expression; tests/test_tensor.c builds the same expression under the same name
 CASES = {

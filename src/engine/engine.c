@@ -143,7 +143,11 @@ UOp *engine_buffer_from_host(const char *device, const DType *dtype, int64_t num
   return u;
 }
 
+static bool engine_capture_active(void);
+
 tg_status engine_copyout(UOp *buffer, void *out, size_t nbytes) {
+  if (engine_capture_active())
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "reading a value during JIT capture is not allowed (it would be baked in)");
   BufEntry *e = buf_find(buffer);
   if (!e)
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "copyout: %s %s has no device memory (not realized)",
@@ -283,12 +287,12 @@ static void kernel_free(Kernel *k) {
 }
 
 /* Kernels for every CALL of the schedule; new ones compiled in one batch. */
-static tg_status get_kernels(UOp *linear, Kernel **out) {
+static tg_status get_kernels(UOp *const *calls, size_t ncalls, Kernel **out) {
   TG_VEC(Kernel *) fresh = {0};
   TG_VEC(char *) entries = {0};
   tg_status st = TG_OK;
-  for (uint32_t i = 0; i < linear->nsrc && st == TG_OK; i++) {
-    UOp *ast = linear->src[i]->src[0];
+  for (size_t i = 0; i < ncalls && st == TG_OK; i++) {
+    UOp *ast = calls[i]->src[0];
     if (ast->op == TG_OP_COPY) { /* a device copy: nothing to compile */
       out[i] = NULL;
       continue;
@@ -472,6 +476,294 @@ static tg_status run_copy(UOp *call) {
   return TG_OK;
 }
 
+/* ------------------------------------------------------------------------------------------------------------ */
+/* JIT capture and replay (tinygrad engine/jit.py CapturedJit): while a capture is open every realize records its
+ * resolved CALLs and var_vals instead of running them; freezing turns the recording into a flat array of launches
+ * with every argument resolved to a device address once, plus the patch lists for the explicit inputs and the
+ * Variables; a replay patches and launches, with no schedule, no rewrite and no compile. The memory planner ran per
+ * realize during the capture (its arenas only hold values that live inside one realize), so no buffer a live handle
+ * holds (weights, grads, optimizer state, outputs) is ever aliased. */
+
+typedef struct JitVarRec { size_t first, n; } JitVarRec; /* one realize's var_vals in EngineJit.var_* */
+
+typedef struct JitLaunch {
+  Kernel *k;             /* NULL: a copy */
+  uint64_t *bufs;        /* per parameter (kernels) */
+  long long *vals;
+  RtBuffer *dst, *src;   /* copies */
+  size_t doff, soff, nbytes;
+  size_t bytes;          /* DEBUG=2 */
+} JitLaunch;
+
+typedef struct JitPatch { uint32_t launch, input; int32_t arg; } JitPatch; /* arg -1: copy src, -2: copy dst */
+typedef struct JitVarPatch { uint32_t launch, arg, var; } JitVarPatch;
+
+struct EngineJit {
+  TG_VEC(UOp *) calls;           /* kept CALLs in execution order */
+  TG_VEC(uint32_t) call_realize; /* per call: which realize recorded it */
+  TG_VEC(JitVarRec) realizes;
+  TG_VEC(int64_t) var_vals;
+  TG_VEC(char *) var_names;      /* owned */
+  /* frozen */
+  JitLaunch *launches;
+  size_t nlaunch, nkernels, nin;
+  TG_VEC(JitPatch) patches;
+  TG_VEC(JitVarPatch) var_patches;
+  TG_VEC(RtBuffer *) written;    /* buffers the list writes (not the inputs): an input aliasing one is copied first */
+  RtBuffer **scratch;            /* per input: where an aliasing input is copied (allocated on first need) */
+  RtBuffer **cur;                /* per input: this replay's buffer */
+  UOp **inputs;                  /* kept: the capture's input BUFFERs */
+};
+
+static EngineJit *capturing;
+
+static void capture_record(EngineJit *j, const SchedResult *res) {
+  JitVarRec r = {j->var_vals.len, res->nvars};
+  for (size_t i = 0; i < res->nvars; i++) {
+    tg_vec_push(&j->var_vals, res->var_vals[i]);
+    tg_vec_push(&j->var_names, tg_strdup(res->var_names[i]));
+  }
+  for (uint32_t i = 0; i < res->linear->nsrc; i++) {
+    tg_vec_push(&j->calls, uop_keep(res->linear->src[i]));
+    tg_vec_push(&j->call_realize, (uint32_t)j->realizes.len);
+  }
+  tg_vec_push(&j->realizes, r);
+}
+
+bool engine_capturing(void) { return capturing != NULL; }
+static bool engine_capture_active(void) { return capturing != NULL; }
+
+tg_status engine_capture_begin(void) {
+  if (capturing) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "JIT: nested JIT capture is not supported (a JIT is capturing)");
+  capturing = tg_calloc(1, sizeof *capturing);
+  return TG_OK;
+}
+
+EngineJit *engine_capture_end(void) {
+  EngineJit *j = capturing;
+  capturing = NULL;
+  return j;
+}
+
+size_t engine_jit_kernels(const EngineJit *j) { return j ? j->nkernels : 0; }
+size_t engine_jit_calls(const EngineJit *j) { return j ? j->calls.len : 0; }
+
+void engine_jit_free(EngineJit *j) {
+  if (!j) return;
+  UOpScope sc = uop_scope_begin();
+  for (size_t i = 0; i < j->calls.len; i++) uop_drop(j->calls.data[i]);
+  for (size_t i = 0; i < j->var_names.len; i++) tg_free(j->var_names.data[i]);
+  for (size_t i = 0; i < j->nlaunch; i++) tg_free(j->launches[i].bufs), tg_free(j->launches[i].vals);
+  for (size_t i = 0; i < j->nin; i++) {
+    if (j->scratch[i]) rt_buffer_free(j->scratch[i]);
+    uop_drop(j->inputs[i]);
+  }
+  uop_scope_end(sc);
+  tg_vec_free(&j->calls);
+  tg_vec_free(&j->call_realize);
+  tg_vec_free(&j->realizes);
+  tg_vec_free(&j->var_vals);
+  tg_vec_free(&j->var_names);
+  tg_vec_free(&j->patches);
+  tg_vec_free(&j->var_patches);
+  tg_vec_free(&j->written);
+  tg_free(j->launches);
+  tg_free(j->scratch);
+  tg_free(j->cur);
+  tg_free(j->inputs);
+  tg_free(j);
+}
+
+/* The PARAM slots a kernel stores into (the buffers it writes). */
+static void written_slots(const UOp *ast, bool *written, int nslots) {
+  UOpVec topo = {0};
+  uop_toposort((UOp *)ast, NULL, NULL, &topo);
+  for (size_t i = 0; i < topo.len; i++) {
+    const UOp *u = topo.data[i];
+    if (u->op != TG_OP_STORE || !u->nsrc) continue;
+    const UOp *x = u->src[0];
+    while (x->op != TG_OP_PARAM && x->op != TG_OP_BUFFER && x->nsrc) x = x->src[0];
+    if (x->arg.kind == ARG_PARAM && x->arg.param->slot >= 0 && x->arg.param->slot < nslots) written[x->arg.param->slot] = true;
+  }
+  tg_vec_free(&topo);
+}
+
+static void add_written(EngineJit *j, RtBuffer *b) {
+  for (size_t i = 0; i < j->written.len; i++)
+    if (j->written.data[i] == b) return;
+  tg_vec_push(&j->written, b);
+}
+
+static int input_index(const EngineJit *j, const UOp *arg) {
+  for (size_t i = 0; i < j->nin; i++)
+    if (j->inputs[i] == arg) return (int)i;
+  return -1;
+}
+
+static bool captured_value(const EngineJit *j, uint32_t realize, const char *name, int64_t *v) {
+  JitVarRec r = j->realizes.data[realize];
+  for (size_t i = r.first; i < r.first + r.n; i++)
+    if (strcmp(j->var_names.data[i], name) == 0) return *v = j->var_vals.data[i], true;
+  return false;
+}
+
+static tg_status freeze_kernel(EngineJit *j, uint32_t li, UOp *call, Kernel *k, const char *const *var_names,
+                               size_t nvars) {
+  JitLaunch *l = &j->launches[li];
+  if (k->nparams > RT_MAX_PARAMS)
+    return tg_set_error(TG_ERR_UNSUPPORTED, "JIT: kernel %s takes %d parameters (at most %d)", k->name, k->nparams,
+                        RT_MAX_PARAMS);
+  l->k = k;
+  l->bufs = tg_calloc((size_t)k->nparams + 1, sizeof *l->bufs);
+  l->vals = tg_calloc((size_t)k->nparams + 1, sizeof *l->vals);
+  bool written[RT_MAX_PARAMS + 1] = {false};
+  written_slots(k->ast, written, RT_MAX_PARAMS);
+  for (int i = 0; i < k->nparams; i++) {
+    int64_t slot = k->param_slot[i];
+    if (slot < 0) { /* a value: core_id (the launch's), a Variable of the JIT call (patched), or one fixed at capture */
+      if (i == k->core_param) continue;
+      size_t v = 0;
+      while (v < nvars && strcmp(var_names[v], k->value_name[i]) != 0) v++;
+      if (v < nvars) {
+        JitVarPatch p = {li, (uint32_t)i, (uint32_t)v};
+        tg_vec_push(&j->var_patches, p);
+        continue;
+      }
+      int64_t val;
+      if (!captured_value(j, j->call_realize.data[li], k->value_name[i], &val))
+        return tg_set_error(TG_ERR_INVALID_ARGUMENT, "JIT: unbound Variable %s used by kernel %s", k->value_name[i], k->name);
+      l->vals[i] = (long long)val;
+      continue;
+    }
+    if (slot + 1 >= (int64_t)call->nsrc)
+      return tg_set_error(TG_ERR_RUNTIME, "JIT: kernel %s reads PARAM %lld but its CALL has %u buffers", k->name,
+                          (long long)slot, call->nsrc - 1);
+    RtBuffer *b;
+    size_t off = 0, nb = 0;
+    tg_status st = resolve_arg(call->src[1 + slot], &b, &off, &nb);
+    if (st != TG_OK) return st;
+    if (rt_buffer_device(b) != k->dev)
+      return tg_set_error(TG_ERR_RUNTIME, "JIT: kernel %s runs on %s but its buffer %d is on %s", k->name,
+                          rt_device_name(k->dev), i, rt_device_name(rt_buffer_device(b)));
+    l->bufs[i] = rt_buffer_addr(b) + off;
+    l->bytes += nb;
+    int in = input_index(j, call->src[1 + slot]);
+    if (in >= 0) {
+      JitPatch p = {li, (uint32_t)in, i};
+      tg_vec_push(&j->patches, p);
+    } else if (written[slot]) {
+      add_written(j, b);
+    }
+  }
+  return TG_OK;
+}
+
+static tg_status freeze_copy(EngineJit *j, uint32_t li, UOp *call) {
+  JitLaunch *l = &j->launches[li];
+  if (call->nsrc != 3) return tg_set_error(TG_ERR_RUNTIME, "JIT: a COPY call takes 2 buffers, got %u", call->nsrc - 1);
+  size_t dn, sn;
+  tg_status st = resolve_arg(call->src[1], &l->dst, &l->doff, &dn);
+  if (st == TG_OK) st = resolve_arg(call->src[2], &l->src, &l->soff, &sn);
+  if (st != TG_OK) return st;
+  if (dn != sn) return tg_set_error(TG_ERR_RUNTIME, "JIT: COPY of %zu bytes into a buffer of %zu bytes", sn, dn);
+  l->nbytes = l->bytes = sn;
+  int in = input_index(j, call->src[2]), out = input_index(j, call->src[1]);
+  if (in >= 0) {
+    JitPatch p = {li, (uint32_t)in, -1};
+    tg_vec_push(&j->patches, p);
+  }
+  if (out >= 0) {
+    JitPatch p = {li, (uint32_t)out, -2};
+    tg_vec_push(&j->patches, p);
+  } else {
+    add_written(j, l->dst);
+  }
+  return TG_OK;
+}
+
+tg_status engine_jit_freeze(EngineJit *j, UOp *const *inputs, size_t nin, const char *const *var_names, size_t nvars) {
+  j->nin = nin;
+  j->inputs = tg_calloc(nin + 1, sizeof *j->inputs);
+  j->scratch = tg_calloc(nin + 1, sizeof *j->scratch);
+  j->cur = tg_calloc(nin + 1, sizeof *j->cur);
+  for (size_t i = 0; i < nin; i++) j->inputs[i] = uop_keep(inputs[i]);
+  size_t n = j->calls.len;
+  Kernel **ks = tg_calloc(n + 1, sizeof *ks);
+  tg_status st = get_kernels(j->calls.data, n, ks);
+  j->launches = tg_calloc(n + 1, sizeof *j->launches);
+  j->nlaunch = n;
+  for (size_t i = 0; i < n && st == TG_OK; i++) {
+    st = ks[i] ? freeze_kernel(j, (uint32_t)i, j->calls.data[i], ks[i], var_names, nvars)
+               : freeze_copy(j, (uint32_t)i, j->calls.data[i]);
+    if (ks[i]) j->nkernels++;
+  }
+  tg_free(ks);
+  return st;
+}
+
+tg_status engine_jit_run(EngineJit *j, UOp *const *inputs, const int64_t *vals, double *kernel_seconds) {
+  for (size_t i = 0; i < j->nin; i++) {
+    BufEntry *e = buf_find(inputs[i]);
+    if (!e) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "JIT: input %zu has no device memory (not realized)", i);
+    RtBuffer *b = e->buf;
+    BufEntry *c = buf_find(j->inputs[i]);
+    if (c && rt_buffer_nbytes(b) != rt_buffer_nbytes(c->buf))
+      return tg_set_error(TG_ERR_INVALID_ARGUMENT, "args mismatch in JIT: input %zu has %zu bytes, the capture's %zu", i,
+                          rt_buffer_nbytes(b), rt_buffer_nbytes(c->buf));
+    for (size_t w = 0; w < j->written.len; w++) {
+      if (j->written.data[w] != b) continue;
+      /* the input is a buffer the list writes (an output fed back in): run on a copy (tinygrad _copy_input) */
+      tg_status st = j->scratch[i] ? TG_OK : rt_buffer_new_on(rt_buffer_device(b), rt_buffer_nbytes(b), &j->scratch[i]);
+      if (st == TG_OK) st = rt_transfer(j->scratch[i], 0, b, 0, rt_buffer_nbytes(b));
+      if (st != TG_OK) return st;
+      b = j->scratch[i];
+      break;
+    }
+    j->cur[i] = b;
+  }
+  for (size_t p = 0; p < j->patches.len; p++) {
+    const JitPatch *q = &j->patches.data[p];
+    JitLaunch *l = &j->launches[q->launch];
+    if (q->arg >= 0) l->bufs[q->arg] = rt_buffer_addr(j->cur[q->input]);
+    else if (q->arg == -1) l->src = j->cur[q->input];
+    else l->dst = j->cur[q->input];
+  }
+  for (size_t p = 0; p < j->var_patches.len; p++) {
+    const JitVarPatch *q = &j->var_patches.data[p];
+    j->launches[q->launch].vals[q->arg] = (long long)vals[q->var];
+  }
+  bool timed = tg_debug_level() >= 2 || kernel_seconds;
+  for (size_t i = 0; i < j->nlaunch; i++) {
+    JitLaunch *l = &j->launches[i];
+    double sec = 0;
+    tg_status st;
+    if (l->k) {
+      st = rt_device_launch(l->k->dev, l->k->prog, l->bufs, l->vals, l->k->nparams, l->k->global, l->k->local,
+                            timed ? &sec : NULL);
+    } else {
+      struct timespec t0, t1;
+      if (timed) clock_gettime(CLOCK_MONOTONIC, &t0);
+      st = rt_transfer(l->dst, l->doff, l->src, l->soff, l->nbytes);
+      if (st == TG_OK && timed) st = rt_device_synchronize(rt_buffer_device(l->dst));
+      if (timed) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+      }
+    }
+    if (st != TG_OK) return st;
+    kernel_count++;
+    if (kernel_seconds) *kernel_seconds += sec;
+    if (tg_debug_level() >= 2) {
+      /* tinygrad prints replayed kernels in magenta */
+      printf("\033[35m");
+      print_debug_line(l->k ? rt_device_name(l->k->dev) : rt_device_name(rt_buffer_device(l->dst)),
+                       l->k ? l->k->name : "copy (JIT)", l->k ? l->k->nparams : 2, sec, l->k ? l->k->flops : 0, l->bytes);
+      printf("\033[0m");
+    }
+  }
+  return TG_OK;
+}
+
 tg_status engine_realize(UOp *const *roots, size_t n, UOp **out) { return engine_realize_assigns(roots, n, out, NULL); }
 
 tg_status engine_realize_assigns(UOp *const *roots, size_t n, UOp **out, UOpMap *assigned) {
@@ -491,17 +783,23 @@ tg_status engine_realize_assigns(UOp *const *roots, size_t n, UOp **out, UOpMap 
     return st;
   }
   UOp *linear = res.linear;
-  Kernel **ks = tg_calloc(linear->nsrc + 1, sizeof *ks);
-  st = get_kernels(linear, ks);
-  if (st == TG_OK) st = check_values(&res, ks, linear->nsrc);
-  for (uint32_t i = 0; i < linear->nsrc && st == TG_OK; i++)
-    st = ks[i] ? run_call(linear->src[i], ks[i], &res) : run_copy(linear->src[i]);
-  tg_free(ks);
+  if (capturing) {
+    capture_record(capturing, &res); /* a JIT capture: recorded, run later as one frozen list (jit.c) */
+  } else {
+    Kernel **ks = tg_calloc(linear->nsrc + 1, sizeof *ks);
+    st = get_kernels(linear->src, linear->nsrc, ks);
+    if (st == TG_OK) st = check_values(&res, ks, linear->nsrc);
+    for (uint32_t i = 0; i < linear->nsrc && st == TG_OK; i++)
+      st = ks[i] ? run_call(linear->src[i], ks[i], &res) : run_copy(linear->src[i]);
+    tg_free(ks);
+  }
   UOpVec kept = {0};
   if (st == TG_OK) {
     for (size_t i = 0; i < n; i++) out[i] = uop_keep(sched_apply_map(&res, roots[i]));
     for (size_t j = 0; assigned && j < res.nmap; j++) {
-      if (res.map_from[j]->op != TG_OP_AFTER) continue;
+      /* assigns, and CONTIGUOUS values realized inside the graph: a lazy handle that holds one (a rand tensor whose
+       * counter assign just ran) must read the computed buffer, not recompute it (tinygrad applies the whole map) */
+      if (res.map_from[j]->op != TG_OP_AFTER && res.map_from[j]->op != TG_OP_CONTIGUOUS) continue;
       uopmap_put(assigned, res.map_from[j], res.map_to[j]);
       tg_vec_push(&kept, uop_keep(res.map_from[j]));
       tg_vec_push(&kept, uop_keep(res.map_to[j]));

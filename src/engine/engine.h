@@ -21,9 +21,27 @@ tg_status engine_copyout(UOp *buffer, void *out, size_t nbytes);
  * view of one (tinygrad applies the same map to every live tensor). Errors: a message naming the stage and op. */
 tg_status engine_realize(UOp *const *roots, size_t n, UOp **out);
 /* The same, and also what every assign in the graph became: AFTER(target, STORE) -> its target's BUFFER (or view),
- * put into *assigned (keys and values stay valid until the caller's scope ends). A handle whose graph still holds
+ * and every CONTIGUOUS inside the graph -> its new buffer, put into *assigned (keys and values stay valid until the caller's scope ends). A handle whose graph still holds
  * one of those AFTERs must be pointed at the buffer, or the store would run again at its next realize (tinygrad
  * applies the whole map to every live tensor). */
 tg_status engine_realize_assigns(UOp *const *roots, size_t n, UOp **out, UOpMap *assigned);
+
+/* ---- JIT capture and replay (the engine half of tinygrad's TinyJit; src/engine/jit.c is the API) ----
+ * engine_capture_begin opens a capture (error when one is open: nested JITs): from then on every realize schedules,
+ * plans and applies its map as usual but records its CALLs and var_vals instead of running them, and reading a value
+ * (engine_copyout) fails. engine_capture_end closes it and returns the recording. engine_jit_freeze compiles every
+ * kernel and resolves every argument once (inputs: the capture's input BUFFERs, patched per run; var_names: the
+ * Variables patched per run, any other bound Variable keeps its captured value). engine_jit_run launches the frozen
+ * list with new input BUFFERs (realized, same sizes) and Variable values; an input that is a buffer the list writes
+ * is copied first. kernel_seconds (optional) accumulates the launches' own time. */
+typedef struct EngineJit EngineJit;
+bool engine_capturing(void);
+tg_status engine_capture_begin(void);
+EngineJit *engine_capture_end(void);
+tg_status engine_jit_freeze(EngineJit *j, UOp *const *inputs, size_t nin, const char *const *var_names, size_t nvars);
+tg_status engine_jit_run(EngineJit *j, UOp *const *inputs, const int64_t *vals, double *kernel_seconds);
+size_t engine_jit_kernels(const EngineJit *j); /* kernel launches in the frozen list (copies not counted) */
+size_t engine_jit_calls(const EngineJit *j);   /* CALLs recorded (kernels and copies) */
+void engine_jit_free(EngineJit *j);
 
 #endif

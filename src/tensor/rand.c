@@ -1,11 +1,11 @@
 /* rand.c — random tensors as tinygrad makes them (mixin/rand.py): threefry2x32 over a per-device key
  * [sha256(device index) low word, seed] (the index counts devices in the order they first draw numbers) and a
  * per-device 64-bit counter that every call advances by the number of 32-bit words it draws; both live on the
- * tensor's device; the bits fill a float's mantissa ((bits >> (bitsize - nmant)) | bits(1.0), minus 1), randn is Box-Muller
+ * tensor's device: the counter is a 2-word uint32 tensor advanced by assign (so a JIT replay advances it too); the bits fill a float's mantissa ((bits >> (bitsize - nmant)) | bits(1.0), minus 1), randn is Box-Muller
  * over two uniforms, uniform/randint/normal scale them. The same seed gives tinygrad's numbers.
  *
- * One deviation in form, not in value: tinygrad keeps the counter in a device tensor advanced with assign; here it
- * lives on the host and each call gets its pre-advance value as a 2-word uint32 buffer. */
+ * The key buffer is made once per device; the counter is a library-owned handle (tensor_handle_internal), so realize
+ * points it at its buffer like any live tensor. */
 #include "tensor/tensor.h"
 
 #include <math.h>
@@ -20,13 +20,19 @@ static const uint32_t device_key_words[8] = {0x14b81119u, 0x764f528du, 0xdb12cf1
                                              0x900b0937u, 0x3eaa7569u, 0x7c0172cbu, 0x28a3a23bu};
 
 /* Tensor._device_seeds / _device_rng_counters: per device, in order of first use (forgotten by tg_manual_seed) */
-typedef struct RngState { const char *device; uint64_t counter; } RngState;
+typedef struct RngState { const char *device; UOp *key; tg_tensor *counter; } RngState;
 static RngState rng_states[TG_ARRAY_LEN(device_key_words)];
 static size_t rng_count;
 static const char *rand_device; /* the device the next t_rand draws on (NULL: the default device) */
 
 void tg_manual_seed(uint64_t seed) {
   g_seed = seed;
+  UOpScope sc = uop_scope_begin();
+  for (size_t i = 0; i < rng_count; i++) {
+    uop_drop(rng_states[i].key);
+    tg_release(rng_states[i].counter);
+  }
+  uop_scope_end(sc);
   rng_count = 0;
 }
 
@@ -106,14 +112,27 @@ static UOp *t_rand(const Shape *s, const DType *dt) {
   if (i == rng_count) {
     if (rng_count == TG_ARRAY_LEN(rng_states))
       return tensor_err_unsupported("random numbers on more than 8 devices");
-    rng_states[rng_count++] = (RngState){dev, 0};
+    UOp *key = u32_buffer(dev, device_key_words[i], (uint32_t)g_seed), *zero = u32_buffer(dev, 0, 0);
+    tg_tensor *counter = zero ? tensor_handle_internal(zero) : NULL;
+    if (!key || !counter) return NULL;
+    rng_states[rng_count++] = (RngState){dev, uop_keep(key), counter};
   }
   RngState *r = &rng_states[i];
-  UOp *key = u32_buffer(dev, device_key_words[i], (uint32_t)g_seed);
-  UOp *counter = u32_buffer(dev, (uint32_t)r->counter, (uint32_t)(r->counter >> 32));
-  if (!key || !counter) return NULL;
-  r->counter += (uint64_t)num;
-  return tensor_contiguous(bits_to_rand(random_bits(key, counter, num), s, dt));
+  /* Tensor._next_counter: the counter advances by num (a 64-bit add over two words), the draw uses its old value */
+  UOp *num_lo = tensor_weak_int((int64_t)((uint64_t)num & 0xffffffffu)), *num_hi = tensor_weak_int(num >> 32);
+  UOp *c = r->counter->uop;
+  UOp *new_low = tensor_add(idx_slice(c, 0, 1), num_lo);
+  UOp *new_high = tensor_add(tensor_add(idx_slice(c, 1, 2), num_hi), tensor_lt(new_low, idx_int(c, 0)));
+  UOp *parts[2] = {new_low, new_high};
+  UOp *advanced = tensor_cat(parts, 2, 0);
+  if (!advanced) return NULL;
+  tensor_assign_node(r->counter, advanced);
+  c = r->counter->uop;
+  UOp *low = tensor_sub(idx_slice(c, 0, 1), num_lo);
+  UOp *high = tensor_sub(tensor_sub(idx_slice(c, 1, 2), num_hi), tensor_lt(idx_int(c, 0), num_lo));
+  UOp *old[2] = {low, high};
+  UOp *counter = tensor_cat(old, 2, 0);
+  return tensor_contiguous(bits_to_rand(random_bits(r->key, counter, num), s, dt));
 }
 
 /* randn_like's Box-Muller over a stacked pair of uniforms */

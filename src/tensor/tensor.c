@@ -33,12 +33,29 @@ static tg_tensor *handle_new(UOp *u, const Shape *s, const char *device) {
   return t;
 }
 
+tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device) { return handle_new(u, s, device); }
+
+tg_tensor *tensor_handle_internal(UOp *u) {
+  Shape s;
+  if (!u || !tensor_shape(u, &s)) return NULL;
+  tg_tensor *t = tg_calloc(1, sizeof *t);
+  t->uop = uop_keep(u);
+  t->shape = s;
+  t->rc = 1;
+  t->device = tensor_device_name(u);
+  t->internal = true;
+  t->next = live_head;
+  if (live_head) live_head->prev = t;
+  live_head = t;
+  return t;
+}
+
 static void handle_free(tg_tensor *t) {
   if (t->grad) tg_release(t->grad);
   if (t->prev) t->prev->next = t->next;
   else live_head = t->next;
   if (t->next) t->next->prev = t->prev;
-  live_count--;
+  if (!t->internal) live_count--;
   UOpScope s = uop_scope_begin();
   uop_drop(t->uop);
   uop_scope_end(s);
@@ -738,6 +755,10 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
   UOp *x = tensor_in(t, 1);
   tg_status st = TG_OK;
   if (!x) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; goto done; }
+  if (engine_capturing()) { /* tinygrad: .item()/.numpy() in a TinyJit capture raise: the value would be baked in */
+    st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_to_host: reading a value during JIT capture is not allowed (it would be baked in)");
+    goto done;
+  }
   if (dt_is_weak(x->dtype)) x = tensor_cast(x, dt_strong(x->dtype));
   size_t need = (size_t)shape_numel(&t->shape) * (size_t)dt_itemsize(x->dtype);
   if (nbytes != need) {
@@ -825,6 +846,15 @@ tg_status tg_item_int64(tg_tensor *t, int64_t *out) {
 }
 
 /* ------------------------------------------------------------------------------------------------------- assign */
+
+void tensor_assign_node(tg_tensor *t, UOp *src) {
+  UOp *ss[2] = {t->uop, src};
+  UOp *store = uop_new(TG_OP_STORE, DT_VOID, ss, 2, arg_none());
+  UOp *as[2] = {t->uop, store};
+  UOp *assign = uop_keep(uop_new(TG_OP_AFTER, NULL, as, 2, arg_none()));
+  uop_drop(t->uop);
+  t->uop = assign;
+}
 
 tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
   tensor_ctx_begin("tg_assign");

@@ -20,6 +20,7 @@ struct tg_tensor {
   struct tg_tensor *prev, *next; /* the list of live handles (realize updates every handle on a realized root) */
   struct tg_tensor *grad; /* autograd (src/grad): the accumulated gradient, a handle owned by this one (or NULL) */
   bool requires_grad;     /* tg_backward fills `grad` */
+  bool internal;          /* the library's own (the RNG counters): in no scope, not counted by tg_live_tensors */
 };
 
 /* ---- call context ---- */
@@ -29,6 +30,14 @@ tg_tensor *tensor_ctx_end(UOp *result);
 void tensor_ctx_end_void(void);
 /* Like tensor_ctx_end, but the handle belongs to the caller, never to an open scope (a tensor's grad is owned by it). */
 tg_tensor *tensor_ctx_end_owned(UOp *result);
+/* A handle the library owns (freed with tg_release): in no scope and not counted by tg_live_tensors, but updated by
+ * every realize like any live handle (tinygrad's class-level tensors, Tensor._device_rng_counters). */
+tg_tensor *tensor_handle_internal(UOp *u);
+/* A new handle on u with a known shape and device (owned like any op result): the JIT's outputs on replay. */
+tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device);
+/* Whole-handle assign, tinygrad's t.assign(src) (same shape and dtype, checked by the caller): t's node becomes
+ * AFTER(t, STORE(t, src)); the store runs with the next realize that reads t. */
+void tensor_assign_node(tg_tensor *t, UOp *src);
 /* The first live handle (then ->next): autograd's backward looks for the handles that require a gradient. */
 tg_tensor *tensor_live_first(void);
 /* The handle's node, its shape seeded in the context's cache; NULL (with an error naming argument `i`) for NULL. */

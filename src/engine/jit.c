@@ -1,0 +1,242 @@
+/* jit.c — tinygrad's TinyJit in C (engine/jit.py): call 0 runs the step, call 1 captures it (the engine records
+ * every realize's CALLs instead of running them, engine.c), freezes the recording into a flat launch list and runs
+ * it, later calls check the inputs as tinygrad does and replay the list with the new input buffers and Variable
+ * values. This file is the API half: input preparation and checks (_prepare_jit_inputs), the three phases, the
+ * output handles; the engine half (capture hook, freeze, replay) lives in engine.c next to the kernels it launches. */
+#include <stdio.h>
+
+#include "engine/engine.h"
+#include "tensor/tensor.h"
+
+struct tg_jit {
+  tg_jit_fn fn;
+  void *user;
+  size_t nout;
+  int cnt;          /* calls made: 0 run, 1 capture, >= 2 replay */
+  bool timing;
+  double last_kernel_seconds;
+  EngineJit *eng;
+  /* expected input info (tinygrad expected_input_info), from the capture call */
+  size_t nin, nvars;
+  UOp **in_view;    /* kept: the input's node (a view of its base) */
+  UOp **in_base;    /* kept: its BUFFER */
+  Shape *in_shape;
+  const char **in_device;
+  char (*var_names)[TG_NAME_MAX];
+  UOp **outs;       /* kept: the outputs' nodes after the capture (captured buffers or views of them) */
+  Shape *out_shape;
+  const char **out_device;
+};
+
+tg_jit *tg_jit_new(tg_jit_fn fn, void *user, size_t nout, const tg_jit_options *opts) {
+  if (!fn) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_jit_new: fn is NULL"), NULL;
+  if (opts && opts->prune) return tg_set_error(TG_ERR_UNSUPPORTED, "tg_jit_new: prune=True is not supported yet"), NULL;
+  if (opts && opts->beam > 0) return tg_set_error(TG_ERR_UNSUPPORTED, "tg_jit_new: JITBEAM (beam > 0) is not supported yet"), NULL;
+  tg_jit *j = tg_calloc(1, sizeof *j);
+  j->fn = fn;
+  j->user = user;
+  j->nout = nout;
+  return j;
+}
+
+void tg_jit_reset(tg_jit *j) {
+  if (!j) return;
+  UOpScope sc = uop_scope_begin();
+  for (size_t i = 0; i < j->nin; i++) uop_drop(j->in_view[i]), uop_drop(j->in_base[i]);
+  for (size_t i = 0; j->outs && i < j->nout; i++) uop_drop(j->outs[i]);
+  uop_scope_end(sc);
+  engine_jit_free(j->eng);
+  tg_free(j->in_view);
+  tg_free(j->in_base);
+  tg_free(j->in_shape);
+  tg_free(j->in_device);
+  tg_free(j->var_names);
+  tg_free(j->outs);
+  tg_free(j->out_shape);
+  tg_free(j->out_device);
+  tg_jit_fn fn = j->fn;
+  void *user = j->user;
+  size_t nout = j->nout;
+  bool timing = j->timing;
+  memset(j, 0, sizeof *j);
+  j->fn = fn, j->user = user, j->nout = nout, j->timing = timing;
+}
+
+void tg_jit_free(tg_jit *j) {
+  if (!j) return;
+  tg_jit_reset(j);
+  tg_free(j);
+}
+
+size_t tg_jit_kernel_count(const tg_jit *j) { return j ? engine_jit_kernels(j->eng) : 0; }
+void tg_jit_set_timing(tg_jit *j, bool on) { if (j) j->timing = on; }
+double tg_jit_last_kernel_seconds(const tg_jit *j) { return j ? j->last_kernel_seconds : 0; }
+
+/* ---------------------------------------------------------------------------------------------- input checks */
+
+/* The BUFFER under a view of one (movement ops only), or NULL. */
+static UOp *view_base(UOp *u) {
+  while (u && u->op != TG_OP_BUFFER) {
+    if (!op_has(uop_op(u), OPP_MOVEMENT) || !u->nsrc) return NULL;
+    u = u->src[0];
+  }
+  return u;
+}
+
+/* u is the same view of `base` as cap is of `cap_base`: the same movement ops with the same arguments (compared in
+ * place: no node is built on the replay path). */
+static bool same_view(const UOp *u, const UOp *base, const UOp *cap, const UOp *cap_base) {
+  for (;;) {
+    if (u == base || cap == cap_base) return u == base && cap == cap_base;
+    if (u->op != cap->op || u->dtype != cap->dtype || u->nsrc != cap->nsrc || !u->nsrc || !uop_arg_eq(&u->arg, &cap->arg))
+      return false;
+    for (uint32_t i = 1; i < u->nsrc; i++)
+      if (u->src[i] != cap->src[i]) return false; /* shape and bound arguments: interned constants */
+    u = u->src[0], cap = cap->src[0];
+  }
+}
+
+/* tinygrad _prepare_jit_inputs: realized, real buffers, no duplicates; bases and Variable values out. */
+static tg_status prepare_inputs(tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars, UOp **bases,
+                                int64_t *vals) {
+  for (size_t i = 0; i < nin; i++) {
+    tg_tensor *t = in ? in[i] : NULL;
+    if (!t) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_jit_call: input %zu is NULL", i);
+    if (!t->device || dt_is_weak(t->uop->dtype) || uop_is_variable(t->uop) || uop_unbind(t->uop, NULL, NULL))
+      return tg_set_error(TG_ERR_INVALID_ARGUMENT,
+                          "JIT inputs must be real buffers; use tg_contiguous (input %zu: %s %s without storage)", i,
+                          tensor_fmt_shape(&t->shape), t->uop->dtype->name);
+    if (!view_base(t->uop)) {
+      tg_status st = tg_realize(t);
+      if (st != TG_OK) return st;
+    }
+    bases[i] = view_base(t->uop);
+    if (!bases[i])
+      return tg_set_error(TG_ERR_INVALID_ARGUMENT, "JIT inputs must be real buffers; use tg_contiguous (input %zu is %s)",
+                          i, uop_op_name(uop_op(t->uop)));
+    for (size_t k = 0; k < i; k++)
+      if (bases[k] == bases[i]) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "duplicate inputs to JIT (inputs %zu and %zu)", k, i);
+  }
+  for (size_t i = 0; i < nvars; i++) {
+    UOp *var = NULL;
+    if (!vars || !vars[i] || !uop_unbind(vars[i]->uop, &var, &vals[i]))
+      return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_jit_call: vars[%zu] is not a bound Variable (tg_bind)", i);
+  }
+  return TG_OK;
+}
+
+/* tinygrad's check against expected_input_info. */
+static tg_status check_inputs(const tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                              UOp *const *bases) {
+  if (nin != j->nin || nvars != j->nvars)
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "args mismatch in JIT: %zu inputs and %zu Variables, captured with %zu and %zu",
+                        nin, nvars, j->nin, j->nvars);
+  for (size_t i = 0; i < nin; i++) {
+    char a[160], b[160];
+    const tg_tensor *t = in[i];
+    if (!shape_eq(&t->shape, &j->in_shape[i]) || t->uop->dtype != j->in_view[i]->dtype || t->device != j->in_device[i])
+      return tg_set_error(TG_ERR_INVALID_ARGUMENT, "args mismatch in JIT: input %zu is %s %s on %s, captured as %s %s on %s",
+                          i, shape_fmt(&t->shape, a, sizeof a), t->uop->dtype->name, t->device,
+                          shape_fmt(&j->in_shape[i], b, sizeof b), j->in_view[i]->dtype->name, j->in_device[i]);
+    if (bases[i]->dtype != j->in_base[i]->dtype || bases[i]->src[0] != j->in_base[i]->src[0] ||
+        !same_view(t->uop, bases[i], j->in_view[i], j->in_base[i]))
+      return tg_set_error(TG_ERR_INVALID_ARGUMENT, "args mismatch in JIT: input %zu is another view of its buffer than at capture", i);
+  }
+  for (size_t i = 0; i < nvars; i++) {
+    const char *name = tg_variable_name(vars[i]);
+    if (!name || strcmp(name, j->var_names[i]) != 0)
+      return tg_set_error(TG_ERR_INVALID_ARGUMENT, "args mismatch in JIT: Variable %zu is %s, captured as %s", i,
+                          name ? name : "?", j->var_names[i]);
+  }
+  return TG_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ the phases */
+
+static tg_status run_fn(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars, tg_tensor **out) {
+  for (size_t i = 0; i < j->nout; i++) out[i] = NULL;
+  tg_status st = j->fn(j->user, in, nin, vars, nvars, out, j->nout);
+  if (st != TG_OK) return st;
+  for (size_t i = 0; i < j->nout; i++)
+    if (!out[i]) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "JIT: the step returned no tensor for output %zu", i);
+  return j->nout ? tg_realize_many(out, j->nout) : TG_OK;
+}
+
+static tg_status capture(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                         tg_tensor **out, UOp *const *bases, const int64_t *vals) {
+  tg_status st = engine_capture_begin();
+  if (st != TG_OK) return st;
+  st = run_fn(j, in, nin, vars, nvars, out);
+  EngineJit *eng = engine_capture_end();
+  if (st == TG_OK && engine_jit_calls(eng) == 0) st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "didn't JIT anything!");
+  if (st != TG_OK) {
+    engine_jit_free(eng);
+    return st;
+  }
+  const char **names = tg_calloc(nvars + 1, sizeof *names);
+  j->var_names = tg_calloc(nvars + 1, sizeof *j->var_names);
+  for (size_t i = 0; i < nvars; i++) {
+    snprintf(j->var_names[i], TG_NAME_MAX, "%s", tg_variable_name(vars[i]));
+    names[i] = j->var_names[i];
+  }
+  st = engine_jit_freeze(eng, bases, nin, names, nvars);
+  tg_free(names);
+  if (st == TG_OK) st = engine_jit_run(eng, bases, vals, NULL);
+  if (st != TG_OK) {
+    engine_jit_free(eng);
+    tg_free(j->var_names);
+    j->var_names = NULL;
+    return st;
+  }
+  j->eng = eng;
+  j->nin = nin;
+  j->nvars = nvars;
+  j->in_view = tg_calloc(nin + 1, sizeof *j->in_view);
+  j->in_base = tg_calloc(nin + 1, sizeof *j->in_base);
+  j->in_shape = tg_calloc(nin + 1, sizeof *j->in_shape);
+  j->in_device = tg_calloc(nin + 1, sizeof *j->in_device);
+  for (size_t i = 0; i < nin; i++) {
+    j->in_view[i] = uop_keep(in[i]->uop);
+    j->in_base[i] = uop_keep(bases[i]);
+    j->in_shape[i] = in[i]->shape;
+    j->in_device[i] = in[i]->device;
+  }
+  j->outs = tg_calloc(j->nout + 1, sizeof *j->outs);
+  j->out_shape = tg_calloc(j->nout + 1, sizeof *j->out_shape);
+  j->out_device = tg_calloc(j->nout + 1, sizeof *j->out_device);
+  for (size_t i = 0; i < j->nout; i++) {
+    j->outs[i] = uop_keep(out[i]->uop);
+    j->out_shape[i] = out[i]->shape;
+    j->out_device[i] = out[i]->device;
+  }
+  return TG_OK;
+}
+
+tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars, tg_tensor **out) {
+  if (!j) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_jit_call: the JIT is NULL");
+  if (j->nout && !out) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_jit_call: out is NULL for %zu outputs", j->nout);
+  if (engine_capturing()) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "JIT: nested JIT capture is not supported (a JIT is capturing)");
+  UOp *bases_small[8];
+  int64_t vals_small[8];
+  UOp **bases = nin <= 8 ? bases_small : tg_calloc(nin, sizeof *bases);
+  int64_t *vals = nvars <= 8 ? vals_small : tg_calloc(nvars, sizeof *vals);
+  tg_status st = prepare_inputs(in, nin, vars, nvars, bases, vals);
+  if (st != TG_OK) goto done;
+  if (tg_getenv_int("JIT", 1) == 0 || j->cnt == 0) {
+    st = run_fn(j, in, nin, vars, nvars, out);
+    if (st == TG_OK && j->cnt == 0) j->cnt = 1;
+  } else if (j->cnt == 1) {
+    st = capture(j, in, nin, vars, nvars, out, bases, vals);
+    if (st == TG_OK) j->cnt = 2;
+  } else {
+    st = check_inputs(j, in, nin, vars, nvars, bases);
+    double ks = 0;
+    if (st == TG_OK) st = engine_jit_run(j->eng, bases, vals, j->timing ? &ks : NULL);
+    j->last_kernel_seconds = ks;
+    for (size_t i = 0; i < j->nout && st == TG_OK; i++) out[i] = tensor_handle_known(j->outs[i], &j->out_shape[i], j->out_device[i]);
+  }
+done:
+  if (bases != bases_small) tg_free(bases);
+  if (vals != vals_small) tg_free(vals);
+  return st;
+}
