@@ -242,7 +242,7 @@ static void check_args(void) {
   UOp *tuple = uop_new(TG_OP_TUPLE, DT_VOID, &f, 1, arg_none());
   OK(uop_new(TG_OP_GETTUPLE, DT_FLOAT32, &tuple, 1, arg_int(0)), SPEC_TENSOR);
   REJECT(uop_new(TG_OP_GETTUPLE, DT_FLOAT32, &tuple, 1, arg_int(1)), SPEC_TENSOR, "GETTUPLE", "out of the TUPLE");
-  REJECT(uop_new(TG_OP_WMMA, DT_FLOAT32, (UOp *[]){f, f, f}, 3, arg_none()), SPEC_FULL, "WMMA", "not supported");
+  REJECT(uop_new(TG_OP_WMMA, DT_FLOAT32, (UOp *[]){f, f, f}, 3, arg_none()), SPEC_FULL, "WMMA", "needs a WMMA arg"); /* its arg: codegen/opt_tc.c */
   REJECT(uop_new(TG_OP_MSELECT, DT_FLOAT32, &f, 1, arg_int(0)), SPEC_TENSOR, "MSELECT", "multi-device");
   uop_scope_end(sc);
 }
