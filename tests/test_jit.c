@@ -254,6 +254,33 @@ static tg_status step_item(void *user, tg_tensor *const *in, size_t nin, tg_tens
   return TG_OK;
 }
 
+/* w += 1 realized, then a read: the capture fails at the read, and the assign recorded before it still ran */
+static tg_status step_assign_then_read(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars,
+                                       size_t nvars, tg_tensor **out, size_t nout) {
+  TG_UNUSED(nin), TG_UNUSED(vars), TG_UNUSED(nvars), TG_UNUSED(nout);
+  tg_tensor *w = user;
+  tg_status st = tg_assign(w, tg_add(w, tg_const_float(1)));
+  if (st == TG_OK) st = tg_realize(w);
+  double v = 0;
+  if (st == TG_OK) st = tg_item_double(tg_sum(in[0], NULL, 0, false), &v);
+  out[0] = tg_retain(w);
+  return st;
+}
+
+static void test_failed_capture_keeps_state(void) {
+  tg_scope sc = tg_scope_begin();
+  float zero[2] = {0, 0}, got[2];
+  tg_tensor *w = tg_from_floats(zero, TG_SHAPE(2)), *x = tg_from_floats(zero, TG_SHAPE(2)), *out = NULL;
+  tg_jit *j = tg_jit_new(step_assign_then_read, w, 1, NULL);
+  CHECK(tg_jit_call(j, &x, 1, NULL, 0, &out) == TG_OK);
+  CHECK(tg_jit_call(j, &x, 1, NULL, 0, &out) == TG_ERR_INVALID_ARGUMENT && has(tg_last_error(), "during JIT capture"));
+  host(w, got, 2);
+  CHECK_EQ_INT(got[0], 2); /* both calls' assigns ran */
+  CHECK_EQ_INT(got[1], 2);
+  tg_jit_free(j);
+  tg_scope_end(sc);
+}
+
 static void test_errors(void) {
   tg_scope sc = tg_scope_begin();
   float a[4] = {1, 2, 3, 4};
@@ -412,6 +439,7 @@ void suite_jit(void) {
   test_variables();
   test_random();
   test_errors();
+  test_failed_capture_keeps_state();
   test_train_step();
   test_memory_flat();
 }
