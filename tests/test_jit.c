@@ -254,6 +254,33 @@ static tg_status step_item(void *user, tg_tensor *const *in, size_t nin, tg_tens
   return TG_OK;
 }
 
+/* w += 1 realized, then a read: the capture fails at the read, and the assign recorded before it still ran */
+static tg_status step_assign_then_read(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars,
+                                       size_t nvars, tg_tensor **out, size_t nout) {
+  TG_UNUSED(nin), TG_UNUSED(vars), TG_UNUSED(nvars), TG_UNUSED(nout);
+  tg_tensor *w = user;
+  tg_status st = tg_assign(w, tg_add(w, tg_const_float(1)));
+  if (st == TG_OK) st = tg_realize(w);
+  double v = 0;
+  if (st == TG_OK) st = tg_item_double(tg_sum(in[0], NULL, 0, false), &v);
+  out[0] = tg_retain(w);
+  return st;
+}
+
+static void test_failed_capture_keeps_state(void) {
+  tg_scope sc = tg_scope_begin();
+  float zero[2] = {0, 0}, got[2];
+  tg_tensor *w = tg_from_floats(zero, TG_SHAPE(2)), *x = tg_from_floats(zero, TG_SHAPE(2)), *out = NULL;
+  tg_jit *j = tg_jit_new(step_assign_then_read, w, 1, NULL);
+  CHECK(tg_jit_call(j, &x, 1, NULL, 0, &out) == TG_OK);
+  CHECK(tg_jit_call(j, &x, 1, NULL, 0, &out) == TG_ERR_INVALID_ARGUMENT && has(tg_last_error(), "during JIT capture"));
+  host(w, got, 2);
+  CHECK_EQ_INT(got[0], 2); /* both calls' assigns ran */
+  CHECK_EQ_INT(got[1], 2);
+  tg_jit_free(j);
+  tg_scope_end(sc);
+}
+
 static void test_errors(void) {
   tg_scope sc = tg_scope_begin();
   float a[4] = {1, 2, 3, 4};
@@ -283,6 +310,37 @@ static void test_errors(void) {
   CHECK_EQ_INT(tg_jit_kernel_count(off), 0);
   tg_jit_free(off);
   test_unsetenv("JIT");
+  tg_scope_end(sc);
+}
+
+/* a COPY inside the step: in (CPU) -> CPU:1, doubled there; the input is patched into the copy */
+static tg_status step_copy(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                           tg_tensor **out, size_t nout) {
+  TG_UNUSED(user), TG_UNUSED(nin), TG_UNUSED(vars), TG_UNUSED(nvars), TG_UNUSED(nout);
+  out[0] = tg_mul(tg_to(in[0], "CPU:1"), tg_const_float(2));
+  return out[0] ? TG_OK : tg_last_status();
+}
+
+static void test_copy_calls(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_jit *j = tg_jit_new(step_copy, NULL, 1, NULL);
+  for (int call = 0; call < 5; call++) {
+    float a[6], got[6];
+    fill(a, 6, (float)call);
+    tg_tensor *x = tg_from_floats(a, TG_SHAPE(6)), *out = NULL;
+    CHECK_MSG(tg_jit_call(j, &x, 1, NULL, 0, &out) == TG_OK, "call %d: %s", call, tg_last_error());
+    if (!out) break;
+    CHECK_EQ_STR(tg_device(out), "CPU:1");
+    host(out, got, 6);
+    int bad = 0;
+    for (int i = 0; i < 6; i++) bad += got[i] != a[i] * 2;
+    CHECK_MSG(bad == 0, "call %d: %d wrong values", call, bad);
+  }
+  CHECK_EQ_INT(tg_jit_kernel_count(j), 1); /* the copy is a call, not a kernel */
+  float a[6] = {0};
+  tg_tensor *other = tg_from_data_on(a, TG_FLOAT32, TG_SHAPE(6), "CPU:1"), *out = NULL;
+  CHECK(tg_jit_call(j, &other, 1, NULL, 0, &out) == TG_ERR_INVALID_ARGUMENT && has(tg_last_error(), "args mismatch in JIT"));
+  tg_jit_free(j);
   tg_scope_end(sc);
 }
 
@@ -412,6 +470,8 @@ void suite_jit(void) {
   test_variables();
   test_random();
   test_errors();
+  test_failed_capture_keeps_state();
+  test_copy_calls();
   test_train_step();
   test_memory_flat();
 }

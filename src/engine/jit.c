@@ -170,6 +170,14 @@ static tg_status capture(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor 
   EngineJit *eng = engine_capture_end();
   if (st == TG_OK && engine_jit_calls(eng) == 0) st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "didn't JIT anything!");
   if (st != TG_OK) {
+    /* what was recorded before the failure still runs (once, as recorded): the handles already point at its
+     * buffers, which must hold their values (nothing corrupted) */
+    if (engine_jit_calls(eng)) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", tg_last_error());
+      if (engine_jit_freeze(eng, NULL, 0, NULL, 0) == TG_OK) (void)engine_jit_run(eng, NULL, NULL, NULL);
+      tg_set_error(st, "%s", msg);
+    }
     engine_jit_free(eng);
     return st;
   }
