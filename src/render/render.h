@@ -12,6 +12,11 @@
 /* What a device's code generator can express (tinygrad's Renderer class attributes). Static, lives for the
  * process. The codegen reads it to choose decompositions: an ALU op not in code_for_op is rewritten into ops that
  * are (e.g. EXP2/LOG2/SIN into polynomials, MAX into a WHERE, RECIPROCAL into FDIV). */
+/* Which C the CPU renderer writes (render_c). CLANG is tinygrad's ClangRenderer text (ext_vector_type vectors, __fp16,
+ * __builtin_bit_cast); GCC is what gcc accepts in C (vector_size vectors, _Float16, bit casts through a union). AUTO,
+ * renderer_clang's setting, follows the compiler the runtime will use (rt_compiler_family: gcc -> GCC, else CLANG). */
+typedef enum RenderCDialect { RENDER_C_DIALECT_AUTO, RENDER_C_DIALECT_CLANG, RENDER_C_DIALECT_GCC } RenderCDialect;
+
 typedef struct Renderer Renderer;
 struct Renderer {
   const char *device;          /* "CPU", "CUDA" */
@@ -28,6 +33,7 @@ struct Renderer {
                                   else 16); the CPU heuristic tiles matmul-like kernels to it */
   bool reduce_vectorize_hint;  /* mark contiguous scalar reduce loops for the compiler's loop vectorizer (c.c) */
   bool pointer_plus_terms;     /* write an access at x + c as buf+x+c, not buf+(x+c) (c.c put_index_terms) */
+  RenderCDialect c_dialect;     /* the C renderer's dialect (CPU only) */
   OpSet code_for_op;           /* ALU ops rendered natively (the keys of tinygrad's code_for_op) */
   uint32_t supported_dtypes;   /* bit (1u << TgDTypeId) per scalar dtype the device computes in */
   /* Renderer-specific rewrites applied in the codegen's final rewrite (tinygrad Renderer.extra_matcher), or NULL
