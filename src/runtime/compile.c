@@ -126,6 +126,10 @@ static bool compiler_init(void) {
   /* gcc contracts a*b+c into fma across statements by default; clang (tinygrad's compiler) only within one
    * expression. Without contraction gcc's results are the IEEE ones. */
   if (!is_clang) tg_vec_push(&cc_words, tg_strdup("-ffp-contract=off"));
+  /* gcc 12's loop vectorizer miscompiles if-converted loops of gated loads (masked loads at negative offsets: the
+   * weight gradient of a padded conv2d, r_2_2_3_3_4_4 of grad_parity's conv2d_f64, came out 0 instead of -10.875
+   * with -O2 -march=native, right with -O1, -O0 or clang). Without if-conversion gcc keeps the branches. */
+  if (cc_family == RT_COMPILER_GCC) tg_vec_push(&cc_words, tg_strdup("-fno-tree-loop-if-convert"));
   /* clang-14 and gcc-12 reject __bf16 on x86. After the renderer's extra rules a bfloat16 is only loaded, stored and
    * bit-cast (its math is float32 bit manipulation), so its 16 bits as an unsigned short are exact. */
   tg_vec_push(&cc_words, tg_strdup("-D__bf16=unsigned short"));
