@@ -1,5 +1,6 @@
 /* c.c — the C-style renderer (tinygrad renderer/cstyle.py: CStyleLanguage._render), and its C language table for the
- * CPU (ClangRenderer). The CUDA table is in cuda.c; what differs between the two is cstyle.h's CStyleLang.
+ * CPU (ClangRenderer) in two dialects: clang's (tinygrad's text) and gcc's (render.h RenderCDialect, picked by the
+ * runtime's compiler). The CUDA table is in cuda.c; what differs between the languages is cstyle.h's CStyleLang.
  *
  * Walks the linearized list once. Every UOp gets a name (alu0, val0, cast0, bidx0, buf0, Lidx0 ...) or, when it is
  * used once and cheap to repeat, its expression text is inlined into its user; everything else becomes one line

@@ -103,7 +103,7 @@ const Renderer *renderer_cuda(void);
 char *render_cuda(const Renderer *ren, UOp *linear);
 
 /* Render a linearized kernel (a LINEAR whose sources are the cg_linearize list) to C source for the CPU, as tinygrad's
- * ClangRenderer.render: vector typedefs, then
+ * ClangRenderer.render (in ren->c_dialect's C: tinygrad's clang text, or gcc's forms of it): vector typedefs, then
  *   void <name>(float* restrict data0_16, const int core_id, ...) { ... }
  * with PARAMs in slot order. The name is the SINK's KernelInfo name ("test" if it has none).
  * Returns a heap string (caller frees), or NULL with tg_last_error() set when the list holds something this
