@@ -241,7 +241,9 @@ static void test_compiler_rejects_some(const char *dir) {
   snprintf(real_cc, sizeof real_cc, "%s", rt_compiler_command());
   char *space = strchr(real_cc, ' ');
   if (space) *space = 0;
-  snprintf(wrapper, sizeof wrapper, "%s/cc-poison", dir);
+  /* named after the real compiler, so the renderer writes its dialect (runtime rt_compiler_family reads the name) */
+  const char *real_base = strrchr(real_cc, '/') ? strrchr(real_cc, '/') + 1 : real_cc;
+  snprintf(wrapper, sizeof wrapper, "%s/poison-%.60s", dir, real_base);
   FILE *f = fopen(wrapper, "w");
   CHECK(f != NULL && real_cc[0]);
   if (!f || !real_cc[0]) {

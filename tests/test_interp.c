@@ -236,11 +236,20 @@ static void check_vectors(void) {
   CHECK_EQ_INT(out[0], 109);
   CHECK_EQ_INT(out[1], 5);
   UOp *lin = lin_of(k);
-  char *src = lin ? render_c(renderer_clang(), lin) : NULL;
-  CHECK_MSG(src && strstr(src, "typedef unsigned int unsigned_int2 __attribute__((aligned(8),ext_vector_type(2)));") &&
-                strstr(src, "*((unsigned_int2*)((data0_2+0))) = (unsigned_int2){(val0[1]+100u),val0[0]};"),
-            "vector kernel rendered as\n%s", src ? src : tg_last_error());
-  tg_free(src);
+  /* clang's typedef (tinygrad's text) and gcc's; lanes and vector literals are spelled alike in both */
+  static const struct { RenderCDialect dialect; const char *typedef_line; } forms[] = {
+      {RENDER_C_DIALECT_CLANG, "typedef unsigned int unsigned_int2 __attribute__((aligned(8),ext_vector_type(2)));"},
+      {RENDER_C_DIALECT_GCC, "typedef unsigned int unsigned_int2 __attribute__((vector_size(8),aligned(8)));"},
+  };
+  for (size_t f = 0; f < TG_ARRAY_LEN(forms); f++) {
+    Renderer ren = *renderer_clang();
+    ren.c_dialect = forms[f].dialect;
+    char *src = lin ? render_c(&ren, lin) : NULL;
+    CHECK_MSG(src && strstr(src, forms[f].typedef_line) &&
+                  strstr(src, "*((unsigned_int2*)((data0_2+0))) = (unsigned_int2){(val0[1]+100u),val0[0]};"),
+              "vector kernel rendered as\n%s", src ? src : tg_last_error());
+    tg_free(src);
+  }
   uop_scope_end(sc);
 }
 

@@ -53,6 +53,7 @@ static void check_tinygrad_cases(void) {
     tg_free(lines);
     /* tinygrad's text is without our loop-vectorizer hint (render/c.c wants_vectorize_hint) */
     Renderer plain = *renderer_clang();
+    plain.c_dialect = RENDER_C_DIALECT_CLANG; /* tinygrad's ClangRenderer text, whichever compiler CC names */
     plain.reduce_vectorize_hint = false;
     plain.pointer_plus_terms = false;
     char *src = render_c(&plain, lin);
@@ -60,6 +61,7 @@ static void check_tinygrad_cases(void) {
               src ? src : tg_last_error(), c_render_cases[i].source);
     /* with it, the same text plus the hint lines (the pointer+terms form is checked by running the compiled C) */
     Renderer hint_only = *renderer_clang();
+    hint_only.c_dialect = RENDER_C_DIALECT_CLANG;
     hint_only.pointer_plus_terms = false;
     char *hinted = render_c(&hint_only, lin);
     if (src && hinted) {
@@ -160,8 +162,8 @@ typedef struct Compiled {
 } Compiled;
 
 /* Every rendered kernel in one C file (each kernel's name #defined to a unique one, plus its fixed-ABI entry),
- * compiled by one compiler process into one shared object. */
-static void *compile_all(Compiled *ks, size_t n, char *dir, size_t dirlen) {
+ * compiled by one compiler process (`cc`) into one shared object. */
+static void *compile_all(Compiled *ks, size_t n, const char *cc, char *dir, size_t dirlen) {
   snprintf(dir, dirlen, "/tmp/tg_render_test_XXXXXX");
   if (!mkdtemp(dir)) return NULL;
   char path[512], so[512], cmd[2048];
@@ -179,11 +181,10 @@ static void *compile_all(Compiled *ks, size_t n, char *dir, size_t dirlen) {
     tg_free(e);
   }
   fclose(f);
-  /* tinygrad's compiler: the ClangRenderer text uses clang extensions (ext_vector_type, __fp16, __builtin_bit_cast) */
-  const char *cc = getenv("TG_TEST_CLANG") ? getenv("TG_TEST_CLANG") : "clang";
-  /* this machine's clang-14 has no __bf16 on x86: the kernels only load, store and bit-cast it */
-  snprintf(cmd, sizeof cmd, "%s -O2 -shared -fPIC -ffreestanding -fno-math-errno -mf16c -D'__bf16=unsigned short' -o %s %s",
-           cc, so, path);
+  /* clang-14 and gcc-12 have no __bf16 on x86: the kernels only load, store and bit-cast it */
+  /* gcc contracts a*b+c across statements unless told not to (the runtime tells it too) */
+  snprintf(cmd, sizeof cmd, "%s -O2 -shared -fPIC -ffreestanding -fno-math-errno -mf16c%s -D'__bf16=unsigned short' -o %s %s",
+           cc, strstr(cc, "gcc") ? " -ffp-contract=off" : "", so, path);
   int rc = system(cmd);
   if (rc != 0) fprintf(stderr, "  compile failed (%d): %s\n", rc, cmd);
   if (rc != 0) return NULL;
@@ -260,20 +261,51 @@ static void run_and_compare(const char *name, UOp *lin, EntryFn fn) {
   tg_vec_free(&params);
 }
 
-static void check_compiled_vs_interp(void) {
+static bool program_exists(const char *prog) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "command -v '%s' >/dev/null 2>&1", prog);
+  return system(cmd) == 0;
+}
+
+/* Every tinygrad case rendered in one dialect, compiled by that dialect's compiler and run against the interpreter.
+ * CLANG is tinygrad's text (clang's ext_vector_type, __fp16, __builtin_bit_cast); GCC is the same kernels in what gcc
+ * accepts (vector_size, _Float16, union bit casts), pinned here by its forms. A missing compiler skips its half with
+ * a printed reason (one check). */
+static void check_compiled_vs_interp(RenderCDialect dialect) {
+  bool gcc = dialect == RENDER_C_DIALECT_GCC;
+  const char *cc = gcc ? "gcc" : getenv("TG_TEST_CLANG") ? getenv("TG_TEST_CLANG") : "clang";
+  if (!program_exists(cc)) {
+    printf("  render: %s dialect compile checks skipped: no %s on PATH\n", gcc ? "gcc" : "clang", cc);
+    CHECK(!program_exists(cc)); /* the one check that stands for the skipped compiles */
+    return;
+  }
+  rng_state = 0x9e3779b97f4a7c15ULL; /* both dialects run on the same inputs */
   UOpScope sc = uop_scope_begin();
+  Renderer ren = *renderer_clang();
+  ren.c_dialect = dialect;
   Compiled *ks = tg_calloc(TG_ARRAY_LEN(c_render_cases), sizeof *ks);
-  size_t n = 0;
+  size_t n = 0, vectors = 0, bitcasts = 0, halves = 0;
   for (size_t i = 0; i < TG_ARRAY_LEN(c_render_cases); i++) {
     UOp *sink = uop_parse(c_render_cases[i].sink);
     UOp *lin = sink ? cg_linearize(sink) : NULL;
-    char *src = lin ? render_c(renderer_clang(), lin) : NULL;
+    char *src = lin ? render_c(&ren, lin) : NULL;
     if (!src) continue; /* reported by check_tinygrad_cases */
+    bool clang_forms = strstr(src, "ext_vector_type(") || strstr(src, "__builtin_bit_cast(") || strstr(src, "__fp16") ||
+                       strstr(src, "_Pragma(\"clang");
+    bool gcc_forms = strstr(src, "vector_size(") || strstr(src, "((union { ") || strstr(src, "_Float16");
+    CHECK_MSG(gcc ? !clang_forms : !gcc_forms, "%s: %s dialect with the other's forms:\n%s", c_render_cases[i].name,
+              gcc ? "gcc" : "clang", src);
+    vectors += strstr(src, gcc ? "__attribute__((vector_size(" : "ext_vector_type(") != NULL;
+    bitcasts += strstr(src, gcc ? "((union { " : "__builtin_bit_cast(") != NULL;
+    halves += strstr(src, gcc ? "_Float16" : "__fp16") != NULL;
     ks[n++] = (Compiled){i, lin, src};
   }
+  /* the cases exercise what differs between the dialects */
+  CHECK_MSG(vectors >= 2 && bitcasts >= 1 && halves >= 1, "%s dialect: %zu kernels with vectors, %zu with bit casts, "
+            "%zu with half", gcc ? "gcc" : "clang", vectors, bitcasts, halves);
   char dir[64];
-  void *lib = compile_all(ks, n, dir, sizeof dir);
-  CHECK_MSG(lib != NULL, "compiling or loading the rendered kernels failed");
+  void *lib = compile_all(ks, n, cc, dir, sizeof dir);
+  CHECK_MSG(lib != NULL, "compiling or loading the rendered kernels (%s dialect) failed", gcc ? "gcc" : "clang");
   for (size_t k = 0; lib && k < n; k++) {
     char entry[64];
     snprintf(entry, sizeof entry, "tg_entry_%zu", k);
@@ -415,5 +447,6 @@ void suite_render(void) {
   /* sum_all and the other contiguous scalar reduces carry the hint */
   CHECK_MSG(hinted_loops >= 1, "no tinygrad case got the loop-vectorizer hint (%d)", hinted_loops);
   check_extra_matcher();
-  check_compiled_vs_interp();
+  check_compiled_vs_interp(RENDER_C_DIALECT_CLANG);
+  check_compiled_vs_interp(RENDER_C_DIALECT_GCC);
 }

@@ -1,11 +1,14 @@
 /* c.c — the C-style renderer (tinygrad renderer/cstyle.py: CStyleLanguage._render), and its C language table for the
- * CPU (ClangRenderer). The CUDA table is in cuda.c; what differs between the two is cstyle.h's CStyleLang.
+ * CPU (ClangRenderer) in two dialects: clang's (tinygrad's text) and gcc's (render.h RenderCDialect, picked by the
+ * runtime's compiler). The CUDA table is in cuda.c; what differs between the languages is cstyle.h's CStyleLang.
  *
  * Walks the linearized list once. Every UOp gets a name (alu0, val0, cast0, bidx0, buf0, Lidx0 ...) or, when it is
  * used once and cheap to repeat, its expression text is inlined into its user; everything else becomes one line
  * `type name = expr;` at the current loop depth. Numbering, inlining rules, constant spelling and parenthesisation
  * follow tinygrad's text exactly, so the output is byte-for-byte tinygrad's for the same list. */
 #include "cstyle.h"
+
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +21,11 @@ static const char *c_type_name(const DType *d) {
   if (s == DT_BOOL) return "_Bool"; /* ClangRenderer.type_map */
   if (s == DT_FLOAT16) return "__fp16";
   return s->cname;
+}
+
+/* gcc has no __fp16 on x86; its _Float16 (gcc >= 12) is IEEE half too */
+static const char *gcc_type_name(const DType *d) {
+  return d->scalar == DT_FLOAT16 ? "_Float16" : c_type_name(d);
 }
 
 static bool is_mem_space(AddrSpace a) { return a == ADDR_GLOBAL || a == ADDR_LOCAL; }
@@ -39,7 +47,7 @@ void render_cstyle_put_dtype(StrBuf *b, const CStyleLang *lang, const DType *d, 
 
 static const CStyleLang *lang_of(const CRender *cr);
 #define put_dtype(b, d, sz, as, ptr) render_cstyle_put_dtype((b), lang_of(cr), (d), (sz), (as), (ptr))
-#define type_name(d) (lang_of(cr)->type_name(d))
+#define scalar_name(d) (lang_of(cr)->type_name(d))
 
 /* tinygrad render_type(u) */
 static void put_type(CRender *cr, StrBuf *b, const UOp *u) {
@@ -366,7 +374,7 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
     int64_t numel = 1;
     for (int i = 0; i < nd; i++) numel *= dims[i];
     if (aspace(cr, u) == ADDR_LOCAL) sb_puts(l, cr->lang->smem_prefix);
-    sb_printf(l, "%s ", type_name(u->dtype));
+    sb_printf(l, "%s ", scalar_name(u->dtype));
     put_ref(cr, l, u);
     sb_printf(l, "[%lld]", (long long)numel);
     if (numel > 1 && cr->lang->align_reg_vectors && aspace(cr, u) == ADDR_REG) { /* a vector accumulator, read and written as one aligned vector */
@@ -379,7 +387,7 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
   }
   case TG_OP_RANGE:
     if (u->dtype == DT_VOID) { sb_puts(l, "for (;;) {"); return true; }
-    sb_printf(l, "for (%s ", type_name(u->dtype));
+    sb_printf(l, "for (%s ", scalar_name(u->dtype));
     put_ref(cr, l, u);
     sb_puts(l, " = 0; ");
     put_ref(cr, l, u);
@@ -428,10 +436,20 @@ static bool render_one(CRender *cr, StrBuf *l, const UOp *u) {
       sb_puts(l, "))");
       return true;
     }
-    if (cr->lang->bitcast_template) { /* CUDA: tg_bitcast<T>((S)(x)) with the scalar types (render_dtype) */
-      sb_printf(l, "tg_bitcast<%s>((%s)(", type_name(u->dtype), type_name(u->src[0]->dtype));
+    if (cr->lang->bitcast == CSTYLE_BITCAST_UNION) { /* gcc: ((union { S s; T t; }){.s = x}).t */
+      sb_puts(l, "((union { ");
+      put_type(cr, l, u->src[0]);
+      sb_puts(l, " s; ");
+      put_type(cr, l, u);
+      sb_puts(l, " t; }){.s = ");
+      put_ref(cr, l, u->src[0]);
+      sb_puts(l, "}).t");
+      return true;
+    }
+    if (cr->lang->bitcast == CSTYLE_BITCAST_TEMPLATE) { /* CUDA: tg_bitcast<T>((S)(x)) with the scalar types (render_dtype) */
+      sb_printf(l, "tg_bitcast<%s>((%s)(", scalar_name(u->dtype), scalar_name(u->src[0]->dtype));
     } else {
-      sb_printf(l, "__builtin_bit_cast(%s, (", type_name(u->dtype));
+      sb_printf(l, "__builtin_bit_cast(%s, (", scalar_name(u->dtype));
       put_type(cr, l, u->src[0]);
       sb_puts(l, ")(");
     }
@@ -676,7 +694,20 @@ static bool inline_it(CRender *cr, const UOp *u) {
   return cheap && uses == 1 && !tg_getenv_int("EXPAND_SSA", 0); /* EXPAND_SSA=1: every value on its own line */
 }
 
-/* ClangRenderer._render_defines: one ext_vector_type typedef per (dtype, lanes) of a vector value, first-use order */
+/* One vector typedef: clang's ext_vector_type(lanes) (ClangRenderer's), or gcc's vector_size(bytes); `suffix` names the
+ * element-aligned twin ("_u"). */
+static void put_vector_typedef(StrBuf *out, const CStyleLang *lang, const DType *d, int64_t n, int64_t align,
+                               const char *suffix) {
+  sb_printf(out, "typedef %s ", lang->type_name(d));
+  render_cstyle_put_dtype(out, lang, d, n, ADDR_REG, false);
+  if (lang->vector_size_attr)
+    sb_printf(out, "%s __attribute__((vector_size(%lld),aligned(%lld)));", suffix, /* aligned(1st) would not lower */
+              (long long)(n * (int64_t)dt_itemsize(d)), (long long)align);
+  else
+    sb_printf(out, "%s __attribute__((aligned(%lld),ext_vector_type(%lld)));", suffix, (long long)align, (long long)n);
+}
+
+/* ClangRenderer._render_defines: one vector typedef per (dtype, lanes) of a vector value, first-use order */
 static void put_vector_typedefs(const CStyleLang *lang, ShapeCache *shapes, StrBuf *out, UOp *linear) {
   const DType *seen_dt[64];
   int64_t seen_n[64];
@@ -700,9 +731,7 @@ static void put_vector_typedefs(const CStyleLang *lang, ShapeCache *shapes, StrB
       while (align * 2 <= bytes) align *= 2;
     if (!first) sb_putc(out, '\n');
     first = false;
-    sb_printf(out, "typedef %s ", c_type_name(u->dtype));
-    render_cstyle_put_dtype(out, lang, u->dtype, n, ADDR_REG, false);
-    sb_printf(out, " __attribute__((aligned(%lld),ext_vector_type(%lld)));", (long long)align, (long long)n);
+    put_vector_typedef(out, lang, u->dtype, n, align, "");
   }
   /* the element-aligned twins of the vector types unaligned accesses use */
   for (uint32_t i = 0; i < linear->nsrc; i++) {
@@ -718,10 +747,7 @@ static void put_vector_typedefs(const CStyleLang *lang, ShapeCache *shapes, StrB
     seen_n[nseen++] = -n;
     if (!first) sb_putc(out, '\n');
     first = false;
-    sb_printf(out, "typedef %s ", c_type_name(bidx->dtype));
-    render_cstyle_put_dtype(out, lang, bidx->dtype, n, ADDR_REG, false);
-    sb_printf(out, "_u __attribute__((aligned(%d),ext_vector_type(%lld)));", dt_itemsize(bidx->dtype) > 0 ? (int)dt_itemsize(bidx->dtype) : 1,
-              (long long)n);
+    put_vector_typedef(out, lang, bidx->dtype, n, dt_itemsize(bidx->dtype) > 0 ? dt_itemsize(bidx->dtype) : 1, "_u");
   }
 }
 
@@ -843,8 +869,9 @@ char *render_cstyle(const Renderer *ren, const CStyleLang *lang, UOp *linear) {
       }
       if (!first_line) sb_putc(&body, '\n');
       first_line = false;
-      if (op == TG_OP_RANGE && cr.ren->reduce_vectorize_hint && wants_vectorize_hint(&cr, linear, i)) {
-        put_indented(&body, "_Pragma(\"clang loop vectorize(enable)\")", depth);
+      if (op == TG_OP_RANGE && cr.ren->reduce_vectorize_hint && lang->loop_vectorize_hint &&
+          wants_vectorize_hint(&cr, linear, i)) {
+        put_indented(&body, lang->loop_vectorize_hint, depth);
         sb_putc(&body, '\n');
       }
       put_indented(&body, line.s ? line.s : "", depth);
@@ -881,8 +908,8 @@ static void c_put_program(StrBuf *out, const CStyleLang *lang, const CStyleProgr
   for (size_t k = 0; k < p->params->len; k++) {
     const RenderParam *rp = &p->params->data[k];
     if (k) sb_puts(out, ", ");
-    if (rp->is_value) sb_printf(out, "const %s %s", c_type_name(rp->dtype), rp->name);
-    else sb_printf(out, "%s* restrict %s", c_type_name(rp->dtype), rp->name);
+    if (rp->is_value) sb_printf(out, "const %s %s", lang->type_name(rp->dtype), rp->name);
+    else sb_printf(out, "%s* restrict %s", lang->type_name(rp->dtype), rp->name);
   }
   sb_printf(out, ") {\n%s\n}\n", p->body);
 }
@@ -896,13 +923,43 @@ static const CStyleLang c_lang = {
     .align_reg_vectors = true,
     .vector_ctor = NULL,
     .gep_arr_threshold = 0,
-    .bitcast_template = false,
+    .bitcast = CSTYLE_BITCAST_BUILTIN,
+    .vector_size_attr = false,
+    .loop_vectorize_hint = "_Pragma(\"clang loop vectorize(enable)\")",
     .put_unary = NULL,
     .put_workitem = NULL,
     .put_program = c_put_program,
 };
 
-char *render_c(const Renderer *ren, UOp *linear) { return render_cstyle(ren, &c_lang, linear); }
+/* The same C for gcc (>= 12 on x86-64 for _Float16): what clang's extensions say, in gcc's. Lanes are read as v[i]
+ * and built as (float4){a,b,c,d} in both; __builtin_convertvector is in gcc since 9. gcc's loop vectorizer has no
+ * hint that permits reordering a reduction, so none is written. */
+static const CStyleLang gcc_lang = {
+    .type_name = gcc_type_name,
+    .inf = "__builtin_inff()",
+    .nan = "__builtin_nanf(\"\")",
+    .barrier = "__atomic_thread_fence(__ATOMIC_SEQ_CST);",
+    .smem_prefix = "",
+    .align_reg_vectors = true,
+    .vector_ctor = NULL,
+    .gep_arr_threshold = 0,
+    .bitcast = CSTYLE_BITCAST_UNION,
+    .vector_size_attr = true,
+    .loop_vectorize_hint = NULL,
+    .put_unary = NULL,
+    .put_workitem = NULL,
+    .put_program = c_put_program,
+};
+
+static RenderCDialect c_dialect(const Renderer *ren) {
+  RenderCDialect d = ren ? ren->c_dialect : RENDER_C_DIALECT_AUTO;
+  if (d != RENDER_C_DIALECT_AUTO) return d;
+  return rt_compiler_family() == RT_COMPILER_GCC ? RENDER_C_DIALECT_GCC : RENDER_C_DIALECT_CLANG;
+}
+
+char *render_c(const Renderer *ren, UOp *linear) {
+  return render_cstyle(ren, c_dialect(ren) == RENDER_C_DIALECT_GCC ? &gcc_lang : &c_lang, linear);
+}
 
 char *render_c_entry(UOp *linear, const char *entry_name) {
   RenderParamVec params = {0};
@@ -916,7 +973,7 @@ char *render_c_entry(UOp *linear, const char *entry_name) {
     const RenderParam *p = &params.data[k];
     if (k) sb_puts(&b, ", ");
     if (p->is_value) sb_printf(&b, "(%s)vals[%lld]", c_type_name(p->dtype), (long long)p->slot);
-    else sb_printf(&b, "(%s*)bufs[%lld]", c_type_name(p->dtype), (long long)p->slot);
+    else sb_printf(&b, "bufs[%lld]", (long long)p->slot); /* void * converts: no element type to spell per dialect */
   }
   sb_puts(&b, ");\n}\n");
   tg_vec_free(&params);

@@ -17,6 +17,10 @@ typedef struct CStyleProgram {
   ShapeCache *shapes;            /* shapes and address spaces of the list's nodes */
 } CStyleProgram;
 
+/* A value BITCAST: __builtin_bit_cast(T, (S)(x)) (clang's C), tg_bitcast<T>((S)(x)) (CUDA C++, defined in the
+ * source), or ((union { S s; T t; }){.s = x}).t (gcc's C, which has no __builtin_bit_cast; the union folds away). */
+typedef enum CStyleBitcast { CSTYLE_BITCAST_BUILTIN, CSTYLE_BITCAST_TEMPLATE, CSTYLE_BITCAST_UNION } CStyleBitcast;
+
 typedef struct CStyleLang CStyleLang;
 struct CStyleLang {
   const char *(*type_name)(const DType *scalar); /* the scalar's spelling (type_map, else the dtype's C name) */
@@ -26,7 +30,9 @@ struct CStyleLang {
   bool align_reg_vectors;         /* aligned(...) attribute on a vector register buffer (the CPU's accumulators) */
   const char *vector_ctor;        /* STACK: "make_" gives make_float4(a,b,c,d); NULL gives (float4){a,b,c,d} */
   int gep_arr_threshold;          /* a constant lane of a vector of at most this many lanes is .x/.y/...; else [i] */
-  bool bitcast_template;          /* tg_bitcast<T>((S)(x)) instead of __builtin_bit_cast(T, (S)(x)) */
+  CStyleBitcast bitcast;          /* how a value BITCAST is written */
+  bool vector_size_attr;          /* vector typedefs with gcc's vector_size(bytes), not clang's ext_vector_type(n) */
+  const char *loop_vectorize_hint; /* the line before a reduce loop render.h reduce_vectorize_hint picks; NULL: none */
   /* a unary op's spelling where the language has its own (CUDA hexp2 for half...); false: the default one */
   bool (*put_unary)(StrBuf *b, TgOp op, const DType *d, const char *x);
   /* SPECIAL: kind 'g' (block), 'l' (thread in block), 'i' (flat global id) of axis 0..2; NULL: not expressible */

@@ -24,6 +24,10 @@ typedef struct TensorCore {
   const char *opts[8];     /* "u0", "l0", ...; NULL ends */
   const char *swizzle[2][3];
 } TensorCore;
+/* Which C the CPU renderer writes (render_c). CLANG is tinygrad's ClangRenderer text (ext_vector_type vectors, __fp16,
+ * __builtin_bit_cast); GCC is what gcc accepts in C (vector_size vectors, _Float16, bit casts through a union). AUTO,
+ * renderer_clang's setting, follows the compiler the runtime will use (rt_compiler_family: gcc -> GCC, else CLANG). */
+typedef enum RenderCDialect { RENDER_C_DIALECT_AUTO, RENDER_C_DIALECT_CLANG, RENDER_C_DIALECT_GCC } RenderCDialect;
 
 typedef struct Renderer Renderer;
 struct Renderer {
@@ -41,6 +45,7 @@ struct Renderer {
                                   else 16); the CPU heuristic tiles matmul-like kernels to it */
   bool reduce_vectorize_hint;  /* mark contiguous scalar reduce loops for the compiler's loop vectorizer (c.c) */
   bool pointer_plus_terms;     /* write an access at x + c as buf+x+c, not buf+(x+c) (c.c put_index_terms) */
+  RenderCDialect c_dialect;     /* the C renderer's dialect (CPU only) */
   OpSet code_for_op;           /* ALU ops rendered natively (the keys of tinygrad's code_for_op) */
   uint32_t supported_dtypes;   /* bit (1u << TgDTypeId) per scalar dtype the device computes in */
   const TensorCore *tensor_cores; /* tinygrad Renderer.tensor_cores, in choice order (tc_select indexes it) */
@@ -112,7 +117,7 @@ const Renderer *renderer_cuda(void);
 char *render_cuda(const Renderer *ren, UOp *linear);
 
 /* Render a linearized kernel (a LINEAR whose sources are the cg_linearize list) to C source for the CPU, as tinygrad's
- * ClangRenderer.render: vector typedefs, then
+ * ClangRenderer.render (in ren->c_dialect's C: tinygrad's clang text, or gcc's forms of it): vector typedefs, then
  *   void <name>(float* restrict data0_16, const int core_id, ...) { ... }
  * with PARAMs in slot order. The name is the SINK's KernelInfo name ("test" if it has none).
  * Returns a heap string (caller frees), or NULL with tg_last_error() set when the list holds something this

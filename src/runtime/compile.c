@@ -36,26 +36,57 @@ static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef TG_VEC(char *) WordVec;
 static WordVec cc_words;     /* CC split on spaces, then the flags (without -o and files) */
 static char *cc_command;     /* the words joined: part of every key */
+static RtCompilerFamily cc_family;
 
-static bool on_path(const char *prog) {
-  if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+/* The file a program name runs (heap string), looked up on PATH unless it holds a '/'; NULL when there is none. */
+static char *find_program(const char *prog) {
+  if (strchr(prog, '/')) return access(prog, X_OK) == 0 ? tg_strdup(prog) : NULL;
   const char *path = getenv("PATH");
   if (!path) path = "/usr/bin:/bin";
-  StrBuf b;
-  sb_init(&b);
-  bool found = false;
-  for (const char *p = path; !found;) {
+  for (const char *p = path;;) {
     const char *end = strchr(p, ':');
     size_t n = end ? (size_t)(end - p) : strlen(p);
-    b.len = 0;
-    if (b.s) b.s[0] = 0;
+    StrBuf b;
+    sb_init(&b);
     sb_printf(&b, "%.*s/%s", (int)n, n ? p : ".", prog);
-    found = access(b.s, X_OK) == 0;
-    if (!end) break;
+    if (access(b.s, X_OK) == 0) return sb_take(&b);
+    sb_free(&b);
+    if (!end) return NULL;
     p = end + 1;
   }
-  sb_free(&b);
-  return found;
+}
+
+static bool on_path(const char *prog) {
+  char *found = find_program(prog);
+  bool ok = found != NULL;
+  tg_free(found);
+  return ok;
+}
+
+/* The family a program name says: "clang", "/usr/bin/clang-14" -> clang; "gcc-12", "x86_64-linux-gnu-gcc" -> gcc. */
+static RtCompilerFamily family_of_name(const char *path) {
+  const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+  if (strstr(base, "clang")) return RT_COMPILER_CLANG;
+  if (strstr(base, "gcc")) return RT_COMPILER_GCC;
+  return RT_COMPILER_OTHER;
+}
+
+/* The compiler's family from its words ("ccache gcc" is gcc): a word's own name, else the file it resolves to
+ * through PATH and symlinks (Debian's cc -> /etc/alternatives/cc -> x86_64-linux-gnu-gcc-12). A wrapper script or
+ * an unknown name is OTHER: the renderer then writes tinygrad's clang text, as for the default compiler. */
+static RtCompilerFamily family_of_words(const WordVec *words) {
+  for (size_t i = 0; i < words->len; i++) {
+    const char *w = words->data[i];
+    RtCompilerFamily f = family_of_name(w);
+    if (f != RT_COMPILER_OTHER) return f;
+    char *found = find_program(w);
+    char *real = found ? realpath(found, NULL) : NULL;
+    f = real ? family_of_name(real) : RT_COMPILER_OTHER;
+    free(real);
+    tg_free(found);
+    if (f != RT_COMPILER_OTHER) return f;
+  }
+  return RT_COMPILER_OTHER;
 }
 
 static bool compiler_init(void) {
@@ -76,11 +107,8 @@ static bool compiler_init(void) {
     tg_set_error(TG_ERR_RUNTIME, "rt_compile: CC is blank");
     return false;
   }
-  bool is_clang = false; /* "clang", "/usr/bin/clang-14", "ccache clang" */
-  for (size_t i = 0; i < cc_words.len; i++) {
-    const char *base = strrchr(cc_words.data[i], '/');
-    is_clang |= strstr(base ? base + 1 : cc_words.data[i], "clang") != NULL;
-  }
+  cc_family = family_of_words(&cc_words);
+  bool is_clang = cc_family == RT_COMPILER_CLANG;
   static const char *const flags[] = {"-O2", "-fPIC", "-ffreestanding", "-fno-math-errno", "-nostdlib",
 #if defined(__aarch64__)
                                       "-mcpu=native",
@@ -98,6 +126,10 @@ static bool compiler_init(void) {
   /* gcc contracts a*b+c into fma across statements by default; clang (tinygrad's compiler) only within one
    * expression. Without contraction gcc's results are the IEEE ones. */
   if (!is_clang) tg_vec_push(&cc_words, tg_strdup("-ffp-contract=off"));
+  /* gcc 12's loop vectorizer miscompiles if-converted loops of gated loads (masked loads at negative offsets: the
+   * weight gradient of a padded conv2d, r_2_2_3_3_4_4 of grad_parity's conv2d_f64, came out 0 instead of -10.875
+   * with -O2 -march=native, right with -O1, -O0 or clang). Without if-conversion gcc keeps the branches. */
+  if (cc_family == RT_COMPILER_GCC) tg_vec_push(&cc_words, tg_strdup("-fno-tree-loop-if-convert"));
   /* clang-14 and gcc-12 reject __bf16 on x86. After the renderer's extra rules a bfloat16 is only loaded, stored and
    * bit-cast (its math is float32 bit manipulation), so its 16 bits as an unsigned short are exact. */
   tg_vec_push(&cc_words, tg_strdup("-D__bf16=unsigned short"));
@@ -113,6 +145,13 @@ const char *rt_compiler_command(void) {
   bool ok = compiler_init();
   pthread_mutex_unlock(&compile_lock);
   return ok ? cc_command : "";
+}
+
+RtCompilerFamily rt_compiler_family(void) {
+  pthread_mutex_lock(&compile_lock);
+  RtCompilerFamily f = compiler_init() ? cc_family : RT_COMPILER_OTHER;
+  pthread_mutex_unlock(&compile_lock);
+  return f;
 }
 
 /* ---- interned programs, loaded libraries, stats ---- */

@@ -116,6 +116,11 @@ const char *rt_compile_log(void);
 
 /* The compiler command's identity: "clang -O2 ..." (what the cache key holds). */
 const char *rt_compiler_command(void);
+/* Which compiler CC names (its words, resolved through PATH and symlinks): the C renderer writes the dialect that
+ * compiler accepts (render.h RenderCDialect). OTHER for a wrapper script or an unknown name, and when no compiler
+ * is found (the compile then fails with its own error). */
+typedef enum RtCompilerFamily { RT_COMPILER_OTHER, RT_COMPILER_CLANG, RT_COMPILER_GCC } RtCompilerFamily;
+RtCompilerFamily rt_compiler_family(void);
 
 /* ============================================================================================== launch
  * Run a kernel. bufs/vals are indexed by parameter position (rt_compile_many's ABI); nargs must equal the
