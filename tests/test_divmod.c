@@ -378,6 +378,26 @@ static void test_memo(void) {
   CHECK_EQ_INT(uop_live_count(), before);
 }
 
+/* A fold result that the memo alone holds, handed out of a scope (as pm_graph_rewrite does), survives a memo clear in a
+ * later inner scope: it belongs to the scope that received it (the ASan build reads it after the clear). */
+static void test_memo_handout_survives_clear(void) {
+  sym_divmod_cache_clear();
+  UOpScope outer = uop_scope_begin();
+  UOp *a = uop_variable("a_hand", 0, 100, NULL), *b = uop_variable("b_hand", 0, 3, NULL);
+  UOp *d = uop_idiv(uop_add(uop_mul(a, wk(8)), uop_mul(b, wk(4))), wk(4));
+  UOpScope rewrite = uop_scope_begin();
+  UOp *r = uop_scope_end_keep(rewrite, sym_fold_divmod_general(d));
+  CHECK(r != NULL);
+  UOpScope later = uop_scope_begin();
+  sym_divmod_cache_clear();
+  uop_scope_end(later);
+  if (r) {
+    CHECK(r->op == TG_OP_ADD);
+    CHECK(uop_new(r->op, r->dtype, r->src, r->nsrc, r->arg) == r); /* still the interned node */
+  }
+  uop_scope_end(outer);
+}
+
 /* seed: cond.where(INDEX(buf, ridx.valid(cond)).where(2, 0), Invalid) keeps the INDEX's valid */
 static void test_gated_load_keeps_index_valid(void) {
   UOpScope scope = uop_scope_begin();
@@ -534,4 +554,5 @@ void suite_divmod(void) {
   test_simplify_valid_skips_loads();
   test_random_divmod();
   test_memo();
+  test_memo_handout_survives_clear();
 }

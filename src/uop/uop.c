@@ -325,6 +325,7 @@ size_t uop_intern_capacity(void) { return itab.cap; }
 /* scopes: a stack of parked nodes (new, or dropped to zero references); a scope is a mark into it               */
 
 static TG_VEC(UOp *) parked;
+static size_t open_scopes; /* scopes begun and not yet ended: is there an enclosing scope to hand a result to? */
 
 static void park(UOp *u) {
   if (u->flags & UOP_F_POOLED) return;
@@ -346,10 +347,14 @@ static void free_node(UOp *u) {
   tg_free(u);
 }
 
-UOpScope uop_scope_begin(void) { return parked.len; }
+UOpScope uop_scope_begin(void) {
+  open_scopes++;
+  return parked.len;
+}
 
 void uop_scope_end(UOpScope s) {
   TG_ASSERT(s <= parked.len, "scope ended twice or out of order");
+  if (open_scopes) open_scopes--;
   while (parked.len > s) {
     UOp *u = parked.data[--parked.len];
     u->flags &= (uint16_t)~UOP_F_POOLED;
@@ -358,10 +363,14 @@ void uop_scope_end(UOpScope s) {
   if (parked.len == 0 && parked.cap > 4096) tg_vec_free(&parked);
 }
 
+/* The kept node is parked in the enclosing scope even when something else still holds it: a memo (divmod.c) may be
+ * its only holder, and a later clear of that memo inside some inner scope would otherwise free it there while the
+ * receiver still uses it (a use after free in grouped_dims, cg_gpu.c, once the memo filled up). */
 UOp *uop_scope_end_keep(UOpScope s, UOp *keep) {
   uop_keep(keep);
   uop_scope_end(s);
   uop_drop(keep);
+  if (keep && open_scopes) park(keep);
   return keep;
 }
 
@@ -376,7 +385,10 @@ void uop_drop(UOp *u) {
   if (--u->rc == 0) park(u);
 }
 
-void uop_collect_all(void) { uop_scope_end(0); }
+void uop_collect_all(void) {
+  uop_scope_end(0);
+  open_scopes = 0;
+}
 
 void uop_memory_trim(void) {
   if (itab.count == 0 && itab.cap) {
