@@ -115,15 +115,17 @@ static size_t used_dtypes(const CStyleProgram *p, UsedDType *out, size_t cap) {
  * B 2, C/D 4 floats), once per distinct WMMA of the kernel */
 static void put_wmma_helpers(StrBuf *out, const CStyleLang *lang, const CStyleProgram *p) {
   static const char *const ptx_in[] = {[TG_FLOAT16] = "f16", [TG_BFLOAT16] = "bf16", [TG_FLOAT32] = "tf32"};
-  const UOp *done[16];
-  size_t ndone = 0;
   for (uint32_t i = 0; i < p->linear->nsrc; i++) {
     const UOp *w = p->linear->src[i];
     if (!uop_is(w, TG_OP_WMMA) || w->arg.kind != ARG_WMMA || w->arg.len != 9) continue;
-    bool dup = false;
-    for (size_t k = 0; k < ndone && !dup; k++) dup = uop_arg_eq(&done[k]->arg, &w->arg);
-    if (dup || ndone == TG_ARRAY_LEN(done)) continue;
-    done[ndone++] = w;
+    StrBuf name; /* one helper per name, as tinygrad's prefix list holds each helper once */
+    sb_init(&name);
+    sb_puts(&name, " __");
+    render_cstyle_put_wmma_name(&name, w);
+    sb_putc(&name, '(');
+    bool dup = out->s && strstr(out->s, name.s) != NULL;
+    sb_free(&name);
+    if (dup) continue;
     const int64_t *a = w->arg.ints;
     const DType *din = &tg_dtype_table[a[3]], *dout = &tg_dtype_table[a[4]];
     int64_t sizes[3], regs[3];
@@ -144,7 +146,7 @@ static void put_wmma_helpers(StrBuf *out, const CStyleLang *lang, const CStylePr
     sb_printf(out, "  asm(\"mma.sync.aligned.m%lldn%lldk%lld.row.col.%s.%s.%s.%s\"", (long long)a[1], (long long)a[0],
               (long long)a[2], o, in, in, o);
     int64_t r = 0;
-    sb_puts(out, "\"{");
+    sb_puts(out, "\n      \"{");
     for (int64_t k = 0; k < regs[2]; k++) sb_printf(out, "%s%%%lld", k ? ", " : "", (long long)(r + k));
     sb_puts(out, "}, {");
     for (int64_t k = 0; k < regs[0]; k++) sb_printf(out, "%s%%%lld", k ? ", " : "", (long long)(regs[2] + k));

@@ -99,6 +99,14 @@ static UOp *make_node(TgOp op, const DType *dt, const char *at, UOp **src, size_
     *cnt++ = 0;
     if (uop_op_by_name(opn) < 0) return NULL;
     arg = arg_reduce((TgOp)uop_op_by_name(opn), atoi(cnt));
+  } else if (strncmp(buf, "wmma:", 5) == 0) { /* a contracted WMMA: "wmma:N,M,K,dtype_in,dtype_out,threads" */
+    char *tok[6];
+    size_t k = 0;
+    for (char *t = strtok(buf + 5, ","); t && k < 6; t = strtok(NULL, ",")) tok[k++] = t;
+    const DType *din = k == 6 ? dtype_named(tok[3]) : NULL, *dout = k == 6 ? dtype_named(tok[4]) : NULL;
+    if (!din || !dout) return NULL;
+    int64_t w[9] = {atoll(tok[0]), atoll(tok[1]), atoll(tok[2]), din->id, dout->id, atoll(tok[5]), 0, 0, 0};
+    arg = arg_ints(ARG_WMMA, w, 9);
   } else if (strncmp(buf, "perm:", 5) == 0 || strncmp(buf, "flip:", 5) == 0) {
     size_t k = 0;
     for (char *tok = strtok(buf + 5, ","); tok && k < 16; tok = strtok(NULL, ",")) ints[k++] = atoll(tok);
