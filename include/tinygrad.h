@@ -301,6 +301,12 @@ tg_tensor *tg_argmax(const tg_tensor *t, int axis, bool keepdim);   /* int32 */
 tg_tensor *tg_argmax_all(const tg_tensor *t);                        /* over the flattened tensor */
 tg_tensor *tg_argmin(const tg_tensor *t, int axis, bool keepdim);
 tg_tensor *tg_cumsum(const tg_tensor *t, int axis);
+tg_tensor *tg_cumprod(const tg_tensor *t, int axis);
+/* The running maximum / minimum along axis; *indices (when not NULL) receives a second new tensor: the int32 index
+ * where each running extreme was first reached (tinygrad's cummax/cummin return both). */
+tg_tensor *tg_cummax(const tg_tensor *t, int axis, tg_tensor **indices);
+tg_tensor *tg_cummin(const tg_tensor *t, int axis, tg_tensor **indices);
+tg_tensor *tg_logcumsumexp(const tg_tensor *t, int axis);  /* log(cumsum(exp(t))) computed stably */
 tg_tensor *tg_softmax(const tg_tensor *t, int axis);
 tg_tensor *tg_log_softmax(const tg_tensor *t, int axis);
 

@@ -1,0 +1,237 @@
+"""tinygrad_c.composite — tinygrad Tensor methods that the C API has no single call for, each composed from C-library
+tensor ops exactly as tinygrad composes them (tinygrad/mixin/*.py): argument shapes and pads are worked out here, every
+value is computed by the C library. Methods not here and not in tensor.py raise NotImplementedError by name (see the
+end of this file)."""
+from __future__ import annotations
+import math
+from .dtype import dtypes, to_dtype
+from .helpers import make_tuple, argfix, ceildiv
+
+def _tensor():
+  from .tensor import Tensor
+  return Tensor
+
+# ---------------------------------------------------------------- pads shared by convs and pools
+def _pool_pads(padding, dims:int) -> list[int]:
+  """tinygrad's resolve_pool_pads: flat (left, right) pads, last spatial axis first."""
+  if not isinstance(padding, int) and not (len(padding) == 2*dims or len(padding) == dims):
+    raise ValueError(f"Padding must be an int or a sequence of length {dims} or {2*dims}, but got {padding=} for shape")
+  if isinstance(padding, int): return [padding]*2*dims
+  if len(padding) == 2*dims: return list(padding)
+  return [p for p in reversed(padding) for _ in range(2)]
+def _grouped(flat:list[int]) -> list[tuple[int, int]]:
+  """flat torch-order pads -> (before, after) per axis, first axis first"""
+  return [(flat[i], flat[i+1]) for i in range(0, len(flat), 2)][::-1]
+def _symmetric(flat:list[int]) -> tuple[int, ...]|None:
+  g = _grouped(flat)
+  return tuple(b for b, _ in g) if all(b == a and b >= 0 for b, a in g) else None
+
+def _spatial_pad(x, flat:list[int], value=0.0):
+  g = _grouped(flat)
+  return x.pad(((0, 0),)*(x.ndim - len(g)) + tuple(g), value=value)
+
+# ---------------------------------------------------------------- convolutions
+def conv_nd(x, weight, bias, groups, stride, dilation, padding, dtype):
+  from .tensor import _w, _i64
+  from ._lib import lib as L
+  if dtype is not None: x, weight = x.cast(dtype), weight.cast(dtype)
+  dims = weight.ndim - 2
+  if dims < 1: raise RuntimeError(f"conv weight needs at least 3 dims, got {weight.shape}")
+  if isinstance(padding, str): raise NotImplementedError(f"tinygrad.c: conv2d padding={padding!r} not supported yet")
+  flat = _pool_pads(padding, dims)
+  if dims == 1:  # as a 2-d conv with a height of 1
+    x1, w1 = x.unsqueeze(-2), weight.unsqueeze(-2)
+    s, d = make_tuple(stride, 1), make_tuple(dilation, 1)
+    return conv_nd(x1, w1, bias, groups, (1, s[0]), (1, d[0]), flat + [0, 0], None).squeeze(-2)
+  if dims != 2: raise NotImplementedError(f"tinygrad.c: conv{dims}d not supported yet (the C library has conv2d)")
+  if x.ndim != 4: raise RuntimeError(f"conv2d input must be 4-d, got {x.shape}")
+  sym = _symmetric(flat)
+  if sym is None: x, sym = _spatial_pad(x, flat), (0, 0)
+  s, d = make_tuple(stride, 2), make_tuple(dilation, 2)
+  return _w(L.tg_conv2d(x._h, weight._h, bias._h if bias is not None else None, groups, _i64(s), _i64(sym), _i64(d)))
+
+def conv_transpose_nd(x, weight, bias, groups, stride, dilation, padding, output_padding):
+  from .tensor import _w, _i64
+  from ._lib import lib as L
+  dims = weight.ndim - 2
+  if dims == 1:
+    r = conv_transpose_nd(x.unsqueeze(-2), weight.unsqueeze(-2), bias, groups, (1,)+make_tuple(stride, 1),
+                          (1,)+make_tuple(dilation, 1), (0,)+make_tuple(padding, 1), (0,)+make_tuple(output_padding, 1))
+    return r.squeeze(-2)
+  if dims != 2: raise NotImplementedError(f"tinygrad.c: conv_transpose{dims}d not supported yet (the C library has 2d)")
+  s, d, p, op = (make_tuple(v, 2) for v in (stride, dilation, padding, output_padding))
+  return _w(L.tg_conv_transpose2d(x._h, weight._h, bias._h if bias is not None else None, groups, _i64(s), _i64(p),
+                                  _i64(d), _i64(op)))
+
+# ---------------------------------------------------------------- pools
+def _ceil_pads(shape, pads:list[int], k_, s_, d_) -> list[int]:
+  """tinygrad's _apply_ceil_mode: extra end padding so the last partial window is kept."""
+  d_, s_ = make_tuple(d_, len(k_)), make_tuple(s_, len(k_))
+  i_ = shape[-len(k_):]
+  g = _grouped(pads)
+  o_ = [ceildiv(i+pB+pA - (d*(k-1)+1), s) + 1 for i, d, k, s, (pB, pA) in zip(i_, d_, k_, s_, g)]
+  for dim, (o, i, s, k, d, (pB, pA)) in enumerate(zip(o_, i_, s_, k_, d_, g)):
+    g[dim] = (pB, pA + s*(o-1) + (d*(k-1)+1) - (i+pB+pA) - max(s*(o-1) - (pB+i-1), 0))
+  return [v for pr in reversed(g) for v in pr]
+
+def _pool2d_args(x, kernel_size, stride):
+  k_ = make_tuple(kernel_size, 2)
+  s_ = stride if stride is not None else k_
+  return k_, make_tuple(s_, len(k_))
+
+def max_pool(x, kernel_size, stride, dilation, padding, ceil_mode, return_indices):
+  from .tensor import _w, _i64
+  from ._lib import lib as L
+  if return_indices: raise NotImplementedError("tinygrad.c: max_pool2d return_indices not supported yet")
+  k_, s_ = _pool2d_args(x, kernel_size, stride)
+  d_ = make_tuple(dilation, len(k_))
+  pads = _pool_pads(padding, len(k_))
+  if ceil_mode: pads = _ceil_pads(x.shape, pads, k_, s_, d_)
+  if len(k_) == 1:
+    return max_pool(x.unsqueeze(-2), (1, k_[0]), (1, s_[0]), (1, d_[0]), pads + [0, 0], False, False).squeeze(-2)
+  if len(k_) != 2: raise NotImplementedError(f"tinygrad.c: max_pool over {len(k_)} dims not supported yet")
+  sym = _symmetric(pads)
+  if sym is None: x, sym = _spatial_pad(x, pads, value=-math.inf if dtypes.is_float(x.dtype) else x.dtype.min), (0, 0)
+  return _w(L.tg_max_pool2d(x._h, _i64(k_), _i64(s_), _i64(sym), _i64(d_)))
+
+def avg_pool(x, kernel_size, stride, dilation, padding, ceil_mode, count_include_pad):
+  from .tensor import _w, _i64
+  from ._lib import lib as L
+  k_, s_ = _pool2d_args(x, kernel_size, stride)
+  if make_tuple(dilation, len(k_)) != (1,)*len(k_): raise NotImplementedError("tinygrad.c: avg_pool2d dilation not supported yet")
+  reg = _pool_pads(padding, len(k_))
+  pads = _ceil_pads(x.shape, reg, k_, s_, 1) if ceil_mode else reg
+  if len(k_) == 1:
+    return avg_pool(x.unsqueeze(-2), (1, k_[0]), (1, s_[0]), 1, pads + [0, 0], False, count_include_pad).squeeze(-2) \
+      if not ceil_mode or not count_include_pad else \
+      _avg_ceil(x.unsqueeze(-2), (1, k_[0]), (1, s_[0]), pads + [0, 0], reg + [0, 0]).squeeze(-2)
+  if len(k_) != 2: raise NotImplementedError(f"tinygrad.c: avg_pool over {len(k_)} dims not supported yet")
+  if not count_include_pad:
+    win = _sum_pool(x, k_, s_, pads)
+    return win / _sum_pool(x.full_like(1), k_, s_, pads)
+  if not ceil_mode:
+    sym = _symmetric(pads)
+    if sym is None: x, sym = _spatial_pad(x, pads), (0, 0)
+    return _w(L.tg_avg_pool2d(x._h, _i64(k_), _i64(s_), _i64(sym), True))
+  return _avg_ceil(x, k_, s_, pads, reg)
+
+def _sum_pool(x, k_, s_, pads):
+  """window sums: the C library's average (pads counted) times the window size, over explicitly padded input"""
+  from .tensor import _w, _i64
+  from ._lib import lib as L
+  xp = _spatial_pad(x, pads)
+  return _w(L.tg_avg_pool2d(xp._h, _i64(k_), _i64(s_), _i64((0, 0)), True)) * (k_[0] * k_[1])
+
+def _avg_ceil(x, k_, s_, pads, reg):
+  """ceil_mode with count_include_pad: regular pads count, the extra ceil pads do not (tinygrad's formula)"""
+  ones = _spatial_pad(x.full_like(1), reg)
+  extra = [c - r for c, r in zip(pads, reg)]
+  return _sum_pool(x, k_, s_, pads) / _sum_pool(ones, k_, s_, extra)
+
+# ---------------------------------------------------------------- small compositions (tinygrad's formulas)
+def _tri(r:int, c:int, diagonal:int = 0):
+  T = _tensor()
+  return T.arange(r).unsqueeze(-1) + diagonal <= T.arange(c)
+def triu(self, diagonal:int=0): return _tri(self.shape[-2], self.shape[-1], diagonal).where(self, self.zeros_like())
+def tril(self, diagonal:int=0): return _tri(self.shape[-2], self.shape[-1], diagonal+1).where(self.zeros_like(), self)
+
+def roll(self, shifts, dims=None):
+  if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
+  dims, shifts = tuple(self._resolve_dim(d) for d in make_tuple(dims, 1)), make_tuple(shifts, 1)
+  if len(dims) != len(shifts): raise RuntimeError(f"{len(dims)=} != {len(shifts)=}")
+  if 0 in self.shape: return self
+  arg = [None] * self.ndim
+  for d, s in zip(dims, shifts): arg[d] = (self.shape[d] - s % self.shape[d], 2*self.shape[d] - s % self.shape[d])
+  return self.repeat(*[2 if i in dims else 1 for i in range(self.ndim)]).shrink(tuple(arg))
+
+def repeat_interleave(self, repeats:int, dim=None):
+  x, dim = (self.flatten(), 0) if dim is None else (self, self._resolve_dim(dim))
+  shp = x.shape
+  x = x.reshape(*shp[:dim+1], 1, *shp[dim+1:]).expand(*shp[:dim+1], repeats, *shp[dim+1:])
+  return x.reshape(*shp[:dim], shp[dim]*repeats, *shp[dim+1:])
+
+def normalize(self, p:float=2.0, dim:int=1, eps:float=1e-12):
+  den = self.ne(0).sum(dim, keepdim=True) if p == 0 else self.abs().pow(p).sum(dim, keepdim=True).pow(1/p)
+  return self / den.maximum(eps)
+
+def softmin(self, axis=-1, dtype=None): return (-self).softmax(axis, dtype)
+
+def isclose(self, other, rtol:float=1e-05, atol:float=1e-08, equal_nan=False):
+  T = _tensor()
+  if not isinstance(other, T): other = T(other)
+  finite = self.isfinite() & other.isfinite() & ((self - other).abs() <= atol + rtol * other.abs())
+  inf = (self.isinf() | other.isinf()) & self.eq(other)
+  out = finite | inf
+  return out | (self.isnan() & other.isnan()) if equal_nan else out
+def allclose(self, other, rtol:float=1e-05, atol:float=1e-08, equal_nan=False):
+  return self.isclose(other, rtol=rtol, atol=atol, equal_nan=equal_nan).all()
+
+def meshgrid(self, *args, indexing:str="ij"):
+  if indexing not in ("ij", "xy"): raise RuntimeError(f'indexing must be in ("ij", "xy"), got {indexing}')
+  ts = (self, *args)
+  if len(ts) == 1: return ts
+  basis = tuple(range(len(ts))) if indexing == "ij" else (1, 0) + tuple(range(2, len(ts)))
+  ts = tuple(t.reshape((-1,) + (1,)*(len(args) - i)) for i, t in zip(basis, ts))
+  out = [1] * max(t.ndim for t in ts)
+  for t in ts:
+    for i, s in enumerate((1,)*(len(out)-t.ndim) + t.shape): out[i] = s if out[i] == 1 else out[i]
+  return tuple(t.expand(*out) for t in ts)
+
+def pad_to(self, shape, *args, value=0):
+  shape = argfix(shape, *args)
+  return self.pad(tuple(None if s is None else (0, s - c) for s, c in zip(shape, self.shape)), value=value)
+def shrink_to(self, shape, *args):
+  shape = argfix(shape, *args)
+  return self.shrink(tuple(None if s is None else (0, s) for s in shape))
+
+def diag(self):
+  if self.ndim != 1: raise ValueError(f"expect input to be 1-D, getting {self.ndim}-D")
+  n = self.shape[0]
+  return self.unsqueeze(-1).pad_to((None, 1+n)).flatten().shrink_to((n*n,)).reshape(n, n)
+
+def diagonal(self, offset:int=0, dim1:int=0, dim2:int=1):
+  if (dim1 := self._resolve_dim(dim1)) == (dim2 := self._resolve_dim(dim2)): raise RuntimeError("dim1 and dim2 cannot be the same dimension")
+  x = self.permute(*[i for i in range(self.ndim) if i != dim1 and i != dim2], dim1, dim2)
+  if offset >= 0: x = x.shrink(tuple(None for _ in x.shape[:-1]) + ((offset, x.shape[-1]),))
+  else: x = x.shrink(tuple(None for _ in x.shape[:-2]) + ((-offset, x.shape[-2]), None))
+  if (d := min(x.shape[-2], x.shape[-1])) <= 0: return x.reshape(*x.shape[:-2], 0)
+  nones = tuple(None for _ in x.shape[:-2])
+  x = x.shrink_to(nones + (d, d))
+  return x.flatten(-2).pad_to(nones + (d*(d+1),)).unflatten(-1, (d, d+1)).shrink_to(nones + (None, 1)).squeeze(-1)
+
+def interpolate(self, size, mode:str="linear", align_corners:bool=False):
+  T = _tensor()
+  if not (isinstance(size, (tuple, list)) and all(isinstance(s, int) for s in size) and 0 < len(size) <= self.ndim):
+    raise AssertionError(f"invalid {size=}")
+  if mode not in ("linear", "nearest", "nearest-exact"): raise AssertionError("only supports linear, nearest or nearest-exact interpolate")
+  if align_corners and mode != "linear": raise AssertionError("align_corners option can only be set with the interpolating mode linear")
+  x, expand = self, list(self.shape)
+  for i in range(-1, -len(size)-1, -1):
+    in_sz, reshape = self.shape[i], [1] * self.ndim
+    reshape[i] = expand[i] = size[i]
+    if mode == "linear":
+      arr = T.arange(size[i])
+      num, den = (arr*(in_sz-1), size[i]-1) if align_corners else ((arr*2+1)*in_sz - size[i], size[i]*2)
+      num = num.clip(0, (in_sz-1)*den)
+      low, high, perc = [y.reshape(reshape).expand(expand) for y in (num//den, (num+den-1)//den, (num % den).cast(dtypes.float32)/den)]
+      x = x.gather(i, low).lerp(x.gather(i, high), perc)
+    else:
+      scale, arr = in_sz / size[i], T.arange(size[i], dtype=dtypes.float32)
+      index = (scale*(arr+0.5) if mode == "nearest-exact" else scale*arr).cast(dtypes.int32).reshape(reshape).expand(expand)
+      x = x.gather(i, index)
+  return x.cast(self.dtype)
+
+def _install():
+  T = _tensor()
+  for f in (triu, tril, roll, repeat_interleave, normalize, softmin, isclose, allclose, meshgrid, pad_to, shrink_to, diag,
+            diagonal, interpolate):
+    setattr(T, f.__name__, f)
+  def _missing(name):
+    def f(self, *a, **k): raise NotImplementedError(f"tinygrad.c: Tensor.{name} not supported yet")
+    f.__name__ = name
+    return f
+  for name in ("sort", "argsort", "topk", "unfold",
+               "scatter", "scatter_reduce", "masked_select", "nonzero", "max_unpool2d", "conv3d", "avg_pool3d", "multinomial",
+               "einsum", "qr", "svd", "randperm", "keccak", "hash", "custom_kernel", "rearrange", "image_conv2d", "image_dot"):
+    if not hasattr(T, name): setattr(T, name, _missing(name))
+_install()

@@ -1,0 +1,109 @@
+/* test_scan.c — the cumulative ops beyond cumsum (tg_cumprod, tg_cummax, tg_cummin with their indices,
+ * tg_logcumsumexp, added for the Python package's Tensor methods): each against a plain C loop over the same data,
+ * along every axis of a 3x5 (and a 600-long axis: the two-stage split), plus the error paths. */
+#include <math.h>
+
+#include "test.h"
+
+enum { ROWS = 3, COLS = 5 };
+static const float DATA[ROWS * COLS] = {0.5f, -1.25f, 2.0f, 1.5f, -0.75f, 1.0f, 3.0f, -2.0f, 0.25f, 2.5f,
+                                        -0.5f, 0.75f, 1.25f, -3.0f, 2.25f};
+
+typedef enum { SCAN_PROD, SCAN_MAX, SCAN_MIN, SCAN_LOGSUMEXP } ScanKind;
+
+/* the reference: scan along axis of a ROWS x COLS matrix; idx gets the first index reaching the running extreme */
+static void scan_ref(ScanKind k, int axis, float *out, int *idx) {
+  int n = axis == 0 ? ROWS : COLS, lines = axis == 0 ? COLS : ROWS;
+  for (int l = 0; l < lines; l++) {
+    double acc = 0, best = 0;
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+      int p = axis == 0 ? i * COLS + l : l * COLS + i;
+      double v = DATA[p];
+      if (i == 0) acc = v, best = v, at = 0;
+      else if (k == SCAN_PROD) acc *= v;
+      else if (k == SCAN_LOGSUMEXP) acc = fmax(acc, v) + log(exp(acc - fmax(acc, v)) + exp(v - fmax(acc, v)));
+      else if (k == SCAN_MAX ? v > best : v < best) best = v, at = i;
+      out[p] = (float)(k == SCAN_MAX || k == SCAN_MIN ? best : acc);
+      if (idx) idx[p] = at;
+    }
+  }
+}
+
+static tg_tensor *scan_ours(ScanKind k, tg_tensor *x, int axis, tg_tensor **idx) {
+  switch (k) {
+  case SCAN_PROD: return tg_cumprod(x, axis);
+  case SCAN_MAX: return tg_cummax(x, axis, idx);
+  case SCAN_MIN: return tg_cummin(x, axis, idx);
+  default: return tg_logcumsumexp(x, axis);
+  }
+}
+
+static void check_small(void) {
+  static const char *names[] = {"cumprod", "cummax", "cummin", "logcumsumexp"};
+  for (int k = 0; k < 4; k++) {
+    for (int axis = -2; axis < 2; axis++) {
+      tg_tensor *x = tg_from_floats(DATA, TG_SHAPE(ROWS, COLS));
+      tg_tensor *idx = NULL;
+      tg_tensor *r = scan_ours((ScanKind)k, x, axis, k == SCAN_MAX || k == SCAN_MIN ? &idx : NULL);
+      float want[ROWS * COLS], got[ROWS * COLS];
+      int want_idx[ROWS * COLS], got_idx[ROWS * COLS];
+      scan_ref((ScanKind)k, axis < 0 ? axis + 2 : axis, want, want_idx);
+      CHECK_MSG(r && tg_to_host(r, got, sizeof got) == TG_OK, "%s axis %d: %s", names[k], axis, tg_last_error());
+      for (int i = 0; r && i < ROWS * COLS; i++)
+        CHECK_MSG(fabsf(got[i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])), "%s axis %d [%d]: %g != %g", names[k], axis, i,
+                  got[i], want[i]);
+      if (k == SCAN_MAX || k == SCAN_MIN) {
+        CHECK(idx && tg_get_dtype(idx) == TG_INT32 && tg_ndim(idx) == 2);
+        CHECK(idx && tg_to_host(idx, got_idx, sizeof got_idx) == TG_OK);
+        for (int i = 0; idx && i < ROWS * COLS; i++)
+          CHECK_MSG(got_idx[i] == want_idx[i], "%s axis %d index [%d]: %d != %d", names[k], axis, i, got_idx[i], want_idx[i]);
+      }
+      tg_release(idx);
+      tg_release(r);
+      tg_release(x);
+    }
+  }
+}
+
+/* a 600-long axis takes the two-stage path (chunks of 256 and their carried totals) */
+static void check_long(void) {
+  enum { N = 600 };
+  static float v[N], got[N];
+  for (int i = 0; i < N; i++) v[i] = (float)((i * 37) % 101) - 50.0f;
+  tg_tensor *x = tg_from_floats(v, TG_SHAPE(N));
+  tg_tensor *r = tg_cummax(x, 0, NULL);
+  CHECK(r && tg_to_host(r, got, sizeof got) == TG_OK);
+  float best = v[0];
+  int bad = 0;
+  for (int i = 0; r && i < N; i++) best = fmaxf(best, v[i]), bad += got[i] != best;
+  CHECK_EQ_INT(bad, 0);
+  tg_release(r);
+  tg_release(x);
+}
+
+static void check_edges(void) {
+  tg_tensor *x = tg_from_floats(DATA, TG_SHAPE(ROWS, COLS));
+  tg_tensor *idx = (tg_tensor *)&idx;  /* must be set to NULL on failure */
+  CHECK(tg_cummax(x, 2, &idx) == NULL && idx == NULL);
+  CHECK(strstr(tg_last_error(), "tg_cummax") != NULL);
+  CHECK(tg_cumprod(x, -3) == NULL && strstr(tg_last_error(), "out of range") != NULL);
+  CHECK(tg_logcumsumexp(NULL, 0) == NULL);
+  tg_tensor *s = tg_scalar(2.5, TG_FLOAT32), *i0 = NULL;
+  tg_tensor *m = tg_cummin(s, 0, &i0);
+  double dv = 0;
+  int64_t iv = -1;
+  CHECK(m && tg_ndim(m) == 0 && tg_item_double(m, &dv) == TG_OK && dv == 2.5);
+  CHECK(i0 && tg_get_dtype(i0) == TG_INT32 && tg_item_int64(i0, &iv) == TG_OK && iv == 0);
+  tg_release(i0);
+  tg_release(m);
+  tg_release(s);
+  tg_release(x);
+  CHECK_EQ_INT(tg_live_tensors(), 0);
+}
+
+void suite_scan(void) {
+  check_small();
+  check_long();
+  check_edges();
+}
