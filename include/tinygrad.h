@@ -403,6 +403,9 @@ bool tg_get_requires_grad(const tg_tensor *t);         /* false for NULL */
 tg_status tg_backward(tg_tensor *loss);
 /* The same with an explicit seed gradient of root's shape (root may have any shape). */
 tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient);
+/* tinygrad's own rule (Tensor.backward, used by the Python package): fills the grad of EVERY live float tensor with
+ * storage whose node is in root's graph, whether it requires grad or not; gradient NULL: root 0-d, seed 1. */
+tg_status tg_backward_all(tg_tensor *root, const tg_tensor *gradient);
 /* t's gradient, or NULL when it has none. A BORROWED handle owned by t: valid until t's grad is zeroed or t is
  * released (tg_retain it to keep it longer). Its value is lazy: realize it or copy it out like any tensor. */
 tg_tensor *tg_grad(const tg_tensor *t);

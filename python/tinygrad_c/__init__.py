@@ -5,5 +5,6 @@ from .dtype import dtypes, DType
 from .device import Device
 from .tensor import Tensor
 from .helpers import Context, getenv
+from . import nn  # noqa: F401
 
-__all__ = ["Tensor", "dtypes", "DType", "Device", "Context", "getenv"]
+__all__ = ["Tensor", "dtypes", "DType", "Device", "Context", "getenv", "nn"]

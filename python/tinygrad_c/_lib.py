@@ -47,7 +47,7 @@ tg_repeat T TLZ|tg_split i TqiPZ|tg_chunk i TiiPZ|tg_split_sizes i TLZiPZ|tg_gat
 tg_matmul T TT|tg_dot T TT|tg_conv2d T TTTiLLL|tg_max_pool2d T TLLLL|tg_avg_pool2d T TLLLb|tg_one_hot T Tq
 tg_contiguous T T|tg_assign i TT|tg_realize i T|tg_realize_many i PZ|tg_to_host i TvZ|tg_item_double i Tv
 tg_item_int64 i TL
-tg_requires_grad i Tb|tg_get_requires_grad b T|tg_backward i T|tg_backward_with_grad i TT|tg_grad T T|tg_zero_grad - T
+tg_requires_grad i Tb|tg_get_requires_grad b T|tg_backward i T|tg_backward_with_grad i TT|tg_backward_all i TT|tg_grad T T|tg_zero_grad - T
 tg_gradient i TPZP|tg_gradient_with_grad i TTPZP|tg_detach T T
 tg_optim_sgd v PZdddbb|tg_optim_lars v PZdddbbd|tg_optim_adam v PZdddd|tg_optim_adamw v PZddddd
 tg_optim_lamb v PZddddd|tg_optim_group v PZ|tg_optim_free - v|tg_optim_step i v|tg_optim_step_with i vPZ

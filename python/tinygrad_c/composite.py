@@ -124,7 +124,7 @@ def _sum_pool(x, k_, s_, pads):
 
 def _avg_ceil(x, k_, s_, pads, reg):
   """ceil_mode with count_include_pad: regular pads count, the extra ceil pads do not (tinygrad's formula)"""
-  ones = _spatial_pad(x.full_like(1), reg)
+  ones = _spatial_pad(x, reg).full_like(1)  # regular pads count as elements
   extra = [c - r for c, r in zip(pads, reg)]
   return _sum_pool(x, k_, s_, pads) / _sum_pool(ones, k_, s_, extra)
 
@@ -221,17 +221,54 @@ def interpolate(self, size, mode:str="linear", align_corners:bool=False):
       x = x.gather(i, index)
   return x.cast(self.dtype)
 
+def einsum(formula:str, *operands, dtype=None):
+  """tinygrad's einsum: align every operand to the sorted alphabet, multiply, sum the letters not in the output"""
+  import string
+  xs, formula = list(argfix(*operands)), formula.replace(" ", "")
+  if "..." in formula:
+    ell, lhs = "".join(c for c in string.ascii_letters if c not in formula), (formula.split("->") + [""])[0]
+    ell_n = [max(0, x.ndim - len(s) + 3) if "..." in s else 0 for s, x in zip(lhs.split(","), xs)]
+    inputs = lhs.split(",")
+    for i, (s, x) in enumerate(zip(inputs, xs)): inputs[i] = s.replace("...", ell[max(ell_n)-ell_n[i]:max(ell_n)])
+    lhs, auto = ",".join(inputs), "".join(sorted(c for c in lhs if lhs.count(c) == 1 and c.isalpha() and c not in ell))
+    formula = f"{lhs}->{formula.split('->')[1].replace('...', ell[:max(ell_n)]) if '->' in formula else ell[:max(ell_n)] + auto}"
+  lhs, rhs = formula.split("->") if "->" in formula else (formula, "".join(sorted(c for c in formula if formula.count(c) == 1 and c.isalpha())))
+  inputs = lhs.split(",")
+  if len(xs) != len(inputs): raise ValueError(f"number of operands doesn't match, expected {len(inputs)}, got {len(xs)}")
+  for i, (s, x) in enumerate(zip(inputs, xs)):  # a letter repeated in one input: its diagonal
+    for c in set(s):
+      while s.count(c) > 1:
+        j, k, n = s.index(c), s.index(c, s.index(c)+1), x.shape[s.index(c)]
+        perm = [d for d in range(x.ndim) if d not in (j, k)] + [j, k]
+        x = x.permute(perm).flatten(-2).pad(((0, 0),)*(x.ndim-2) + ((0, n),)).unflatten(-1, (n, n+1))[..., 0] if x.ndim > 2 else x.diagonal()
+        s = s[:k] + s[k+1:]
+    inputs[i], xs[i] = s, x
+  sz: dict = {}
+  for s, x in zip(inputs, xs):
+    for c, n in zip(s, x.shape):
+      if sz.setdefault(c, n) != n: raise AssertionError(f"cannot merge, {c} has sizes {sz[c]} and {n}")
+  alpha = sorted(sz)
+  xs = [x.permute(*[s.index(c) for c in sorted(s)]).reshape([sz[c] if c in s else 1 for c in alpha]) if s else x
+        for s, x in zip(inputs, xs)]
+  out = xs[0]
+  for x in xs[1:]: out = out * x
+  red = [i for i, c in enumerate(alpha) if c not in rhs]
+  out = out.sum(red, dtype=dtype) if red else (out.cast(dtype) if dtype is not None else out)
+  order = sorted(range(len(rhs)), key=lambda i: rhs[i])  # argsort(argsort(rhs))
+  return out.permute(sorted(range(len(rhs)), key=lambda i: order[i]))
+
 def _install():
   T = _tensor()
   for f in (triu, tril, roll, repeat_interleave, normalize, softmin, isclose, allclose, meshgrid, pad_to, shrink_to, diag,
             diagonal, interpolate):
     setattr(T, f.__name__, f)
+  T.einsum = staticmethod(einsum)
   def _missing(name):
     def f(self, *a, **k): raise NotImplementedError(f"tinygrad.c: Tensor.{name} not supported yet")
     f.__name__ = name
     return f
   for name in ("sort", "argsort", "topk", "unfold",
                "scatter", "scatter_reduce", "masked_select", "nonzero", "max_unpool2d", "conv3d", "avg_pool3d", "multinomial",
-               "einsum", "qr", "svd", "randperm", "keccak", "hash", "custom_kernel", "rearrange", "image_conv2d", "image_dot"):
+               "qr", "svd", "randperm", "keccak", "hash", "custom_kernel", "rearrange", "image_conv2d", "image_dot"):
     if not hasattr(T, name): setattr(T, name, _missing(name))
 _install()

@@ -123,7 +123,7 @@ def _list_shape(data) -> tuple:
 
 class Tensor:
   """tinygrad's Tensor: a lazy computation, realized by the C library (see the module docstring)."""
-  __slots__ = ("_h", "_shape", "__weakref__")
+  __slots__ = ("_h", "_shape", "_not_param", "__weakref__")
   __array_priority__ = 1000  # numpy scalars on the left defer to our reflected operators
 
   def __init__(self, data, device:str|None=None, dtype=None, requires_grad:bool|None=None):
@@ -244,8 +244,8 @@ class Tensor:
     if v is not None: raise NotImplementedError("tinygrad.c: setting .grad to a tensor not supported yet (only None)")
     L.tg_zero_grad(self._h)
   def backward(self, gradient:Tensor|None=None) -> Tensor:
-    if gradient is None: _check(L.tg_backward(self._h))
-    else: _check(L.tg_backward_with_grad(self._h, gradient._h))
+    """tinygrad's rule: fills .grad of every live float tensor with storage in this graph (tg_backward_all)"""
+    _check(L.tg_backward_all(self._h, gradient._h if gradient is not None else None))
     return self
   def gradient(self, *targets:Tensor, gradient:Tensor|None=None, materialize_grads=False) -> list[Tensor]:
     n = len(targets)
@@ -255,6 +255,12 @@ class Tensor:
     _check(st)
     return [_w(out[i]) for i in range(n)]
   def detach(self) -> Tensor: return _w(L.tg_detach(self._h))
+  @property
+  def is_param(self) -> bool: return not getattr(self, "_not_param", False)
+  def is_param_(self, is_param:bool=True) -> Tensor:
+    """tinygrad's is_param: optimizers update params and only realize the others (buffers)"""
+    self._not_param = not is_param
+    return self
 
   # ------------------------------------------------------------------ realization and data
   def realize(self, *lst:Tensor, do_update_stats=True) -> Tensor:
@@ -692,11 +698,18 @@ class Tensor:
   def unflatten(self, dim:int, sizes) -> Tensor:
     dim = self._resolve_dim(dim)
     return self.reshape(self.shape[:dim] + tuple(sizes) + self.shape[dim+1:])
+  @staticmethod
+  def _seq(first, args) -> tuple:
+    """Tensor.cat(a, b) / a.cat(b) / Tensor.cat((a, b)): the tensors (tinygrad's argfix: a tuple and more is an error)"""
+    if isinstance(first, (tuple, list)):
+      if args: raise ValueError(f"bad arg {(first,) + args}")
+      return tuple(first)
+    return (first,) + args
   def cat(self, *args:Tensor, dim:int=0) -> Tensor:
-    ts = (self,) + args
+    ts = Tensor._seq(self, args)
     return _w(L.tg_cat(_handles(ts), len(ts), dim))
   def stack(self, *args:Tensor, dim:int=0) -> Tensor:
-    ts = (self,) + args
+    ts = Tensor._seq(self, args)
     return _w(L.tg_stack(_handles(ts), len(ts), dim))
   def repeat(self, repeats, *args) -> Tensor:
     r = argfix(repeats, *args)
@@ -743,14 +756,14 @@ class Tensor:
       elif ix is Ellipsis: e.kind = _IDX_ELLIPSIS
       elif isinstance(ix, (Tensor, list, tuple)) or hasattr(ix, "__array_interface__"):
         t = ix if isinstance(ix, Tensor) else Tensor(ix)
+        if not dtypes.is_int(t.dtype): raise IndexError(f"tensors used as indices must be int tensors, got {t.dtype}")
         keep.append(t)
         e.kind, e.tensor = _IDX_TENSOR, t._h
       else: raise IndexError(f"{type(ix).__name__} indexing is not supported")
     r = L.tg_getitem(self._h, arr, len(indices))
-    if not r:
+    if not r:  # tinygrad raises IndexError for a bad index, ValueError for a zero step
       msg = (L.tg_last_error() or b"").decode()
-      if L.tg_last_status() == _TG_ERR_INVALID_ARGUMENT and ("out of bounds" in msg or "too many indices" in msg or "out of range" in msg):
-        raise OutOfRangeError(msg)
+      if L.tg_last_status() == _TG_ERR_INVALID_ARGUMENT and "step" not in msg: raise OutOfRangeError(msg)
       _raise()
     return _w(r)
   def __setitem__(self, indices, v) -> None:
@@ -776,8 +789,9 @@ class Tensor:
     x = self
     for f in ll: x = f(x)
     return x
-  def one_hot(self, num_classes:int=-1) -> Tensor:
-    if num_classes == -1: num_classes = int(self.max().item()) + 1
+  def one_hot(self, num_classes:int) -> Tensor:
+    if not dtypes.is_int(self.dtype): raise RuntimeError(f"expect integer dtype, getting {self.dtype=}")
+    if num_classes < 0: raise ValueError(f"num_classes must be non-negative, got {num_classes}")
     return _w(L.tg_one_hot(self._h, num_classes))
   def conv2d(self, weight:Tensor, bias:Tensor|None=None, groups=1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
     from .composite import conv_nd

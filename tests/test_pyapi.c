@@ -1,6 +1,7 @@
-/* test_scan.c — the cumulative ops beyond cumsum (tg_cumprod, tg_cummax, tg_cummin with their indices,
- * tg_logcumsumexp, added for the Python package's Tensor methods): each against a plain C loop over the same data,
- * along every axis of a 3x5 (and a 600-long axis: the two-stage split), plus the error paths. */
+/* test_pyapi.c — the C calls added for the Python package (python/tinygrad_c): the cumulative ops beyond cumsum
+ * (tg_cumprod, tg_cummax, tg_cummin with their indices, tg_logcumsumexp), each against a plain C loop over the same
+ * data along every axis of a 3x5 (and a 600-long axis: the two-stage split), with the error paths; and
+ * tg_backward_all (tinygrad's backward rule: every live float tensor in the graph gets a grad). */
 #include <math.h>
 
 #include "test.h"
@@ -102,8 +103,42 @@ static void check_edges(void) {
   CHECK_EQ_INT(tg_live_tensors(), 0);
 }
 
-void suite_scan(void) {
+/* tg_backward_all: grads for the tensors in the graph without requires_grad, none for those outside it or not float */
+static void check_backward_all(void) {
+  const float xv[3] = {1, -2, 3};
+  tg_tensor *x = tg_from_floats(xv, TG_SHAPE(3)), *other = tg_from_floats(xv, TG_SHAPE(3));
+  const int32_t iv[3] = {1, 2, 3};
+  tg_tensor *ints = tg_from_data(iv, TG_INT32, TG_SHAPE(3));
+  tg_tensor *fints = tg_cast(ints, TG_FLOAT32), *sq = tg_mul(x, fints), *sqx = tg_mul(sq, x);
+  tg_tensor *loss = tg_sum(sqx, NULL, 0, false);
+  CHECK(tg_backward(loss) == TG_OK && tg_grad(x) == NULL);  /* the opt-in rule: nothing requires grad */
+  CHECK(tg_backward_all(loss, NULL) == TG_OK);
+  float g[3] = {0}, gs[3] = {0};
+  CHECK(tg_grad(x) && tg_to_host(tg_grad(x), g, sizeof g) == TG_OK);
+  for (int i = 0; i < 3; i++) CHECK_NEAR(g[i], 2.0 * iv[i] * xv[i], 1e-5);  /* d/dx sum(i*x*x) */
+  CHECK(tg_grad(sq) && tg_to_host(tg_grad(sq), gs, sizeof gs) == TG_OK);   /* an intermediate is in the graph too */
+  for (int i = 0; i < 3; i++) CHECK_NEAR(gs[i], xv[i], 1e-5);
+  CHECK(tg_grad(other) == NULL && tg_grad(ints) == NULL);
+  const float seed[3] = {1, 1, 1};
+  tg_tensor *sd = tg_from_floats(seed, TG_SHAPE(3));
+  CHECK(tg_backward_all(sq, sd) == TG_OK);  /* an explicit seed; grads accumulate */
+  CHECK(tg_grad(x) && tg_to_host(tg_grad(x), g, sizeof g) == TG_OK);
+  for (int i = 0; i < 3; i++) CHECK_NEAR(g[i], 2.0 * iv[i] * xv[i] + iv[i], 1e-5);
+  CHECK(tg_backward_all(sq, NULL) != TG_OK && strstr(tg_last_error(), "tg_backward_all") != NULL);
+  tg_release(sd);
+  tg_release(loss);
+  tg_release(sqx);
+  tg_release(fints);
+  tg_release(sq);
+  tg_release(ints);
+  tg_release(other);
+  tg_release(x);
+  CHECK_EQ_INT(tg_live_tensors(), 0);
+}
+
+void suite_pyapi(void) {
   check_small();
   check_long();
   check_edges();
+  check_backward_all();
 }
