@@ -257,18 +257,136 @@ def einsum(formula:str, *operands, dtype=None):
   order = sorted(range(len(rhs)), key=lambda i: rhs[i])  # argsort(argsort(rhs))
   return out.permute(sorted(range(len(rhs)), key=lambda i: order[i]))
 
+# ---------------------------------------------------------------- scatter (tinygrad's one-hot masks, reduced over the index axis)
+def _pre_scatter(self, dim:int, index, src):
+  dim = self._resolve_dim(dim)
+  if not index.ndim == self.ndim == src.ndim:
+    raise AssertionError(f"self.ndim, index.ndim and src.ndim must all equal, {self.ndim=} {index.ndim=} {src.ndim=}")
+  if not all((d == dim or s >= i) and c >= i for d, (s, i, c) in enumerate(zip(self.shape, index.shape, src.shape))):
+    raise AssertionError(f"All dimensions of {index.shape=} should be <= to all dimensions of {src.shape=} and all dimensions "
+                         f"except dimension {dim} of {self.shape=}")
+  if self.dtype is not src.dtype: raise RuntimeError(f"expect {self.dtype=} to be equal to {src.dtype=}")
+  src = src.shrink_to(index.shape)
+  src = src.unsqueeze(-1).expand(*src.shape, self.shape[dim]).transpose(-1, dim)
+  T = _tensor()
+  mask = index.unsqueeze(-1).eq(T.arange(self.shape[dim])).transpose(-1, dim)
+  return src.pad_to(*self.shape, None), mask.pad_to(*self.shape, None)
+
+def _masked_merge(self, values, mask, axes):
+  import functools
+  for dim in reversed(axes):
+    mask, values = functools.reduce(lambda x, y: (x[0] | y[0], y[0].where(y[1], x[1])), zip(mask.split(1, dim), values.split(1, dim)))
+  for dim in reversed(axes): mask, values = mask.squeeze(dim), values.squeeze(dim)
+  return mask.where(values, self)
+
+def scatter(self, dim:int, index, src, reduce=None, **kwargs):
+  if kwargs: raise TypeError(f"scatter() got unexpected keyword arguments {tuple(kwargs)}")
+  if reduce not in {None, "add", "multiply"}: raise TypeError(f"{reduce=} must be one of None, 'multiply', or 'add'")
+  T = _tensor()
+  if isinstance(src, (int, float, bool)): src = T.full(index.shape, src, dtype=self.dtype)
+  elif reduce: raise TypeError("non-scalar src is not supported with reduce arg. use scatter_reduce")
+  if reduce == "add": return self.scatter_reduce(dim, index, src, "sum", include_self=True)
+  if reduce == "multiply": return self.scatter_reduce(dim, index, src, "prod", include_self=True)
+  src, mask = _pre_scatter(self, dim, index, src)
+  return _masked_merge(self, src, mask, (-1,))
+
+def scatter_reduce(self, dim:int, index, src, reduce:str, include_self:bool=True):
+  src, mask = _pre_scatter(self, dim, index, src)
+  def inv(a, b): return mask.any(-1).logical_not().where(a, b)
+  if reduce == "sum": return mask.where(src, 0).sum(-1).add(self if include_self else inv(self, 0))
+  if reduce == "prod": return mask.where(src, 1).prod(-1).mul(self if include_self else inv(self, 1))
+  if reduce == "amax": return mask.where(src, m := src.dtype.min).max(-1).maximum(self if include_self else inv(self, m))
+  if reduce == "amin": return mask.where(src, m := src.dtype.max).min(-1).minimum(self if include_self else inv(self, m))
+  if reduce == "mean":
+    count = mask.where(1, 0).sum(-1).add(1 if include_self else inv(1, 0))
+    return mask.where(src, 0).sum(-1).add(self if include_self else inv(self, 0)).div(count)
+  raise RuntimeError(f"{reduce=} must be one of 'sum', 'prod', 'mean', 'amax', 'amin'")
+
+# ---------------------------------------------------------------- data-dependent selections and sorting (tinygrad's)
+def masked_select(self, mask, size=None, fill_value=0):
+  T = _tensor()
+  if not dtypes.is_bool(mask.dtype): raise RuntimeError(f"masked_select expects bool mask tensor, got {mask.dtype}")
+  x, mask = self.flatten(), mask.expand(self.shape).flatten()
+  mask_cumsum = mask.cumsum()
+  if size is None:
+    counts = T.zeros(mask_cumsum[-1].item() if mask.numel() else 0, dtype=dtypes.int32)
+    return x[counts.scatter(0, mask_cumsum, 1, reduce='add').cumsum()]
+  counts = T.zeros(size, dtype=dtypes.int32).scatter(0, mask_cumsum, 1, reduce='add')
+  return (T.arange(size) < mask.sum()).where(x[counts.cumsum()], fill_value).cast(self.dtype)
+
+def nonzero(self, size=None, fill_value=0):
+  T = _tensor()
+  if self.ndim == 0: return T.zeros(size if size is not None else int(self.ne(0).item()), 0, dtype=dtypes.int32)
+  mask = self.ne(0).flatten()
+  indices = T.stack(*[T.arange(s).reshape(*[1]*i, s, *[1]*(self.ndim-i-1)).expand(self.shape).flatten()
+                      for i, s in enumerate(self.shape)], dim=-1)
+  return indices.masked_select(mask.unsqueeze(-1).expand(*mask.shape, self.ndim),
+                               size=size*self.ndim if size is not None else None, fill_value=fill_value).reshape(-1, self.ndim)
+
+def sort(self, dim:int=-1, descending:bool=False):
+  """tinygrad's bitonic sort network (pad to a power of two, compare-exchange stages), then the indices by matching
+  each value's occurrence count"""
+  T = _tensor()
+  x, dim = self, self._resolve_dim(dim)
+  if (orig_len := x.shape[dim]) <= 1: return x, x.full_like(0, dtype=dtypes.int32)
+  n_stages = (orig_len-1).bit_length()
+  pads = tuple((0, 2**n_stages - orig_len) if i == dim else None for i in range(x.ndim))
+  x = x.pad(pads, value=x.dtype.min if descending else x.dtype.max).unflatten(dim, (2,)*n_stages)
+  for stage in range(1, n_stages+1):
+    if stage != n_stages:
+      crossover_dim = dim + n_stages - stage - 1
+      blue_box, green_box = x.split(1, crossover_dim)
+      flip_dims = tuple(-i for i in range(1, stage+1+(self.ndim-dim)))
+      x = blue_box.cat(green_box.flip(flip_dims), dim=crossover_dim).contiguous()
+    for substage in range(stage-1, -1, -1):
+      partner_dim = dim + n_stages - substage - 1
+      x_top, x_bottom = x.split(1, partner_dim)
+      x_larger, x_smaller = x_top.maximum(x_bottom), x_top.minimum(x_bottom)
+      x = (x_larger.cat(x_smaller, dim=partner_dim) if descending else x_smaller.cat(x_larger, dim=partner_dim)).contiguous()
+    if stage != n_stages:
+      blue_box, flipped_green_box = x.split(1, crossover_dim)
+      x = blue_box.cat(flipped_green_box.flip(flip_dims), dim=crossover_dim)
+  x = x.flatten(dim, dim+n_stages-1).shrink_to(self.shape)
+  mask = T.ones(orig_len, orig_len, dtype=dtypes.bool).tril().reshape((orig_len, orig_len) + (1,)*(self.ndim-dim-1))
+  def counts(t): return (mask & t.unsqueeze(dim).eq(t.unsqueeze(dim+1))).sum(dim+1)
+  count_orig, count_sorted = counts(self), counts(x)
+  cond = self.unsqueeze(dim+1).eq(x.unsqueeze(dim)) & count_orig.unsqueeze(dim+1).eq(count_sorted.unsqueeze(dim))
+  idx = T.arange(orig_len).reshape(tuple(orig_len if i == dim else 1 for i in range(x.ndim)))
+  return x, (cond * idx.unsqueeze(dim+1)).sum(dim)
+def argsort(self, dim:int=-1, descending:bool=False): return self.sort(dim, descending)[1]
+def topk(self, k:int, dim:int=-1, largest:bool=True, sorted_:bool=True):
+  if not sorted_: raise NotImplementedError("topk with sorted_=False is not supported")
+  if k > self.shape[dim := self._resolve_dim(dim)]: raise ValueError(f"selected index {k=} is out of range")
+  x, idx = self.sort(dim, descending=largest)
+  shape = tuple(k if i == dim else None for i in range(self.ndim))
+  return x.shrink_to(shape), idx.shrink_to(shape)
+
+def unfold(self, dim:int, size:int, step:int):
+  """windows of `size` every `step` along dim, appended as a last axis: an index tensor start*step + offset"""
+  T = _tensor()
+  if size < 0: raise RuntimeError(f'size must be >= 0 but got {size=}')
+  if step <= 0: raise RuntimeError(f'step must be > 0 but got {step=}')
+  if size > self.shape[dim]: raise RuntimeError(f'maximum size for tensor at dimension {dim} is {self.shape[dim]} but size is {size}')
+  dim = self._resolve_dim(dim)
+  nw = (self.shape[dim] - size) // step + 1
+  perm = tuple(i for i in range(self.ndim) if i != dim) + (dim,)
+  x = self.permute(perm)
+  if size == 0: win = x.shrink_to(x.shape[:-1] + (0,)).unsqueeze(-2).expand(*x.shape[:-1], nw, 0)
+  else: win = x[..., T.arange(nw).unsqueeze(-1) * step + T.arange(size)]
+  inv = sorted(range(self.ndim), key=lambda i: perm[i])
+  return win.permute(*inv, self.ndim)
+
 def _install():
   T = _tensor()
   for f in (triu, tril, roll, repeat_interleave, normalize, softmin, isclose, allclose, meshgrid, pad_to, shrink_to, diag,
-            diagonal, interpolate):
+            diagonal, interpolate, scatter, scatter_reduce,
+            masked_select, nonzero, sort, argsort, topk, unfold):
     setattr(T, f.__name__, f)
   T.einsum = staticmethod(einsum)
   def _missing(name):
     def f(self, *a, **k): raise NotImplementedError(f"tinygrad.c: Tensor.{name} not supported yet")
     f.__name__ = name
     return f
-  for name in ("sort", "argsort", "topk", "unfold",
-               "scatter", "scatter_reduce", "masked_select", "nonzero", "max_unpool2d", "conv3d", "avg_pool3d", "multinomial",
-               "qr", "svd", "randperm", "keccak", "hash", "custom_kernel", "rearrange", "image_conv2d", "image_dot"):
+  for name in ("max_unpool2d", "conv3d", "avg_pool3d", "multinomial", "qr", "svd", "randperm", "keccak", "hash", "custom_kernel", "rearrange", "image_conv2d", "image_dot"):
     if not hasattr(T, name): setattr(T, name, _missing(name))
 _install()
