@@ -351,6 +351,10 @@ int tg_chunk(const tg_tensor *t, int chunks, int axis, tg_tensor **out, size_t m
 /* split into n pieces of the given sizes (they must sum to the axis size); returns n, or -1 on error */
 int tg_split_sizes(const tg_tensor *t, const int64_t *sizes, size_t n, int axis, tg_tensor **out, size_t max_out);
 tg_tensor *tg_gather(const tg_tensor *t, int axis, const tg_tensor *index);
+/* tinygrad's _pool: the sliding windows over the last nk axes as a view, shape (..., o_1..o_nk, k_1..k_nk) with
+ * o = ceil((size - dilation*(k-1)) / stride); stride/dilation NULL = 1. Convolutions and pools of any rank are
+ * reductions over it (the Python package's conv3d, avg_pool3d, max_pool indices). */
+tg_tensor *tg_pool(const tg_tensor *t, const int64_t *kernel, size_t nk, const int64_t *stride, const int64_t *dilation);
 
 /* ---- linear algebra and nn ---- */
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b); /* batched, broadcasting; 1-d operands as numpy */

@@ -1,7 +1,8 @@
 /* test_pyapi.c — the C calls added for the Python package (python/tinygrad_c): the cumulative ops beyond cumsum
  * (tg_cumprod, tg_cummax, tg_cummin with their indices, tg_logcumsumexp), each against a plain C loop over the same
  * data along every axis of a 3x5 (and a 600-long axis: the two-stage split), with the error paths; and
- * tg_backward_all (tinygrad's backward rule: every live float tensor in the graph gets a grad). */
+ * tg_backward_all (tinygrad's backward rule: every live float tensor in the graph gets a grad); tg_pool (windows);
+ * tg_pow refusing an int result with a negative or fractional Python-scalar operand. */
 #include <math.h>
 
 #include "test.h"
@@ -136,9 +137,47 @@ static void check_backward_all(void) {
   CHECK_EQ_INT(tg_live_tensors(), 0);
 }
 
+/* tg_pool: windows of a 1x5 row (k 2, stride 2, dilation 1 and 2) against the index arithmetic; pow's int rule */
+static void check_pool_and_pow(void) {
+  const float v[5] = {0, 1, 2, 3, 4};
+  tg_tensor *x = tg_from_floats(v, TG_SHAPE(1, 5));
+  const int64_t k[1] = {2}, s2[1] = {2}, d2[1] = {2};
+  tg_tensor *w = tg_pool(x, k, 1, s2, NULL), *wd = tg_pool(x, k, 1, NULL, d2);
+  float got[8];
+  CHECK(w && tg_ndim(w) == 3 && tg_shape(w)[1] == 2 && tg_shape(w)[2] == 2);
+  CHECK(w && tg_to_host(w, got, 4 * sizeof(float)) == TG_OK);
+  for (int o = 0; w && o < 2; o++)
+    for (int j = 0; j < 2; j++) CHECK_NEAR(got[o * 2 + j], v[o * 2 + j], 0);
+  CHECK(wd && tg_shape(wd)[1] == 3 && tg_to_host(wd, got, 6 * sizeof(float)) == TG_OK);
+  for (int o = 0; wd && o < 3; o++)
+    for (int j = 0; j < 2; j++) CHECK_NEAR(got[o * 2 + j], v[o + 2 * j], 0);
+  const int64_t big[1] = {6};
+  CHECK(tg_pool(x, big, 1, NULL, NULL) == NULL && strstr(tg_last_error(), "tg_pool") != NULL);
+  CHECK(tg_pool(x, k, 0, NULL, NULL) == NULL);
+  const int32_t iv[2] = {2, 3};
+  tg_tensor *xi = tg_from_data(iv, TG_INT32, TG_SHAPE(2)), *neg = tg_const_int(-2), *half = tg_const_float(0.5);
+  tg_tensor *two = tg_const_int(2), *sq = tg_pow(xi, two), *fl = tg_pow(xi, half);
+  int32_t si[2] = {0};
+  CHECK(sq && tg_to_host(sq, si, sizeof si) == TG_OK && si[0] == 4 && si[1] == 9);
+  CHECK(fl != NULL);  /* int ** 0.5 promotes to a float: allowed */
+  CHECK(tg_pow(xi, neg) == NULL && strstr(tg_last_error(), "base needs to be float") != NULL);
+  CHECK(tg_pow(neg, xi) == NULL);
+  tg_release(fl);
+  tg_release(sq);
+  tg_release(two);
+  tg_release(half);
+  tg_release(neg);
+  tg_release(xi);
+  tg_release(wd);
+  tg_release(w);
+  tg_release(x);
+  CHECK_EQ_INT(tg_live_tensors(), 0);
+}
+
 void suite_pyapi(void) {
   check_small();
   check_long();
   check_edges();
   check_backward_all();
+  check_pool_and_pow();
 }

@@ -43,7 +43,7 @@ tg_any T TIZb|tg_all T TIZb|tg_logsumexp T Tib|tg_argmax T Tib|tg_argmax_all T T
 tg_softmax T Ti|tg_log_softmax T Ti|tg_cumprod T Ti|tg_cummax T Tiv|tg_cummin T Tiv|tg_logcumsumexp T Ti
 tg_reshape T TLZ|tg_permute T TIZ|tg_transpose T Tii|tg_expand T TLZ|tg_pad T TLZid|tg_shrink T TLZ|tg_flip T TIZ
 tg_squeeze T Ti|tg_squeeze_all T T|tg_unsqueeze T Ti|tg_flatten T Tii|tg_getitem T TvZ|tg_cat T PZi|tg_stack T PZi
-tg_repeat T TLZ|tg_split i TqiPZ|tg_chunk i TiiPZ|tg_split_sizes i TLZiPZ|tg_gather T TiT
+tg_repeat T TLZ|tg_split i TqiPZ|tg_chunk i TiiPZ|tg_split_sizes i TLZiPZ|tg_gather T TiT|tg_pool T TLZLL
 tg_matmul T TT|tg_dot T TT|tg_conv2d T TTTiLLL|tg_max_pool2d T TLLLL|tg_avg_pool2d T TLLLb|tg_one_hot T Tq
 tg_contiguous T T|tg_assign i TT|tg_realize i T|tg_realize_many i PZ|tg_to_host i TvZ|tg_item_double i Tv
 tg_item_int64 i TL

@@ -43,12 +43,24 @@ def conv_nd(x, weight, bias, groups, stride, dilation, padding, dtype):
     x1, w1 = x.unsqueeze(-2), weight.unsqueeze(-2)
     s, d = make_tuple(stride, 1), make_tuple(dilation, 1)
     return conv_nd(x1, w1, bias, groups, (1, s[0]), (1, d[0]), flat + [0, 0], None).squeeze(-2)
-  if dims != 2: raise NotImplementedError(f"tinygrad.c: conv{dims}d not supported yet (the C library has conv2d)")
+  if dims != 2: return _conv_generic(x, weight, bias, groups, stride, dilation, flat)
   if x.ndim != 4: raise RuntimeError(f"conv2d input must be 4-d, got {x.shape}")
   sym = _symmetric(flat)
   if sym is None: x, sym = _spatial_pad(x, flat), (0, 0)
   s, d = make_tuple(stride, 2), make_tuple(dilation, 2)
   return _w(L.tg_conv2d(x._h, weight._h, bias._h if bias is not None else None, groups, _i64(s), _i64(sym), _i64(d)))
+
+def _conv_generic(x, weight, bias, groups, stride, dilation, flat):
+  """tinygrad's conv2d formula for any rank: windows of the padded input times the weight, summed over cin and k"""
+  (bs, cin_), (cout, cin), HW = x.shape[:2], weight.shape[:2], weight.shape[2:]
+  if groups*cin != cin_: raise RuntimeError(f"Input Tensor shape {x.shape} does not match the shape of the weights {weight.shape}")
+  x = _spatial_pad(x, flat)._pool(HW, stride, dilation)
+  rcout, oyx = cout // groups, x.shape[2:-len(HW)]
+  x = x.reshape(bs, groups, cin, 1, *oyx, *HW).expand(bs, groups, cin, rcout, *oyx, *HW)
+  x = x.permute(0, 1, 3, *[4+i for i in range(len(oyx))], 2, *[4+len(oyx)+i for i in range(len(HW))])
+  ret = (x * weight.reshape(1, groups, rcout, *[1]*len(oyx), cin, *HW)).sum([-1-i for i in range(1+len(oyx))], keepdim=True)
+  ret = ret.reshape(bs, cout, *oyx)
+  return ret if bias is None else ret.add(bias.reshape(1, -1, *[1]*len(HW)))
 
 def conv_transpose_nd(x, weight, bias, groups, stride, dilation, padding, output_padding):
   from .tensor import _w, _i64
@@ -82,14 +94,24 @@ def _pool2d_args(x, kernel_size, stride):
 def max_pool(x, kernel_size, stride, dilation, padding, ceil_mode, return_indices):
   from .tensor import _w, _i64
   from ._lib import lib as L
-  if return_indices: raise NotImplementedError("tinygrad.c: max_pool2d return_indices not supported yet")
   k_, s_ = _pool2d_args(x, kernel_size, stride)
   d_ = make_tuple(dilation, len(k_))
   pads = _pool_pads(padding, len(k_))
   if ceil_mode: pads = _ceil_pads(x.shape, pads, k_, s_, d_)
+  if return_indices or len(k_) > 2:  # tinygrad's formula over the windows: the max and where it is (flat spatial index)
+    axis = tuple(range(-len(k_), 0))
+    lo = -math.inf if dtypes.is_float(x.dtype) else x.dtype.min
+    pooled = _spatial_pad(x, pads, lo)._pool(k_, s_, d_)
+    if not return_indices: return pooled.max(axis)
+    spatial = x.shape[-len(k_):]
+    n = math.prod(spatial)
+    T = _tensor()
+    idx = T.arange(n, 0, -1).reshape(spatial)
+    m = pooled.eq(pooled.max(axis, keepdim=True))
+    idx = m * _spatial_pad(idx, pads, dtypes.int32.min)._pool(k_, s_, d_)
+    return pooled.max(axis), n - idx.max(axis)
   if len(k_) == 1:
     return max_pool(x.unsqueeze(-2), (1, k_[0]), (1, s_[0]), (1, d_[0]), pads + [0, 0], False, False).squeeze(-2)
-  if len(k_) != 2: raise NotImplementedError(f"tinygrad.c: max_pool over {len(k_)} dims not supported yet")
   sym = _symmetric(pads)
   if sym is None: x, sym = _spatial_pad(x, pads, value=-math.inf if dtypes.is_float(x.dtype) else x.dtype.min), (0, 0)
   return _w(L.tg_max_pool2d(x._h, _i64(k_), _i64(s_), _i64(sym), _i64(d_)))
@@ -105,7 +127,12 @@ def avg_pool(x, kernel_size, stride, dilation, padding, ceil_mode, count_include
     return avg_pool(x.unsqueeze(-2), (1, k_[0]), (1, s_[0]), 1, pads + [0, 0], False, count_include_pad).squeeze(-2) \
       if not ceil_mode or not count_include_pad else \
       _avg_ceil(x.unsqueeze(-2), (1, k_[0]), (1, s_[0]), pads + [0, 0], reg + [0, 0]).squeeze(-2)
-  if len(k_) != 2: raise NotImplementedError(f"tinygrad.c: avg_pool over {len(k_)} dims not supported yet")
+  if len(k_) > 2:  # tinygrad's formula over the windows
+    axis = tuple(range(-len(k_), 0))
+    def pool(t, p): return _spatial_pad(t, p)._pool(k_, s_, 1)
+    if not count_include_pad: return pool(x, pads).sum(axis) / pool(x.full_like(1), pads).sum(axis)
+    if not ceil_mode: return pool(x, pads).mean(axis)
+    return pool(x, pads).sum(axis) / pool(_spatial_pad(x, reg).full_like(1), [c - r for c, r in zip(pads, reg)]).sum(axis)
   if not count_include_pad:
     win = _sum_pool(x, k_, s_, pads)
     return win / _sum_pool(x.full_like(1), k_, s_, pads)
@@ -114,6 +141,18 @@ def avg_pool(x, kernel_size, stride, dilation, padding, ceil_mode, count_include
     if sym is None: x, sym = _spatial_pad(x, pads), (0, 0)
     return _w(L.tg_avg_pool2d(x._h, _i64(k_), _i64(s_), _i64(sym), True))
   return _avg_ceil(x, k_, s_, pads, reg)
+
+def max_unpool2d(self, indices, kernel_size=(2,2), stride=None, dilation=1, padding=0, output_size=None):
+  """tinygrad's: each value goes to the flat spatial index it came from (a one-hot over the output positions)"""
+  bs, c, *spatial = self.shape
+  if output_size is None:
+    k_, d_, s_ = (make_tuple(v, len(spatial)) for v in (kernel_size, dilation, stride if stride is not None else kernel_size))
+    p_ = _grouped(_pool_pads(padding, len(spatial)))
+    output_size = tuple((i-1)*s - (pB+pA) + (d*(k-1)+1) for i, k, d, s, (pA, pB) in zip(spatial, k_, d_, s_, p_))
+  else: output_size = tuple(output_size[-len(spatial):])
+  T = _tensor()
+  hot = indices.reshape(bs, c, 1, -1).eq(T.arange(math.prod(output_size)).reshape(math.prod(output_size), 1))
+  return hot.where(self.reshape(bs, c, 1, -1), 0).sum(3).reshape(bs, c, *output_size)
 
 def _sum_pool(x, k_, s_, pads):
   """window sums: the C library's average (pads counted) times the window size, over explicitly padded input"""
@@ -246,7 +285,7 @@ def einsum(formula:str, *operands, dtype=None):
   sz: dict = {}
   for s, x in zip(inputs, xs):
     for c, n in zip(s, x.shape):
-      if sz.setdefault(c, n) != n: raise AssertionError(f"cannot merge, {c} has sizes {sz[c]} and {n}")
+      if sz.setdefault(c, n) != n: raise RuntimeError(f"einsum: subscript {c} has sizes {sz[c]} and {n}")
   alpha = sorted(sz)
   xs = [x.permute(*[s.index(c) for c in sorted(s)]).reshape([sz[c] if c in s else 1 for c in alpha]) if s else x
         for s, x in zip(inputs, xs)]
@@ -380,13 +419,13 @@ def _install():
   T = _tensor()
   for f in (triu, tril, roll, repeat_interleave, normalize, softmin, isclose, allclose, meshgrid, pad_to, shrink_to, diag,
             diagonal, interpolate, scatter, scatter_reduce,
-            masked_select, nonzero, sort, argsort, topk, unfold):
+            masked_select, nonzero, sort, argsort, topk, unfold, max_unpool2d):
     setattr(T, f.__name__, f)
   T.einsum = staticmethod(einsum)
   def _missing(name):
     def f(self, *a, **k): raise NotImplementedError(f"tinygrad.c: Tensor.{name} not supported yet")
     f.__name__ = name
     return f
-  for name in ("max_unpool2d", "conv3d", "avg_pool3d", "multinomial", "qr", "svd", "randperm", "keccak", "hash", "custom_kernel", "rearrange", "image_conv2d", "image_dot"):
+  for name in ("multinomial", "qr", "svd", "randperm", "keccak", "hash", "custom_kernel", "rearrange", "image_conv2d", "image_dot"):
     if not hasattr(T, name): setattr(T, name, _missing(name))
 _install()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes, math, struct
 from ._lib import lib as L, I64P, IP
 from .dtype import DType, dtypes, to_dtype, from_tg, strong_dtype, _to_np_dtype, _from_np_dtype, least_upper_float
-from .helpers import argfix, prod, all_int, fully_flatten
+from .helpers import argfix, prod, all_int, fully_flatten, make_tuple
 
 _vp = ctypes.c_void_p
 _new = object.__new__
@@ -733,6 +733,11 @@ class Tensor:
     if cnt < 0: _raise()
     return [_w(out[i]) for i in range(cnt)]
   def gather(self, dim:int, index:Tensor) -> Tensor: return _w(L.tg_gather(self._h, dim, index._h))
+  def _pool(self, k_, stride=1, dilation=1) -> Tensor:
+    """tinygrad's _pool: sliding windows over the last len(k_) axes (tg_pool)"""
+    k_ = tuple(k_)
+    s_, d_ = make_tuple(stride, len(k_)), make_tuple(dilation, len(k_))
+    return _w(L.tg_pool(self._h, _i64(k_), len(k_), _i64(s_), _i64(d_)))
 
   def __getitem__(self, indices) -> Tensor:
     if not isinstance(indices, tuple): indices = (indices,)
