@@ -123,6 +123,23 @@ class TestAutograd(unittest.TestCase):
     self.assertLess(losses[-1], losses[0] * 0.5)
     with self.assertRaisesRegex(RuntimeError, "TRAINING"): opt.step()
 
+class TestNN(unittest.TestCase):
+  def test_layers(self):
+    Tensor.manual_seed(2)
+    x = Tensor.rand(2, 3, 6, 6)
+    self.assertEqual(nn.Conv2d(3, 4, 3, padding=1)(x).shape, (2, 4, 6, 6))
+    self.assertEqual(nn.Linear(6, 5)(x).shape, (2, 3, 6, 5))
+    self.assertEqual(nn.LayerNorm(6)(x).shape, x.shape)
+    self.assertEqual(nn.Embedding(10, 4)(Tensor([[1, 2, 3]])).shape, (1, 3, 4))
+  def test_batchnorm_running_stats(self):
+    bn = nn.BatchNorm(3)
+    x = Tensor([[1.0, 2.0, 3.0], [3.0, 6.0, 9.0]])
+    with Context(TRAINING=1): out = bn(x).realize()
+    bn.running_mean.realize()
+    self.assertEqual([round(v, 5) for v in bn.running_mean.tolist()], [0.2, 0.4, 0.6])  # 0.9*0 + 0.1*mean
+    self.assertAlmostEqual(out.tolist()[0][0], -1.0, places=3)
+    self.assertFalse(bn.running_mean.is_param)
+
 @unittest.skipIf(np is None, "numpy is not installed: the numpy round trips are skipped")
 class TestNumpy(unittest.TestCase):
   def test_roundtrip(self):
