@@ -317,7 +317,8 @@ tg_tensor *tg_permute(const tg_tensor *t, const int *order, size_t ndim);
 tg_tensor *tg_transpose(const tg_tensor *t, int dim0, int dim1);
 tg_tensor *tg_expand(const tg_tensor *t, const int64_t *shape, size_t ndim);  /* -1 keeps a size */
 /* pads: 2*ndim values, (before, after) for each axis in order (tinygrad's tuple-of-pairs form); ndim == t's ndim.
- * value: the fill of TG_PAD_CONSTANT. Reflect needs pads < size, circular pads <= size. */
+ * value: the fill of TG_PAD_CONSTANT (an integral value keeps an int or bool tensor's dtype; a fractional one promotes
+ * like any float scalar). Reflect needs pads < size, circular pads <= size. */
 tg_tensor *tg_pad(const tg_tensor *t, const int64_t *pads, size_t ndim, tg_pad_mode mode, double value);
 tg_tensor *tg_shrink(const tg_tensor *t, const int64_t *bounds, size_t ndim); /* (start, end) per axis */
 tg_tensor *tg_flip(const tg_tensor *t, const int *axes, size_t naxes);

@@ -2,7 +2,8 @@
  * (tg_cumprod, tg_cummax, tg_cummin with their indices, tg_logcumsumexp), each against a plain C loop over the same
  * data along every axis of a 3x5 (and a 600-long axis: the two-stage split), with the error paths; and
  * tg_backward_all (tinygrad's backward rule: every live float tensor in the graph gets a grad); tg_pool (windows);
- * tg_pow refusing an int result with a negative or fractional Python-scalar operand. */
+ * tg_pow refusing an int result with a negative or fractional Python-scalar operand; tg_pad's integral fill keeping an
+ * int dtype. */
 #include <math.h>
 
 #include "test.h"
@@ -162,6 +163,14 @@ static void check_pool_and_pow(void) {
   CHECK(fl != NULL);  /* int ** 0.5 promotes to a float: allowed */
   CHECK(tg_pow(xi, neg) == NULL && strstr(tg_last_error(), "base needs to be float") != NULL);
   CHECK(tg_pow(neg, xi) == NULL);
+  const int64_t pads[2] = {1, 1};
+  tg_tensor *pi = tg_pad(xi, pads, 1, TG_PAD_CONSTANT, 2147483647.0), *pf = tg_pad(xi, pads, 1, TG_PAD_CONSTANT, 0.5);
+  int32_t pv[4] = {0};
+  CHECK(pi && tg_get_dtype(pi) == TG_INT32 && tg_to_host(pi, pv, sizeof pv) == TG_OK);
+  CHECK(pv[0] == 2147483647 && pv[1] == 2 && pv[2] == 3 && pv[3] == 2147483647);
+  CHECK(pf && tg_get_dtype(pf) != TG_INT32);  /* a fractional fill promotes */
+  tg_release(pf);
+  tg_release(pi);
   tg_release(fl);
   tg_release(sq);
   tg_release(two);
