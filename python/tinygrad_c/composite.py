@@ -70,10 +70,24 @@ def conv_transpose_nd(x, weight, bias, groups, stride, dilation, padding, output
     r = conv_transpose_nd(x.unsqueeze(-2), weight.unsqueeze(-2), bias, groups, (1,)+make_tuple(stride, 1),
                           (1,)+make_tuple(dilation, 1), (0,)+make_tuple(padding, 1), (0,)+make_tuple(output_padding, 1))
     return r.squeeze(-2)
-  if dims != 2: raise NotImplementedError(f"tinygrad.c: conv_transpose{dims}d not supported yet (the C library has 2d)")
+  if dims != 2: return _conv_transpose_generic(x, weight, bias, groups, stride, dilation, padding, output_padding)
   s, d, p, op = (make_tuple(v, 2) for v in (stride, dilation, padding, output_padding))
   return _w(L.tg_conv_transpose2d(x._h, weight._h, bias._h if bias is not None else None, groups, _i64(s), _i64(p),
                                   _i64(d), _i64(op)))
+
+def _conv_transpose_generic(x, weight, bias, groups, stride, dilation, padding, output_padding):
+  """tinygrad's conv_transpose2d for any rank: a conv of the stride-dilated input with the flipped, transposed weight"""
+  w = weight.unflatten(0, (groups, -1)).transpose(1, 2).flip(*range(3, weight.ndim+1))
+  HW = weight.shape[2:]
+  pads = _grouped(_pool_pads(padding, len(HW)))
+  stride, dilation, output_padding = [make_tuple(v, len(HW)) for v in (stride, dilation, output_padding)]
+  if any(s > 1 for s in stride):
+    x = x.reshape(None, None, *[v for k in x.shape[2:] for v in (k, 1)])
+    x = x.pad((None, None, *[p for s in stride for p in (None, (0, s-1))]))
+    x = x.reshape(None, None, *[k*s for k, s in zip(x.shape[2::2], stride)])
+    x = x.shrink_to(None, None, *[k-(s-1) for k, s in zip(x.shape[2:], stride)])
+  flat = [v for k, d, (pB, pA), op in reversed(list(zip(HW, dilation, pads, output_padding))) for v in ((k-1)*d-pB, (k-1)*d-pA+op)]
+  return x.conv2d(w.flatten(end_dim=1), groups=groups, bias=bias, dilation=dilation, padding=flat)
 
 # ---------------------------------------------------------------- pools
 def _ceil_pads(shape, pads:list[int], k_, s_, d_) -> list[int]:
