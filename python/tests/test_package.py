@@ -156,6 +156,10 @@ class TestNumpy(unittest.TestCase):
 
 class TestLifetimes(unittest.TestCase):
   def test_handles_released(self):
+    def step():
+      a = Tensor([1.0, 2.0]) * 2 + 1
+      a.sum().gradient(a)
+    step()  # the scalars 2 and 1 become cached weak constants (kept for the process)
     gc.collect()
     before = lib.tg_live_tensors()
     for _ in range(50):

@@ -38,7 +38,7 @@ def _w(h) -> Tensor:
   """Wraps a new handle returned by the C library (None: the call failed, raise its error)."""
   if not h: _raise()
   t = _new(Tensor)
-  t._h, t._shape = h, None
+  t._h = h
   return t
 def _check(status:int):
   if status != 0: _raise()
@@ -69,9 +69,25 @@ def _scalar_handle(x):
     if isinstance(x, np.floating): return L.tg_const_float(float(x))
   return None
 
+# Weak constants for the Python scalars ops meet (x + 1, x * 0.5): made once and kept (they are immutable and
+# device-less), so an op with a scalar is one C call. Keyed by type and value (a float zero by its sign too).
+_CONSTS: dict = {}
+_CONSTS_MAX = 4096
+
 def _operand(x):
   """(handle, owned temporary or None) for an op argument: a Tensor, a Python scalar or a list."""
-  if isinstance(x, Tensor): return x._h, None
+  if x.__class__ is Tensor: return x._h, None
+  c = x.__class__
+  if c is float or c is int or c is bool:
+    k = (c, x) if x or c is not float else (c, x, math.copysign(1.0, x))
+    h = _CONSTS.get(k)
+    if h is not None: return h, None
+    h = _scalar_handle(x)
+    if not h: _raise()
+    if len(_CONSTS) < _CONSTS_MAX and x == x:
+      _CONSTS[k] = h
+      return h, None
+    return h, h
   h = _scalar_handle(x)
   if h is None:
     if isinstance(x, (list, tuple)): t = Tensor(x); return t._h, t
@@ -80,17 +96,22 @@ def _operand(x):
   return h, h
 
 def _bin(fn, a:Tensor, b, reverse=False) -> Tensor:
+  if b.__class__ is Tensor: return _w(fn(b._h, a._h) if reverse else fn(a._h, b._h))
   bh, tmp = _operand(b)
   r = fn(bh, a._h) if reverse else fn(a._h, bh)
   if tmp.__class__ is int: L.tg_release(tmp)
   return _w(r)
 
+_AXES: dict = {}
 def _axes(axis, ndim:int):
-  """(int array or None, count) for an axis argument: None = all axes."""
+  """(int array or None, count) for an axis argument: None = all axes (the arrays are cached: never written)"""
   if axis is None: return None, 0
-  if isinstance(axis, int): return _ints((axis,)), 1
-  axis = tuple(axis)
-  return _ints(axis), len(axis)
+  key = (axis,) if axis.__class__ is int else tuple(axis)
+  arr = _AXES.get(key)
+  if arr is None:
+    arr = _ints(key)
+    if len(_AXES) < 4096: _AXES[key] = arr
+  return arr, len(key)
 
 _PAD_MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
 _REDUCTIONS = {"mean": 0, "sum": 1, "none": 2}
@@ -190,7 +211,7 @@ class Tensor:
   # ------------------------------------------------------------------ properties
   @property
   def shape(self) -> tuple[int, ...]:
-    s = self._shape
+    s = getattr(self, "_shape", None)
     if s is None:
       n = L.tg_ndim(self._h)
       p = ctypes.cast(L.tg_shape(self._h), I64P)
@@ -662,7 +683,7 @@ class Tensor:
   # ------------------------------------------------------------------ movement
   def reshape(self, shape, *args) -> Tensor:
     s = argfix(shape, *args)
-    s = tuple(self.shape[i] if x is None else x for i, x in enumerate(s))
+    if None in s: s = tuple(self.shape[i] if x is None else x for i, x in enumerate(s))
     return _w(L.tg_reshape(self._h, _i64(s), len(s)))
   view = reshape
   def expand(self, shape, *args) -> Tensor:
