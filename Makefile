@@ -63,9 +63,9 @@ $(B)/%: examples/%.c $(B)/libtinygrad.a
 
 # ---- test tiers (tests/run_all.sh) ----
 # make test: the full tier (CI): the exported-symbol check, every suite optimized and under ASan+UBSan side by side,
-# the symbolic fuzzer; one closing line with the totals. make test-fast: the optimized build's quick subset
-# (TG_TEST_QUICK=1), what to run before each commit. Both keep the kernel cache in $(B)/cache.db unless CACHEDB is set.
-test: $(B)/libtinygrad.a $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic
+# the symbolic fuzzer, the Python package's tests (python/run_tests.sh); one closing line with the totals. make
+# test-fast: the optimized build's quick subset (TG_TEST_QUICK=1), what to run before each commit. Both keep the kernel cache in $(B)/cache.db unless CACHEDB is set.
+test: $(B)/libtinygrad.a $(B)/libtinygrad.so $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic
 	@bash tests/run_all.sh $(B)
 
 test-gpu: $(B)/run_tests_gpu

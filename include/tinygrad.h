@@ -301,6 +301,12 @@ tg_tensor *tg_argmax(const tg_tensor *t, int axis, bool keepdim);   /* int32 */
 tg_tensor *tg_argmax_all(const tg_tensor *t);                        /* over the flattened tensor */
 tg_tensor *tg_argmin(const tg_tensor *t, int axis, bool keepdim);
 tg_tensor *tg_cumsum(const tg_tensor *t, int axis);
+tg_tensor *tg_cumprod(const tg_tensor *t, int axis);
+/* The running maximum / minimum along axis; *indices (when not NULL) receives a second new tensor: the int32 index
+ * where each running extreme was first reached (tinygrad's cummax/cummin return both). */
+tg_tensor *tg_cummax(const tg_tensor *t, int axis, tg_tensor **indices);
+tg_tensor *tg_cummin(const tg_tensor *t, int axis, tg_tensor **indices);
+tg_tensor *tg_logcumsumexp(const tg_tensor *t, int axis);  /* log(cumsum(exp(t))) computed stably */
 tg_tensor *tg_softmax(const tg_tensor *t, int axis);
 tg_tensor *tg_log_softmax(const tg_tensor *t, int axis);
 
@@ -311,7 +317,8 @@ tg_tensor *tg_permute(const tg_tensor *t, const int *order, size_t ndim);
 tg_tensor *tg_transpose(const tg_tensor *t, int dim0, int dim1);
 tg_tensor *tg_expand(const tg_tensor *t, const int64_t *shape, size_t ndim);  /* -1 keeps a size */
 /* pads: 2*ndim values, (before, after) for each axis in order (tinygrad's tuple-of-pairs form); ndim == t's ndim.
- * value: the fill of TG_PAD_CONSTANT. Reflect needs pads < size, circular pads <= size. */
+ * value: the fill of TG_PAD_CONSTANT (an integral value keeps an int or bool tensor's dtype; a fractional one promotes
+ * like any float scalar). Reflect needs pads < size, circular pads <= size. */
 tg_tensor *tg_pad(const tg_tensor *t, const int64_t *pads, size_t ndim, tg_pad_mode mode, double value);
 tg_tensor *tg_shrink(const tg_tensor *t, const int64_t *bounds, size_t ndim); /* (start, end) per axis */
 tg_tensor *tg_flip(const tg_tensor *t, const int *axes, size_t naxes);
@@ -345,6 +352,10 @@ int tg_chunk(const tg_tensor *t, int chunks, int axis, tg_tensor **out, size_t m
 /* split into n pieces of the given sizes (they must sum to the axis size); returns n, or -1 on error */
 int tg_split_sizes(const tg_tensor *t, const int64_t *sizes, size_t n, int axis, tg_tensor **out, size_t max_out);
 tg_tensor *tg_gather(const tg_tensor *t, int axis, const tg_tensor *index);
+/* tinygrad's _pool: the sliding windows over the last nk axes as a view, shape (..., o_1..o_nk, k_1..k_nk) with
+ * o = ceil((size - dilation*(k-1)) / stride); stride/dilation NULL = 1. Convolutions and pools of any rank are
+ * reductions over it (the Python package's conv3d, avg_pool3d, max_pool indices). */
+tg_tensor *tg_pool(const tg_tensor *t, const int64_t *kernel, size_t nk, const int64_t *stride, const int64_t *dilation);
 
 /* ---- linear algebra and nn ---- */
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b); /* batched, broadcasting; 1-d operands as numpy */
@@ -397,6 +408,9 @@ bool tg_get_requires_grad(const tg_tensor *t);         /* false for NULL */
 tg_status tg_backward(tg_tensor *loss);
 /* The same with an explicit seed gradient of root's shape (root may have any shape). */
 tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient);
+/* tinygrad's own rule (Tensor.backward, used by the Python package): fills the grad of EVERY live float tensor with
+ * storage whose node is in root's graph, whether it requires grad or not; gradient NULL: root 0-d, seed 1. */
+tg_status tg_backward_all(tg_tensor *root, const tg_tensor *gradient);
 /* t's gradient, or NULL when it has none. A BORROWED handle owned by t: valid until t's grad is zeroed or t is
  * released (tg_retain it to keep it longer). Its value is lazy: realize it or copy it out like any tensor. */
 tg_tensor *tg_grad(const tg_tensor *t);

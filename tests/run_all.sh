@@ -3,9 +3,9 @@
 # single-threaded but for kernel compiles and launches).
 #
 #   run_all.sh BUILD        make test, the full tier (CI): the exported-symbol check; every suite in the optimized
-#                           build; every suite under ASan+UBSan; the symbolic fuzzer. Lane 1 runs the sanitizer
-#                           pass's heaviest suites (SAN_LANE), lane 2 the optimized pass, the fuzzer and the other
-#                           sanitizer suites.
+#                           build; every suite under ASan+UBSan; the symbolic fuzzer; the Python package's tests
+#                           (python/run_tests.sh). Lane 1 runs the sanitizer pass's heaviest suites (SAN_LANE), lane
+#                           2 the optimized pass, the fuzzer, the Python tests and the other sanitizer suites.
 #   run_all.sh BUILD fast   make test-fast: the optimized build with TG_TEST_QUICK=1 (suites run their quick subset):
 #                           FAST_LANE in one process, the other suites in the other.
 #
@@ -80,16 +80,19 @@ else
   {
     job "$logs/opt.log" "$B/run_tests"
     job "$logs/fuzz.log" "$B/fuzz_symbolic" 20000 1
+    job "$logs/python.log" bash "$T/../python/run_tests.sh" "$B"
     job "$logs/san2.log" "${san[@]}" $(others "$SAN_LANE")
   } &
   wait
   show_pass "optimized pass" "$logs/opt.log"
   show_pass "asan+ubsan pass" "$logs/san1.log" "$logs/san2.log"
+  show_pass "python package" "$logs/python.log"
   # the symbolic fuzzer (tools/fuzz_symbolic.c): its summary is one more suite line, counted as one check
   cat "$logs/fuzz.log"
   if [ "$(cat "$logs/fuzz.log.rc")" -eq 0 ]; then pass=$((pass+1)); else fail=$((fail+1)); rc=1; fi
   echo "make test: $(secs "$t_all" "$(now)") s wall; lane 1: asan+ubsan $SAN_LANE $(cat "$logs/san1.log.time") s;" \
-       "lane 2: optimized $(cat "$logs/opt.log.time") s, fuzzer $(cat "$logs/fuzz.log.time") s, asan+ubsan (the" \
+       "lane 2: optimized $(cat "$logs/opt.log.time") s, fuzzer $(cat "$logs/fuzz.log.time") s, python" \
+       "$(cat "$logs/python.log.time") s, asan+ubsan (the" \
        "others) $(cat "$logs/san2.log.time") s (logs in $logs, kernel cache $CACHEDB)"
 fi
 echo "$pass passed, $fail failed"

@@ -118,8 +118,9 @@ tg_status tg_gradient(const tg_tensor *target, const tg_tensor *const *wrt, size
 
 static bool in_graph(const UOpMap *nodes, const tg_tensor *t) { return uopmap_get(nodes, t->uop) != NULL; }
 
-tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) {
-  tensor_ctx_begin("tg_backward");
+/* all: tinygrad's rule, every live float handle with storage in the graph; else only those that require grad */
+static tg_status backward(tg_tensor *root, const tg_tensor *gradient, bool all) {
+  tensor_ctx_begin(all ? "tg_backward_all" : "tg_backward");
   UOp *r = NULL, *seed = root_seed(root, gradient, &r);
   bool ok = seed != NULL;
   /* every live handle that requires a gradient and whose node is in the root's graph */
@@ -131,7 +132,7 @@ tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) {
     uopmap_init(&nodes);
     for (size_t i = 0; i < order.len; i++) uopmap_put(&nodes, order.data[i], (void *)1);
     for (tg_tensor *h = tensor_live_first(); h; h = h->next)
-      if (h->requires_grad && h->device && dt_is_float(h->uop->dtype) && !dt_is_weak(h->uop->dtype) &&
+      if ((all ? !h->internal : h->requires_grad) && h->device && dt_is_float(h->uop->dtype) && !dt_is_weak(h->uop->dtype) &&
           in_graph(&nodes, h))
         tg_vec_push(&need, h);
     uopmap_free(&nodes);
@@ -173,4 +174,6 @@ tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) {
   return ok ? TG_OK : fail_status();
 }
 
-tg_status tg_backward(tg_tensor *loss) { return tg_backward_with_grad(loss, NULL); }
+tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) { return backward(root, gradient, false); }
+tg_status tg_backward(tg_tensor *loss) { return backward(loss, NULL, false); }
+tg_status tg_backward_all(tg_tensor *root, const tg_tensor *gradient) { return backward(root, gradient, true); }

@@ -295,6 +295,17 @@ static UOp *f_or(UOp *a, UOp *b) { return int_only(TG_OP_OR, a, b, true); }
 static UOp *f_xor(UOp *a, UOp *b) { return int_only(TG_OP_XOR, a, b, true); }
 static UOp *f_shl(UOp *a, UOp *b) { return int_only(TG_OP_SHL, a, b, false); }
 static UOp *f_shr(UOp *a, UOp *b) { return int_only(TG_OP_SHR, a, b, false); }
+/* tinygrad's pow: an int result with a Python-scalar operand that is not a non-negative int ("int ** -2", "int ** 0.5"
+ * with an int result) is refused: int pow is only defined for non-negative int exponents */
+static bool pow_scalar_ok(const UOp *u) {
+  if (u->op != TG_OP_CONST || !dt_is_weak(u->dtype)) return true;
+  return u->arg.c.kind == CK_INT ? u->arg.c.i >= 0 : u->arg.c.kind != CK_FLOAT;
+}
+static UOp *f_pow(UOp *a, UOp *b) {
+  if (!dt_is_float(dt_least_upper(a->dtype, b->dtype)) && (!pow_scalar_ok(a) || !pow_scalar_ok(b)))
+    return tensor_err("base needs to be float (%s ** %s)", a->dtype->name, b->dtype->name);
+  return tensor_pow(a, b);
+}
 static UOp *f_max(UOp *a, UOp *b) { return tensor_maximum(a, b); }
 static UOp *f_min(UOp *a, UOp *b) { return tensor_minimum(a, b); }
 
@@ -305,7 +316,7 @@ tg_tensor *tg_div(const tg_tensor *a, const tg_tensor *b) { return bin("tg_div",
 tg_tensor *tg_idiv(const tg_tensor *a, const tg_tensor *b) { return bin("tg_idiv", f_idiv, a, b); }
 tg_tensor *tg_mod(const tg_tensor *a, const tg_tensor *b) { return bin("tg_mod", tensor_mod, a, b); }
 tg_tensor *tg_fmod(const tg_tensor *a, const tg_tensor *b) { return bin("tg_fmod", tensor_fmod, a, b); }
-tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b) { return bin("tg_pow", tensor_pow, a, b); }
+tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b) { return bin("tg_pow", f_pow, a, b); }
 tg_tensor *tg_maximum(const tg_tensor *a, const tg_tensor *b) { return bin("tg_maximum", f_max, a, b); }
 tg_tensor *tg_minimum(const tg_tensor *a, const tg_tensor *b) { return bin("tg_minimum", f_min, a, b); }
 tg_tensor *tg_lt(const tg_tensor *a, const tg_tensor *b) { return bin("tg_lt", tensor_lt, a, b); }

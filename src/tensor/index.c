@@ -1,6 +1,7 @@
 /* index.c — tinygrad's __getitem__ (OpMixin._getitem): ints, slices with steps, newaxis and ellipsis become
  * SHRINK/FLIP/PAD/RESHAPE views; tensor indices become one-hot masks summed away (consecutive tensor indices use one
  * linear index). Also the public movement entry points. */
+#include <math.h>
 #include "tensor/tensor.h"
 
 typedef struct Parsed {
@@ -251,7 +252,11 @@ tg_tensor *tg_pad(const tg_tensor *t, const int64_t *pads, size_t ndim, tg_pad_m
   if (x && int_args(pads, ndim, "pad pairs")) {
     if ((unsigned)mode > TG_PAD_CIRCULAR) r = tensor_err("mode=%d is not supported", (int)mode);
     else if ((int)ndim != t->shape.ndim) r = tensor_err("padding length is improper, %zu pairs for %s", ndim, tensor_fmt_shape(&t->shape));
-    else r = tensor_pad_mode(x, pads, (int)ndim, mode, const_float(value));
+    else {
+      /* an integral fill of an int or bool tensor is an int constant (tinygrad's Python int): the dtype stays */
+      bool int_fill = (dt_is_int(x->dtype) || x->dtype == DT_BOOL) && value == floor(value) && fabs(value) < 9.2e18;
+      r = tensor_pad_mode(x, pads, (int)ndim, mode, int_fill ? const_int((int64_t)value) : const_float(value));
+    }
   }
   return tensor_ctx_end(r);
 }

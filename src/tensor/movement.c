@@ -492,3 +492,15 @@ UOp *tensor_pad_mode(UOp *x, const int64_t *pads, int n, tg_pad_mode mode, Const
   for (int i = 0; i < n; i++) b[2 * i] = -TG_MIN(pads[2 * i], 0), b[2 * i + 1] = TG_MIN(pads[2 * i + 1] + xs.d[i], xs.d[i]);
   return tensor_shrink(X, b, n);
 }
+
+tg_tensor *tg_pool(const tg_tensor *t, const int64_t *kernel, size_t nk, const int64_t *stride, const int64_t *dilation) {
+  tensor_ctx_begin("tg_pool");
+  UOp *x = tensor_in(t, 1), *r = NULL;
+  int64_t ones[TG_MAX_DIMS];
+  for (int i = 0; i < TG_MAX_DIMS; i++) ones[i] = 1;
+  if (x) {
+    if (!kernel || nk == 0 || nk > TG_MAX_DIMS) r = tensor_err("kernel needs 1 to %d sizes, got %zu", TG_MAX_DIMS, nk);
+    else r = tensor_pool(x, kernel, (int)nk, stride ? stride : ones, dilation ? dilation : ones);
+  }
+  return tensor_ctx_end(r);
+}

@@ -196,6 +196,50 @@ static UOp *split_cumalu(UOp *x, int axis, TgOp op) {
 
 UOp *tensor_cumsum(UOp *x, int axis) { return split_cumalu(x, axis, TG_OP_ADD); }
 
+/* tinygrad's _tri(n, n, diagonal): arange(n)[:, None] + diagonal <= arange(n) (true on and above that diagonal) */
+static UOp *tri_mask(int64_t n, int64_t diagonal) {
+  int64_t col[2] = {n, 1};
+  UOp *rows = tensor_reshape(tensor_arange(0, (double)n, 1, NULL), col, 2);
+  return tensor_le(tensor_add(rows, tensor_weak_int(diagonal)), tensor_arange(0, (double)n, 1, NULL));
+}
+
+/* cummax (tinygrad's): the running maximum along d and, when idx is wanted, the int32 index where it was first
+ * reached: match[i][j] = x[i] == values[j] for i <= j, the index the smallest such i. */
+static UOp *cummax_values(UOp *x, int axis, UOp **idx) {
+  Shape s;
+  int d;
+  if (!x || !tensor_shape(x, &s) || !tensor_resolve_dim(x, axis, false, &d)) return NULL;
+  if (s.ndim == 0) {
+    if (idx) *idx = tensor_const_like(x, const_int(0), DT_INT32);
+    return x;
+  }
+  UOp *values = split_cumalu(x, d, TG_OP_MAX);
+  if (!idx || !values) return values;
+  int64_t n = s.d[d], col[2] = {n, 1};
+  UOp *xt = tensor_transpose(x, d, -1), *vt = tensor_transpose(values, d, -1);
+  UOp *match = tensor_mul(tensor_eq(tensor_unsqueeze(xt, -1), tensor_unsqueeze(vt, -2)), tri_mask(n, 0));
+  int m2 = -2;
+  UOp *last = tensor_max(tensor_mul(match, tensor_reshape(tensor_arange((double)n, 0, -1, NULL), col, 2)), &m2, 1, false);
+  *idx = tensor_transpose(tensor_cast(tensor_add(tensor_neg(last), tensor_weak_int(n)), DT_INT32), -1, d);
+  return *idx ? values : NULL;
+}
+
+/* logcumsumexp (tinygrad's): log(sum_{j <= i} exp(x[j] - m[i])) + m[i] with m the running maximum (detached) */
+static UOp *logcumsumexp(UOp *x, int axis) {
+  Shape s;
+  int d;
+  if (!x || !tensor_shape(x, &s) || !tensor_resolve_dim(x, axis, false, &d)) return NULL;
+  if (s.ndim == 0) return x;
+  UOp *xt = tensor_transpose(x, d, -1);
+  UOp *cm = tensor_detach(cummax_values(xt, -1, NULL));
+  UOp *lower = tensor_logical_not(tri_mask(s.d[d], 1));  /* j <= i */
+  UOp *shifted = tensor_sub(tensor_unsqueeze(xt, -2), tensor_unsqueeze(cm, -1));
+  UOp *masked = tensor_where(lower, shifted, tensor_weak_float(-INFINITY));
+  int last = -1;
+  UOp *r = tensor_add(tensor_log(tensor_sum(tensor_exp(masked), &last, 1, false, NULL)), cm);
+  return tensor_transpose(r, -1, d);
+}
+
 UOp *tensor_dot(UOp *x, UOp *w) {
   Shape xs, ws;
   if (!x || !w || !tensor_shape(x, &xs) || !tensor_shape(w, &ws)) return NULL;
@@ -306,6 +350,34 @@ tg_tensor *tg_argmin(const tg_tensor *t, int axis, bool keepdim) { return axis_a
 tg_tensor *tg_cumsum(const tg_tensor *t, int axis) { return axis_api("tg_cumsum", t, axis, false, 3); }
 tg_tensor *tg_softmax(const tg_tensor *t, int axis) { return axis_api("tg_softmax", t, axis, false, 4); }
 tg_tensor *tg_log_softmax(const tg_tensor *t, int axis) { return axis_api("tg_log_softmax", t, axis, false, 5); }
+
+tg_tensor *tg_cumprod(const tg_tensor *t, int axis) {
+  tensor_ctx_begin("tg_cumprod");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x ? split_cumalu(x, axis, TG_OP_MUL) : NULL);
+}
+
+/* cummax/cummin: the values as the result, the indices (when asked for) as a second new handle */
+static tg_tensor *cum_extreme(const char *op, const tg_tensor *t, int axis, tg_tensor **indices, bool min) {
+  if (indices) *indices = NULL;
+  tensor_ctx_begin(op);
+  UOp *x = tensor_in(t, 1), *idx = NULL;
+  UOp *v = x ? cummax_values(min ? tensor_inverse(x) : x, axis, indices ? &idx : NULL) : NULL;
+  if (v && min) v = tensor_inverse(v);
+  tensor_ctx_begin(op); /* nested: the values' handle is made while the context (and idx's nodes) stay open */
+  tg_tensor *values = tensor_ctx_end(v);
+  if (indices && values) *indices = tensor_ctx_end(idx);
+  else tensor_ctx_end_void();
+  return values;
+}
+tg_tensor *tg_cummax(const tg_tensor *t, int axis, tg_tensor **indices) { return cum_extreme("tg_cummax", t, axis, indices, false); }
+tg_tensor *tg_cummin(const tg_tensor *t, int axis, tg_tensor **indices) { return cum_extreme("tg_cummin", t, axis, indices, true); }
+
+tg_tensor *tg_logcumsumexp(const tg_tensor *t, int axis) {
+  tensor_ctx_begin("tg_logcumsumexp");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x ? logcumsumexp(x, axis) : NULL);
+}
 
 tg_tensor *tg_argmax_all(const tg_tensor *t) {
   tensor_ctx_begin("tg_argmax_all");
