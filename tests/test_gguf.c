@@ -32,13 +32,12 @@ static int kernels_of(tg_tensor *t) {
   return k;
 }
 
-/* t as float32 on the host (numel floats, malloc'ed) */
+/* t as float32 on the host (numel floats, malloc'ed); call inside a scope (it owns the cast) */
 static float *host_f32(tg_tensor *t) {
   int64_t n = tg_numel(t);
   float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
   tg_tensor *c = tg_get_dtype(t) == TG_FLOAT32 ? t : tg_cast(t, TG_FLOAT32);
   tg_status st = tg_to_host(c, v, (size_t)n * sizeof *v);
-  if (c != t) tg_release(c);
   if (st != TG_OK) {
     free(v);
     return NULL;

@@ -248,8 +248,11 @@ static bool read_array(Cursor *c, int depth, tg_gguf_value *out) {
                            (unsigned long long)n);
   out->v.arr.items = items;
   for (uint64_t i = 0; i < n; i++) {
-    out->v.arr.len = i; /* on failure value_free frees what was read */
-    if (!read_value(c, et, depth + 1, &items[i])) return false;
+    out->v.arr.len = i; /* on failure value_free frees items[0, i); the partial item i is freed here */
+    if (!read_value(c, et, depth + 1, &items[i])) {
+      value_free(&items[i]);
+      return false;
+    }
   }
   out->v.arr.len = n;
   return true;
