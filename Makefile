@@ -26,7 +26,7 @@ GPU_TEST_OBJ := $(GPU_TEST_SRC:%.c=$(B)/%.o)
 SAN_LIB_OBJ := $(LIB_SRC:%.c=$(B)/san/%.o)
 SAN_TEST_OBJ := $(TEST_SRC:%.c=$(B)/san/%.o)
 
-.PHONY: all lib test test-fast test-san test-gpu demo bench bench-gpu fuzz fuzz-long fuzz-idx fuzz-safetensors clean
+.PHONY: all lib test test-fast test-san test-gpu demo bench bench-gpu fuzz fuzz-long fuzz-idx fuzz-safetensors fuzz-gguf clean
 all: lib $(B)/run_tests $(B)/run_tests_gpu $(TOOLS:%=$(B)/%) $(BENCHES:%=$(B)/%) $(GPU_BENCHES:%=$(B)/%) $(EXAMPLES:%=$(B)/%)
 
 lib: $(B)/libtinygrad.a $(B)/libtinygrad.so
@@ -63,9 +63,10 @@ $(B)/%: examples/%.c $(B)/libtinygrad.a
 
 # ---- test tiers (tests/run_all.sh) ----
 # make test: the full tier (CI): the exported-symbol check, every suite optimized and under ASan+UBSan side by side,
-# the symbolic fuzzer, the Python package's tests (python/run_tests.sh); one closing line with the totals. make
-# test-fast: the optimized build's quick subset (TG_TEST_QUICK=1), what to run before each commit. Both keep the kernel cache in $(B)/cache.db unless CACHEDB is set.
-test: $(B)/libtinygrad.a $(B)/libtinygrad.so $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic
+# the symbolic fuzzer, the GGUF fuzzer (fixed seed, ASan+UBSan), the Python package's tests (python/run_tests.sh);
+# one closing line with the totals. make test-fast: the optimized build's quick subset (TG_TEST_QUICK=1), what to run
+# before each commit. Both keep the kernel cache in $(B)/cache.db unless CACHEDB is set.
+test: $(B)/libtinygrad.a $(B)/libtinygrad.so $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic $(B)/fuzz_gguf_san
 	@bash tests/run_all.sh $(B)
 
 test-gpu: $(B)/run_tests_gpu
@@ -113,6 +114,19 @@ fuzz-safetensors: $(B)/fuzz_safetensors
 	@mkdir -p $(B)/fuzz_safetensors_corpus
 	$(B)/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
 	  -dict=tools/fuzz_safetensors.dict $(B)/fuzz_safetensors_corpus tests/fixtures/safetensors
+
+# the GGUF reader and writer under libFuzzer (clang) with ASan+UBSan: `make fuzz-gguf` runs it FUZZ_SECONDS, seeded
+# with tests/fixtures/gguf; $(B)/fuzz_gguf_san is the standalone driver under ASan+UBSan (`make test` runs a short
+# fixed-seed pass of it: mutations of writer-made seeds)
+$(B)/fuzz_gguf: tools/fuzz_gguf.c $(B)/libtinygrad.a
+	clang $(CPPFLAGS) -std=c11 -g -O1 -DTG_LIBFUZZER -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -o $@ tools/fuzz_gguf.c $(B)/libtinygrad.a $(LDLIBS)
+fuzz-gguf: $(B)/fuzz_gguf
+	@mkdir -p $(B)/fuzz_gguf_corpus
+	$(B)/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
+	  $(B)/fuzz_gguf_corpus tests/fixtures/gguf
+$(B)/fuzz_gguf_san: tools/fuzz_gguf.c $(SAN_LIB_OBJ)
+	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(SAN) -O1 -o $@ tools/fuzz_gguf.c $(SAN_LIB_OBJ) $(LDLIBS)
 
 clean:
 	rm -rf $(B)

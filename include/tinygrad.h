@@ -592,6 +592,130 @@ tg_status tg_safe_save(const tg_state_dict *sd, const char *path);  /* realizes 
 tg_status tg_safe_save_buffer(const tg_state_dict *sd, uint8_t **out, size_t *size); /* free *out with tg_buffer_free */
 void tg_buffer_free(void *p);
 
+/* ---- GGUF (ggml's model file: github.com/ggml-org/ggml docs/gguf.md; tinygrad's llm/gguf.py) ----
+ * Layout (little-endian): "GGUF", u32 version (2 or 3), u64 tensor count, u64 metadata count, the metadata
+ * (key string, u32 value type, value), the tensor infos (name string, u32 n_dims <= 4, u64 ne[n_dims] with ne[0]
+ * the fastest axis, u32 ggml type, u64 offset into the data), zero padding to general.alignment (u32, a power of two,
+ * default 32), the tensor data. Strings are a u64 length and that many bytes.
+ *
+ * Opening validates the whole header against the file before anything is returned: every count, length, value type,
+ * bool byte, array element type and nesting (at most TG_GGUF_MAX_DEPTH), general.alignment, tensor name (unique,
+ * 1-63 bytes of UTF-8 without NUL, like ggml's GGML_MAX_NAME), n_dims, sizes (no overflow, ne[0] a multiple of the
+ * type's block), ggml type (a current ggml type id), and offset (tensor i starts where tensor i-1 ends, padded to
+ * the alignment: what ggml's reader requires) and that the data lies inside the file. Keys must be unique, non-empty
+ * UTF-8 without NUL. String values are kept as bytes (tokenizer vocabularies hold arbitrary bytes). A malformed or
+ * truncated file is TG_ERR_IO with a message naming the field and its byte offset; a file of a newer or big-endian
+ * version is TG_ERR_UNSUPPORTED. Nothing here may crash on input (tools/fuzz_gguf.c).
+ *
+ * tg_gguf_open maps the file (mmap, private copy-on-write: writes through a tensor never reach the file); metadata
+ * strings and arrays are decoded into the handle. Tensors made from the file stay valid after tg_gguf_close: each
+ * holds the mapping until it is released. */
+typedef struct tg_gguf tg_gguf;
+#define TG_GGUF_MAX_DEPTH 4   /* nested arrays accepted (real files use 1) */
+
+typedef enum tg_gguf_type {   /* metadata value types, with their ids in the file */
+  TG_GGUF_UINT8 = 0, TG_GGUF_INT8 = 1, TG_GGUF_UINT16 = 2, TG_GGUF_INT16 = 3, TG_GGUF_UINT32 = 4, TG_GGUF_INT32 = 5,
+  TG_GGUF_FLOAT32 = 6, TG_GGUF_BOOL = 7, TG_GGUF_STRING = 8, TG_GGUF_ARRAY = 9, TG_GGUF_UINT64 = 10,
+  TG_GGUF_INT64 = 11, TG_GGUF_FLOAT64 = 12
+} tg_gguf_type;
+
+/* A metadata value. Integers are in u (unsigned types) or i (signed types, bool 0/1), floats in f; a string is
+ * str.len bytes at str.s (NUL-terminated after them; it may hold NULs itself); an array holds arr.len elements of
+ * arr.type: for a scalar element type at arr.data as the C type (uint8_t, int8_t, uint16_t, int16_t, uint32_t,
+ * int32_t, float, bool, uint64_t, int64_t, double), for strings and arrays at arr.items (values). Owned by the
+ * tg_gguf handle (or, given to the writer, by its caller). */
+typedef struct tg_gguf_value {
+  tg_gguf_type type;
+  union {
+    uint64_t u;
+    int64_t i;
+    double f;
+    struct { const char *s; uint64_t len; } str;
+    struct { tg_gguf_type type; uint64_t len; const void *data; const struct tg_gguf_value *items; } arr;
+  } v;
+} tg_gguf_value;
+
+/* ggml tensor types (ggml.h ids). Those marked * can be read as tensors here; the others are validated (sizes,
+ * blocks) and their raw bytes are available, but tg_gguf_tensor says "not supported yet". */
+typedef enum tg_ggml_type {
+  TG_GGML_F32 = 0 /* * */, TG_GGML_F16 = 1 /* * */, TG_GGML_Q4_0 = 2 /* * */, TG_GGML_Q4_1 = 3 /* * */,
+  TG_GGML_Q5_0 = 6, TG_GGML_Q5_1 = 7, TG_GGML_Q8_0 = 8 /* * */, TG_GGML_Q8_1 = 9, TG_GGML_Q2_K = 10,
+  TG_GGML_Q3_K = 11, TG_GGML_Q4_K = 12 /* * */, TG_GGML_Q5_K = 13 /* * */, TG_GGML_Q6_K = 14 /* * */,
+  TG_GGML_Q8_K = 15, TG_GGML_IQ2_XXS = 16, TG_GGML_IQ2_XS = 17, TG_GGML_IQ3_XXS = 18, TG_GGML_IQ1_S = 19,
+  TG_GGML_IQ4_NL = 20, TG_GGML_IQ3_S = 21, TG_GGML_IQ2_S = 22, TG_GGML_IQ4_XS = 23, TG_GGML_I8 = 24,
+  TG_GGML_I16 = 25, TG_GGML_I32 = 26, TG_GGML_I64 = 27, TG_GGML_F64 = 28, TG_GGML_IQ1_M = 29,
+  TG_GGML_BF16 = 30 /* * */, TG_GGML_TQ1_0 = 34, TG_GGML_TQ2_0 = 35, TG_GGML_MXFP4 = 39 /* * */
+} tg_ggml_type;
+/* "q8_0", ... (ggml's names); NULL for an id that is no current ggml type. */
+const char *tg_ggml_type_name(int type);
+/* Elements per block and bytes per block (1 and the item size for plain types); false for an unknown id. */
+bool tg_ggml_type_block(int type, int64_t *block_elems, int64_t *block_bytes);
+
+typedef struct tg_gguf_tensor_info {
+  const char *name;
+  int type;                /* a tg_ggml_type id */
+  int ndim;                /* 0..4 */
+  int64_t ne[4];           /* ggml order: ne[0] fastest; unused dims are 1. The tensor's shape is ne reversed. */
+  uint64_t offset;         /* from the start of the data section */
+  uint64_t nbytes;
+} tg_gguf_tensor_info;
+
+tg_status tg_gguf_open(const char *path, tg_gguf **out);
+/* The same on a file image in memory (copied: data need not outlive the call). */
+tg_status tg_gguf_open_buffer(const void *data, size_t size, tg_gguf **out);
+void tg_gguf_close(tg_gguf *g);  /* NULL ok */
+uint32_t tg_gguf_version(const tg_gguf *g);
+uint32_t tg_gguf_alignment(const tg_gguf *g);
+uint64_t tg_gguf_data_offset(const tg_gguf *g);   /* where the data section starts in the file */
+size_t tg_gguf_kv_count(const tg_gguf *g);
+const char *tg_gguf_kv_key(const tg_gguf *g, size_t i);            /* in file order; NULL out of range */
+const tg_gguf_value *tg_gguf_kv_value(const tg_gguf *g, size_t i);
+const tg_gguf_value *tg_gguf_get(const tg_gguf *g, const char *key); /* NULL (no error) when absent */
+/* Typed getters: TG_ERR_INVALID_ARGUMENT when absent or of another type (the message says which). get_int takes any
+ * integer type whose value fits int64; get_float f32 or f64; get_string a string (NUL-terminated, *len may be NULL). */
+tg_status tg_gguf_get_int(const tg_gguf *g, const char *key, int64_t *out);
+tg_status tg_gguf_get_float(const tg_gguf *g, const char *key, double *out);
+tg_status tg_gguf_get_bool(const tg_gguf *g, const char *key, bool *out);
+tg_status tg_gguf_get_string(const tg_gguf *g, const char *key, const char **out, size_t *len);
+size_t tg_gguf_tensor_count(const tg_gguf *g);
+const tg_gguf_tensor_info *tg_gguf_tensor_info_at(const tg_gguf *g, size_t i);  /* NULL out of range */
+const tg_gguf_tensor_info *tg_gguf_find_tensor(const tg_gguf *g, const char *name); /* NULL (no error) if absent */
+
+/* How a tensor's bytes reach the tensor. TG_GGUF_MAP: a CPU buffer on the mapped file itself, no copy (when the
+ * tensor's address is not 64-byte aligned, which happens for files with general.alignment < 64, its bytes are copied
+ * into a CPU buffer instead: generated kernels use aligned vector accesses); TG_GGUF_COPY: copied into a buffer on
+ * the default device. */
+typedef enum tg_gguf_load { TG_GGUF_MAP = 0, TG_GGUF_COPY } tg_gguf_load;
+/* The tensor `name` with shape ne reversed (tinygrad's reshape(*reversed(dims))). F32, F16 and BF16 tensors are the
+ * file's values in that dtype; the quantized types (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4) are float32 tensors
+ * whose dequantization (tg_ggml_dequantize) is a lazy expression on the raw bytes: it fuses into whatever consumes it
+ * (a matmul with a Q8_0 weight is one kernel reading the bytes), and nothing dequantized is stored unless realized.
+ * Errors: an unknown name (TG_ERR_INVALID_ARGUMENT), a type not supported yet (TG_ERR_UNSUPPORTED). */
+tg_tensor *tg_gguf_tensor(const tg_gguf *g, const char *name, tg_gguf_load how);
+/* The raw bytes of tensor `name`: a uint8 tensor of shape (nbytes,). */
+tg_tensor *tg_gguf_tensor_bytes(const tg_gguf *g, const char *name, tg_gguf_load how);
+/* ggml dequantization as tensor ops: raw is a uint8 tensor of exactly numel(shape)/block * block_bytes elements (any
+ * shape: it is flattened), shape the result's shape (its last size a multiple of the block). F32/F16/BF16 bitcast
+ * the bytes to their dtype; the quantized types give float32 (ggml's dequantize_row_* reference, bit for bit). */
+tg_tensor *tg_ggml_dequantize(const tg_tensor *raw, int type, const int64_t *shape, size_t ndim);
+
+/* A GGUF writer (for tests and tools): metadata and tensors in the order added, written as version 3 with every
+ * tensor padded to the alignment (0: 32) and, when it is not 32, a general.alignment u32 entry first. Keys and names
+ * follow the reader's rules (checked when added); values are deep-copied. */
+typedef struct tg_gguf_writer tg_gguf_writer;
+tg_gguf_writer *tg_gguf_writer_new(uint32_t alignment);   /* NULL for an alignment that is not a power of two */
+void tg_gguf_writer_free(tg_gguf_writer *w);              /* NULL ok */
+tg_status tg_gguf_writer_add(tg_gguf_writer *w, const char *key, const tg_gguf_value *value);
+tg_status tg_gguf_writer_add_uint32(tg_gguf_writer *w, const char *key, uint32_t v);
+tg_status tg_gguf_writer_add_float32(tg_gguf_writer *w, const char *key, float v);
+tg_status tg_gguf_writer_add_string(tg_gguf_writer *w, const char *key, const char *s); /* NUL-terminated */
+/* A tensor of ggml type `type`, ne in ggml order (ne[0] fastest, ndim 1..4), nbytes of its data (copied), which
+ * must be the size the type and ne give. */
+tg_status tg_gguf_writer_add_tensor(tg_gguf_writer *w, const char *name, int type, const int64_t *ne, size_t ndim,
+                                    const void *data, size_t nbytes);
+tg_status tg_gguf_writer_write(const tg_gguf_writer *w, const char *path);
+tg_status tg_gguf_writer_write_buffer(const tg_gguf_writer *w, uint8_t **out, size_t *size); /* tg_buffer_free */
+
 /* ---- layers: structs holding their parameters (realized at creation, default inits as tinygrad's) ----
  * Each has _new (NULL + error on bad arguments), _free, _forward, and _state (adds its tensors to a state dict under
  * prefix + "." + tinygrad's attribute name: "weight", "bias", "running_mean", ...; prefix NULL or "" for none). */

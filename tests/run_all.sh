@@ -81,6 +81,7 @@ else
     job "$logs/opt.log" "$B/run_tests"
     job "$logs/fuzz.log" "$B/fuzz_symbolic" 20000 1
     job "$logs/python.log" bash "$T/../python/run_tests.sh" "$B"
+    job "$logs/fuzz_gguf.log" env ASAN_OPTIONS=detect_leaks=1 "$B/fuzz_gguf_san" -n 3000
     job "$logs/san2.log" "${san[@]}" $(others "$SAN_LANE")
   } &
   wait
@@ -90,6 +91,9 @@ else
   # the symbolic fuzzer (tools/fuzz_symbolic.c): its summary is one more suite line, counted as one check
   cat "$logs/fuzz.log"
   if [ "$(cat "$logs/fuzz.log.rc")" -eq 0 ]; then pass=$((pass+1)); else fail=$((fail+1)); rc=1; fi
+  # the GGUF fuzzer's fixed-seed pass under ASan+UBSan (tools/fuzz_gguf.c): one more check
+  tail -3 "$logs/fuzz_gguf.log"
+  if [ "$(cat "$logs/fuzz_gguf.log.rc")" -eq 0 ]; then pass=$((pass+1)); else fail=$((fail+1)); rc=1; fi
   echo "make test: $(secs "$t_all" "$(now)") s wall; lane 1: asan+ubsan $SAN_LANE $(cat "$logs/san1.log.time") s;" \
        "lane 2: optimized $(cat "$logs/opt.log.time") s, fuzzer $(cat "$logs/fuzz.log.time") s, python" \
        "$(cat "$logs/python.log.time") s, asan+ubsan (the" \

@@ -143,6 +143,18 @@ UOp *engine_buffer_from_host(const char *device, const DType *dtype, int64_t num
   return u;
 }
 
+UOp *engine_buffer_wrap_host(const char *device, const DType *dtype, int64_t numel, void *host,
+                             void (*release)(void *ctx), void *ctx) {
+  RtDevice *d;
+  if (rt_device_open(device ? device : tg_default_device(), &d) != TG_OK) return NULL;
+  UOp *u = engine_new_buffer(device, dtype, numel);
+  if (!u) return NULL;
+  RtBuffer *b;
+  if (rt_buffer_wrap_host(d, host, (size_t)numel * (size_t)dt_itemsize(dtype), release, ctx, &b) != TG_OK) return NULL;
+  buf_insert(u, b);
+  return u;
+}
+
 static bool engine_capture_active(void);
 
 tg_status engine_copyout(UOp *buffer, void *out, size_t nbytes) {

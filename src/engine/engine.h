@@ -14,6 +14,10 @@
 UOp *engine_new_buffer(const char *device, const DType *dtype, int64_t numel);
 /* A BUFFER filled with host data (nbytes = numel * itemsize). */
 UOp *engine_buffer_from_host(const char *device, const DType *dtype, int64_t numel, const void *data);
+/* A BUFFER on memory the caller owns (rt_buffer_wrap_host: a host-memory device, RT_HOST_WRAP_ALIGN-aligned):
+ * release(ctx) runs when the node and every view of its buffer are gone; not called when this fails (NULL). */
+UOp *engine_buffer_wrap_host(const char *device, const DType *dtype, int64_t numel, void *host,
+                             void (*release)(void *ctx), void *ctx);
 /* Copy a realized BUFFER's bytes out (nbytes must equal its size). */
 tg_status engine_copyout(UOp *buffer, void *out, size_t nbytes);
 

@@ -17,6 +17,8 @@ struct RtBuffer {
   int refs;        /* owners: 1 for the owner handle + 1 per live view */
   bool owner_freed;
   RtBlock block;   /* owners only */
+  void (*release)(void *ctx); /* a wrapped block (rt_buffer_wrap_host): given back through this, not to the pool */
+  void *release_ctx;
 };
 
 static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -148,6 +150,28 @@ tg_status rt_buffer_new_on(RtDevice *d, size_t nbytes, RtBuffer **out) {
   return TG_OK;
 }
 
+tg_status rt_buffer_wrap_host(RtDevice *d, void *host, size_t nbytes, void (*release)(void *ctx), void *ctx,
+                              RtBuffer **out) {
+  *out = NULL;
+  if (!d || !release || (!host && nbytes))
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_buffer_wrap_host: NULL device, memory or release function");
+  if (!d->ops->host_memory)
+    return tg_set_error(TG_ERR_UNSUPPORTED, "rt_buffer_wrap_host: %s does not use host memory", d->name);
+  if ((uintptr_t)host % RT_HOST_WRAP_ALIGN)
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_buffer_wrap_host: address %p is not %d-byte aligned", host,
+                        RT_HOST_WRAP_ALIGN);
+  RtBuffer *b = tg_calloc(1, sizeof *b);
+  b->dev = d;
+  b->nbytes = nbytes;
+  b->refs = 1;
+  b->block.addr = (uint64_t)(uintptr_t)host;
+  b->block.size = nbytes;
+  b->release = release;
+  b->release_ctx = ctx;
+  *out = b;
+  return TG_OK;
+}
+
 tg_status rt_buffer_view(RtBuffer *base, size_t offset, size_t nbytes, RtBuffer **out) {
   *out = NULL;
   if (!base) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_buffer_view: NULL base buffer");
@@ -170,7 +194,8 @@ tg_status rt_buffer_view(RtBuffer *base, size_t offset, size_t nbytes, RtBuffer 
 /* Drop one reference of an owner; the last one returns its block. Called with the lock held. */
 static void owner_unref_locked(RtBuffer *owner) {
   if (--owner->refs > 0) return;
-  if (owner->nbytes) {
+  if (owner->release) owner->release(owner->release_ctx);
+  else if (owner->nbytes) {
     owner->dev->live_bytes -= owner->nbytes;
     block_put(owner->dev, &owner->block);
   }

@@ -33,6 +33,14 @@ typedef struct RtBuffer RtBuffer;
 tg_status rt_buffer_new(const char *device, size_t nbytes, RtBuffer **out);
 typedef struct RtDevice RtDevice;
 tg_status rt_buffer_new_on(RtDevice *device, size_t nbytes, RtBuffer **out);
+/* A buffer on memory the caller owns (a mapped file, tg_gguf): `nbytes` at `host` on a host-memory device (the CPU),
+ * never pooled and not counted by rt_mem_used; when its last reference (owner or view) goes, release(ctx) is called
+ * instead. host must be RT_HOST_WRAP_ALIGN-aligned, like every block the CPU allocator gives (generated kernels may
+ * use aligned vector accesses). Errors: a device that is not host memory (TG_ERR_UNSUPPORTED), a misaligned address;
+ * release is not called then. */
+#define RT_HOST_WRAP_ALIGN 64
+tg_status rt_buffer_wrap_host(RtDevice *device, void *host, size_t nbytes, void (*release)(void *ctx), void *ctx,
+                              RtBuffer **out);
 /* A view of `nbytes` bytes at `offset` inside `base` (tinygrad Buffer views). It keeps the base alive; freeing the
  * base first is fine. Errors: the range exceeds the base. */
 tg_status rt_buffer_view(RtBuffer *base, size_t offset, size_t nbytes, RtBuffer **out);
