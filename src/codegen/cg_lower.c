@@ -788,7 +788,7 @@ static UOp *where_on_load(UOp *cond, UOp *load_like) {
     UOp *v = load_valid;
     for (size_t i = 0; i < moved.len; i++) v = uop_and(v, moved.data[i]);
     UOp *e = index_expr_of(idx);
-    UOp *w[3] = {v, e, uop_new(TG_OP_CONST, e->dtype, NULL, 0, arg_const(const_invalid()))};
+    UOp *w[3] = {v, e, uop_invalid()};
     UOp *src[2] = {buf, uop_new(TG_OP_WHERE, e->dtype, w, 3, arg_none())};
     UOp *nidx = uop_new(TG_OP_INDEX, ind->dtype, src, 2, arg_none());
     if (load_like->op == TG_OP_CAST) nidx = uop_cast(nidx, load_like->dtype);
