@@ -2,7 +2,10 @@
  * its wall time, then a line with the total time and, last, the total "N passed, N failed" (the line CI reads).
  *
  * TG_TEST_QUICK=1 asks suites for their quick mode (tg_test_quick): a subset of cases that catches most regressions,
- * what `make test-fast` runs; `make test` leaves it unset and every suite runs all its cases. */
+ * what `make test-fast` runs; `make test` leaves it unset and every suite runs all its cases.
+ *
+ * The pipeline's stage-boundary validators (SPEC, uop/spec.h) are off by default in the library and on in every
+ * suite: the runner sets SPEC=1 unless the environment already says otherwise (SPEC=0 measures what they cost). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
@@ -38,6 +41,7 @@ static double now_seconds(void) {
 int main(int argc, char **argv) {
   const char *tag = getenv("TG_TEST_TAG"); /* e.g. "asan+ubsan", appended to suite names */
   const char *quick = getenv("TG_TEST_QUICK");
+  setenv("SPEC", "1", 0);
   tg_test_sanitized = tag && *tag;
   tg_test_quick = quick && *quick && strcmp(quick, "0") != 0;
   for (int a = 1; a < argc; a++) {

@@ -1,6 +1,7 @@
 /* test_spec.c — the stage validators: well-formed graphs of each stage pass, and every malformed form is rejected
  * with a message naming the op and what is wrong (never a crash). */
 #include "test.h"
+#include "codegen/codegen.h"
 #include "uop/spec.h"
 
 #define WANT_SPEC_CASES
@@ -297,8 +298,43 @@ static void check_robustness(void) {
   UOp *x = uop_variable("a", 0, 10, NULL);
   for (int k = 0; k < 20000; k++) x = uop_add_int(x, 1);
   OK(x, SPEC_TENSOR);
-  CHECK_EQ_INT(spec_enabled(), tg_getenv_int("SPEC", 1) != 0);
+  CHECK_EQ_INT(spec_enabled(), tg_getenv_int("SPEC", 0) != 0);
   CHECK_EQ_STR(spec_stage_name(SPEC_KERNEL), "spec_kernel_graph");
+  uop_scope_end(sc);
+}
+
+/* The pipeline's boundaries (spec_verify): off under SPEC=0, on under SPEC=1 (the runner's default) with the
+ * boundary named first; a LINEAR at SPEC_PROGRAM is checked as its list of instructions. */
+static UOp *sink_of(UOp *x) { return uop_sink(&x, 1); }
+
+static void check_boundaries(void) {
+  UOpScope sc = uop_scope_begin();
+  const char *was = getenv("SPEC");
+  char *saved = was ? tg_strdup(was) : NULL;
+  UOp *bad = sink_of(n2(TG_OP_ADD, DT_FLOAT32, cf(DT_FLOAT32, 1), ci(DT_INT32, 2)));
+  test_setenv("SPEC", "0");
+  CHECK_EQ_INT(spec_verify(bad, SPEC_TENSOR, "here"), TG_OK);
+  test_setenv("SPEC", "1");
+  CHECK_EQ_INT(spec_verify(bad, SPEC_TENSOR, "here"), TG_ERR_INVALID_ARGUMENT);
+  CHECK_MSG(strncmp(tg_last_error(), "SPEC: here: spec_tensor: UOp verification failed", 48) == 0, "%s",
+            tg_last_error());
+  CHECK_MSG(strstr(tg_last_error(), "ADD (dtype float,") != NULL, "%s", tg_last_error());
+  CHECK_EQ_INT(spec_verify(sink_of(cf(DT_FLOAT32, 1)), SPEC_TENSOR, "here"), TG_OK);
+  /* a program as a list: its lines in order; a weak ALU op (line 1) is not allowed in a program */
+  UOp *good_line = ci(DT_INT32, 3), *weak_line = ci(DT_WEAKINT, 3);
+  UOp *alu = n2(TG_OP_ADD, DT_WEAKINT, weak_line, weak_line);
+  CHECK_EQ_INT(spec_verify(uop_new(TG_OP_LINEAR, DT_VOID, &good_line, 1, arg_none()), SPEC_PROGRAM, "list"), TG_OK);
+  UOp *lines[2] = {weak_line, alu};
+  CHECK_EQ_INT(spec_verify(uop_new(TG_OP_LINEAR, DT_VOID, lines, 2, arg_none()), SPEC_PROGRAM, "list"),
+               TG_ERR_INVALID_ARGUMENT);
+  CHECK_MSG(strstr(tg_last_error(), "SPEC: list: spec_program: UOp verification failed at node 1: ADD") != NULL, "%s",
+            tg_last_error());
+  /* codegen checks its input: a malformed kernel AST fails at the first boundary, naming it */
+  CHECK(cg_lower(bad, renderer_clang()) == NULL);
+  CHECK_MSG(strstr(tg_last_error(), "SPEC: codegen: the kernel AST: spec_tensor") != NULL, "%s", tg_last_error());
+  if (saved) test_setenv("SPEC", saved);
+  else test_unsetenv("SPEC");
+  tg_free(saved);
   uop_scope_end(sc);
 }
 
@@ -326,4 +362,5 @@ void suite_spec(void) {
   check_args();
   check_variables();
   check_robustness();
+  check_boundaries();
 }

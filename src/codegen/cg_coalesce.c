@@ -44,7 +44,7 @@ UOp *cg_index_at(UOp *base, int64_t off) {
 
 UOp *cg_gated_index(UOp *valid, UOp *idx) {
   if (!valid) return idx;
-  UOp *w[3] = {valid, idx, uop_new(TG_OP_CONST, idx->dtype, NULL, 0, arg_const(const_invalid()))};
+  UOp *w[3] = {valid, idx, uop_invalid()};
   return uop_new(TG_OP_WHERE, idx->dtype, w, 3, arg_none());
 }
 

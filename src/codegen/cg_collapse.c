@@ -110,7 +110,7 @@ static UOp *select_one(RwCtx *rw, UOp *red, UOp **m) { /* red idx rc expr r */
   if (!(rc == r || (rc->op == TG_OP_CAST && rc->src[0] == r))) return NULL;
   UOp *ic = uop_cast(m[1], r->dtype);
   UOp *v = uop_and(uop_not(uop_lt(ic, uop_const_like_int(r, 0))), uop_lt(ic, r->src[0]));
-  UOp *w[3] = {v, ic, uop_new(TG_OP_CONST, r->dtype, NULL, 0, arg_const(const_invalid()))};
+  UOp *w[3] = {v, ic, uop_invalid()};
   UOp *valid_idx = uop_new(TG_OP_WHERE, r->dtype, w, 3, arg_none());
   UOp *e = uop_substitute(m[3], &r, &valid_idx, 1);
   return uop_where(v, e, zero_of(e->dtype));

@@ -65,12 +65,7 @@ static UOp *at_lane(UOp *x, const UOpVec *rs, int64_t lane) {
 #define MAX_LANES 4096
 
 /* the value a lane adds when it is padding: the reduce's identity */
-static UOp *identity_of(TgOp op, const DType *d) {
-  bool f = dt_is_float(d), b = dt_is_bool(d);
-  if (op == TG_OP_ADD) return uop_const(d, f ? const_float(0.0) : b ? const_bool(false) : const_int(0));
-  if (op == TG_OP_MUL) return uop_const(d, f ? const_float(1.0) : b ? const_bool(true) : const_int(1));
-  return uop_const(d, f ? const_float(-INFINITY) : b ? const_bool(false) : const_int((int64_t)dt_min_int(d)));
-}
+static UOp *identity_of(TgOp op, const DType *d) { return uop_const(d, uop_identity_element(op, d)); }
 
 /* One lane of a horizontal reduce. A lane that is only valid under a condition (a PADTO'd reduce axis:
  * WHERE(valid, x, Invalid)) adds the identity where it is not valid, so a group of lanes that is partly padding still

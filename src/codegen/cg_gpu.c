@@ -36,14 +36,7 @@ static UOp *flat_index(UOp *const *idx, const int64_t *dims, size_t n) {
 }
 
 /* the reduce's identity: what a lane outside a padded range contributes */
-static UOp *reduce_identity(TgOp op, const DType *d) {
-  Const c = op == TG_OP_ADD   ? (dt_is_float(d) ? const_float(0.0) : dt_is_bool(d) ? const_bool(false) : const_int(0))
-            : op == TG_OP_MUL ? (dt_is_float(d) ? const_float(1.0) : dt_is_bool(d) ? const_bool(true) : const_int(1))
-            : dt_is_float(d)  ? const_float(-INFINITY)
-            : dt_is_bool(d)   ? const_bool(false)
-                              : const_int((int64_t)dt_min_int(d));
-  return cg_weak_const(d, c);
-}
+static UOp *reduce_identity(TgOp op, const DType *d) { return cg_weak_const(d, uop_identity_element(op, d)); }
 
 /* The group reduce of `n` sibling REDUCEs xs (the upcast lanes of one reduce: same ranges, same op and dtype) through
  * ONE LOCAL buffer indexed (LOCAL ranges, group ranges, lane), as tinygrad's buffer of a shaped reduce: one barrier for

@@ -20,15 +20,6 @@ UOp *cg_weak_const(const DType *like, Const v) {
 
 typedef struct ReduceCtx { int64_t acc_num; } ReduceCtx;
 
-static Const identity_element(TgOp op, const DType *d) {
-  if (op == TG_OP_ADD) return dt_is_float(d) ? const_float(0.0) : dt_is_bool(d) ? const_bool(false) : const_int(0);
-  if (op == TG_OP_MUL) return dt_is_float(d) ? const_float(1.0) : dt_is_bool(d) ? const_bool(true) : const_int(1);
-  /* MAX: the dtype's minimum */
-  if (dt_is_float(d)) return const_float(-INFINITY);
-  if (dt_is_bool(d)) return const_bool(false);
-  return const_int((int64_t)dt_min_int(d));
-}
-
 static UOp *index0(UOp *buf, const DType *dt) {
   UOp *src[2] = {buf, uop_const_int(DT_WEAKINT, 0)};
   return uop_new(TG_OP_INDEX, dt, src, 2, arg_none());
@@ -99,8 +90,8 @@ static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
     for (uint32_t k = 1; k < r->nsrc; k++) mine |= r->src[k] == x;
     if (x->op == TG_OP_RANGE && !mine && !cg_vec_has(&ended, x)) tg_vec_push(&input_ranges, x);
   }
-  UOp *ident = lanes > 1 ? uop_const(r->dtype, identity_element(op, r->dtype))
-                         : cg_weak_const(r->dtype, identity_element(op, r->dtype));
+  UOp *ident = lanes > 1 ? uop_const(r->dtype, uop_identity_element(op, r->dtype))
+                         : cg_weak_const(r->dtype, uop_identity_element(op, r->dtype));
   if (lanes > 1) {
     UOp *ids[64];
     for (uint32_t k = 0; k < lanes; k++) ids[k] = ident;
@@ -788,7 +779,7 @@ static UOp *where_on_load(UOp *cond, UOp *load_like) {
     UOp *v = load_valid;
     for (size_t i = 0; i < moved.len; i++) v = uop_and(v, moved.data[i]);
     UOp *e = index_expr_of(idx);
-    UOp *w[3] = {v, e, uop_new(TG_OP_CONST, e->dtype, NULL, 0, arg_const(const_invalid()))};
+    UOp *w[3] = {v, e, uop_invalid()};
     UOp *src[2] = {buf, uop_new(TG_OP_WHERE, e->dtype, w, 3, arg_none())};
     UOp *nidx = uop_new(TG_OP_INDEX, ind->dtype, src, 2, arg_none());
     if (load_like->op == TG_OP_CAST) nidx = uop_cast(nidx, load_like->dtype);

@@ -4,6 +4,8 @@
 
 #include <stdio.h>
 
+#include "../uop/spec.h"
+
 /* a kernel AST still holding movement ops would need pm_mops (rangeify's movement-op rewrite) */
 static bool check_input(UOp *sink) {
   UOpVec topo = {0};
@@ -44,12 +46,19 @@ static const RuleSet *sym_flatten(void) {
     if (!s) goto fail;      \
   } while (0)
 
+/* a stage boundary under SPEC=1 (uop/spec.h): the graph so far must be legal at `stage` */
+#define VERIFY(stage, where)                                 \
+  do {                                                       \
+    if (spec_verify(s, (stage), (where)) != TG_OK) goto fail; \
+  } while (0)
+
 static UOp *optimize(UOp *s, const Renderer *ren) {
   if (s->op != TG_OP_SINK) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "codegen: a kernel AST is a SINK, got %s", uop_op_name(uop_op(s)));
     return NULL;
   }
   if (!check_input(s)) return NULL;
+  VERIFY(SPEC_TENSOR, "codegen: the kernel AST");
   STEP(cg_load_collapse(s));
   STEP(cg_split_ranges(s));
   STEP(pm_graph_rewrite(s, sym_flatten(), NULL, 0, NULL, "initial symbolic"));
@@ -93,6 +102,7 @@ UOp *cg_lower(UOp *kernel_sink, const Renderer *ren) {
   if (!s) goto fail;
   STEP(pm_graph_rewrite(s, postopt, NULL, 0, NULL, "postopt symbolic"));
   STEP(cg_expand(s, ren));
+  VERIFY(SPEC_FULL, "codegen: after expansion");
   STEP(cg_remove_reduces(s));
   STEP(cg_add_gpudims(s, ren));
   STEP(cg_add_loads(s));
@@ -114,6 +124,7 @@ UOp *cg_lower(UOp *kernel_sink, const Renderer *ren) {
   STEP(cg_add_implicit_barriers(s));
   STEP(cg_add_control_flow(s));
   STEP(cg_number_params(s));
+  VERIFY(SPEC_PROGRAM, "codegen: the lowered kernel");
   return uop_scope_end_keep(sc, s);
 fail:
   uop_scope_end(sc);

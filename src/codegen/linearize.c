@@ -9,6 +9,8 @@
  * the highest number first; reversed, that is the program order. */
 #include "linearize.h"
 
+#include "../uop/spec.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -674,6 +676,7 @@ UOp *cg_linearize(UOp *sink) {
     if (nu != u) uopmap_put(&replaced, u, nu);
   }
   result = uop_new(TG_OP_LINEAR, DT_VOID, lines.data, lines.len, arg_none());
+  if (spec_verify(result, SPEC_PROGRAM, "codegen: the linearized program") != TG_OK) result = NULL;
 done:
   uopmap_free(&replaced);
   tg_vec_free(&lines);

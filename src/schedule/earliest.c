@@ -474,17 +474,9 @@ static UOp *size_zero(RwCtx *rw, UOp *x, UOp **m) {
   if (x->op == TG_OP_REDUCE && x->arg.kind == ARG_REDUCE && !has_zero(&s)) {
     Shape in;
     if (!shape_of(x->src[0], &in) || !has_zero(&in)) return NULL;
-    Const id;
-    switch ((TgOp)x->arg.red.op) {
-    case TG_OP_ADD: id = const_int(0); break;
-    case TG_OP_MUL: id = const_int(1); break;
-    case TG_OP_MAX:
-      id = dt_is_float(x->dtype) ? const_float(-INFINITY) : dt_is_bool(x->dtype) ? const_bool(false)
-                                                                  : const_int((int64_t)dt_min_int(x->dtype));
-      break;
-    default: return NULL;
-    }
-    return const_shaped(x->dtype, id, &s);
+    TgOp op = (TgOp)x->arg.red.op;
+    if (op != TG_OP_ADD && op != TG_OP_MUL && op != TG_OP_MAX) return NULL;
+    return const_shaped(x->dtype, uop_identity_element(op, x->dtype), &s);
   }
   if (!has_zero(&s) || (x->op == TG_OP_EXPAND && x->src[0]->op == TG_OP_CONST)) return NULL;
   return const_shaped(x->dtype, const_int(0), &s);

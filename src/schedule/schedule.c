@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "uop/spec.h"
+
 /* ---------------------------------------------------------------------------------------------------------------
  * create_schedule */
 
@@ -327,7 +329,9 @@ static UOp *schedule_body(UOp *body, bool *hit) {
     else g_cache_stats.misses++;
   }
   if (!lin) {
-    UOp *kg = sched_kernel_graph(body);
+    /* the stage boundaries tinygrad checks under SPEC: the tensor graph in, the kernel graph out of rangeify */
+    UOp *kg = spec_verify(body, SPEC_TENSOR, "schedule: the tensor graph") == TG_OK ? sched_kernel_graph(body) : NULL;
+    if (kg && spec_verify(kg, SPEC_KERNEL, "schedule: the kernel graph after rangeify") != TG_OK) kg = NULL;
     lin = kg ? sched_create_schedule(kg) : NULL;
   } else {
     use_cache = false; /* already there */

@@ -138,14 +138,6 @@ UOp *tensor_argmax(UOp *x, int axis, bool keepdim) {
   return tensor_cast(tensor_sub(tensor_weak_int(s.d[d]), tensor_max(idx, &d, 1, keepdim)), DT_INT32);
 }
 
-static Const identity_element(TgOp op, const DType *dt) {
-  if (op == TG_OP_ADD) return dt_is_float(dt) ? const_float(0) : dt == DT_BOOL ? const_bool(false) : const_int(0);
-  if (op == TG_OP_MUL) return dt_is_float(dt) ? const_float(1) : dt == DT_BOOL ? const_bool(true) : const_int(1);
-  if (dt_is_float(dt)) return const_float(-INFINITY);
-  if (dt == DT_BOOL) return const_bool(false);
-  return const_int((int64_t)dt_min_int(dt));
-}
-
 UOp *tensor_cumalu(UOp *x, int axis, TgOp op) {
   Shape s;
   int d;
@@ -154,7 +146,7 @@ UOp *tensor_cumalu(UOp *x, int axis, TgOp op) {
   int64_t pads[2 * TG_MAX_DIMS] = {0};
   pads[2 * (s.ndim - 1)] = s.d[d] - 1;
   int64_t k = s.d[d], one = 1;
-  UOp *pooled = tensor_pool(tensor_pad_constant(tensor_transpose(x, d, -1), pads, s.ndim, identity_element(op, x->dtype)), &k, 1, &one, &one);
+  UOp *pooled = tensor_pool(tensor_pad_constant(tensor_transpose(x, d, -1), pads, s.ndim, uop_identity_element(op, x->dtype)), &k, 1, &one, &one);
   int last = -1;
   UOp *r = op == TG_OP_ADD ? tensor_sum(pooled, &last, 1, false, NULL) : op == TG_OP_MAX ? tensor_max(pooled, &last, 1, false)
                                                                                     : tensor_prod(pooled, &last, 1, false);
@@ -170,7 +162,7 @@ static UOp *split_cumalu(UOp *x, int axis, TgOp op) {
   const int64_t SPLIT = 256;
   int64_t n = s.d[d];
   if (n <= SPLIT * 2) return tensor_cumalu(x, d, op);
-  Const value = identity_element(op, x->dtype);
+  Const value = uop_identity_element(op, x->dtype);
   int64_t pads[2 * TG_MAX_DIMS] = {0};
   pads[2 * (s.ndim - 1)] = (n + SPLIT - 1) / SPLIT * SPLIT - n;
   UOp *t = tensor_pad_constant(tensor_transpose(x, d, -1), pads, s.ndim, value);
@@ -568,7 +560,7 @@ tg_tensor *tg_max_pool2d(const tg_tensor *xt, const int64_t kernel[2], const int
   int64_t pads[2 * TG_MAX_DIMS];
   spatial_pads(nd, padding, pads);
   const DType *dt = dt_strong(x->dtype);
-  Const lo = dt_is_float(dt) ? const_float(-INFINITY) : dt == DT_BOOL ? const_bool(false) : const_int((int64_t)dt_min_int(dt));
+  Const lo = uop_identity_element(TG_OP_MAX, dt); /* padding never wins the max */
   UOp *p = tensor_pool(tensor_pad_constant(x, pads, nd, lo), kernel, 2, stride ? stride : kernel, dilation ? dilation : ones);
   int axes[2] = {-2, -1};
   return tensor_ctx_end(tensor_max(p, axes, 2, false));

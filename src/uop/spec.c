@@ -588,11 +588,9 @@ const char *spec_stage_name(SpecStage stage) {
   return "spec_?";
 }
 
-bool spec_enabled(void) {
-  static int cached = -1;
-  if (cached < 0) cached = tg_getenv_int("SPEC", 1) != 0;
-  return cached != 0;
-}
+/* Off by default, unlike tinygrad's SPEC=1: a check walks every node of every graph it is given and costs the
+ * library user time on each cache miss; tests/main.c turns it on for every suite. */
+bool spec_enabled(void) { return tg_getenv_int("SPEC", 0) != 0; }
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* per-op facts checked before the tables: source counts and arg kinds                                            */
@@ -728,16 +726,15 @@ static void describe_node(StrBuf *b, const UOp *u) {
   sb_putc(b, ')');
 }
 
-tg_status uop_spec_check(UOp *root, SpecStage stage) {
-  if (!root) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "spec check of a NULL graph");
+/* Check the nodes of `topo` in order; the first bad one sets the error. */
+static tg_status check_nodes(UOp *const *topo, size_t n, SpecStage stage) {
   const RuleSet *rules = stage_rules(stage);
   if (!rules) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "spec check: unknown stage %d", (int)stage);
-  UOpVec topo = {0};
-  spec_toposort(root, stage != SPEC_KERNEL, &topo);
   SpecCtx ctx;
   tg_status st = TG_OK;
-  for (size_t i = 0; i < topo.len && st == TG_OK; i++) {
-    UOp *u = topo.data[i];
+  for (size_t i = 0; i < n && st == TG_OK; i++) {
+    UOp *u = topo[i];
+    if (!u) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: node %zu is NULL", spec_stage_name(stage), i);
     ctx.why[0] = 0;
     bool bad = shape_problem(u, ctx.why, sizeof ctx.why);
     if (!bad) {
@@ -758,6 +755,30 @@ tg_status uop_spec_check(UOp *root, SpecStage stage) {
       sb_free(&b);
     }
   }
+  return st;
+}
+
+tg_status uop_spec_check(UOp *root, SpecStage stage) {
+  if (!root) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "spec check of a NULL graph");
+  UOpVec topo = {0};
+  spec_toposort(root, stage != SPEC_KERNEL, &topo);
+  tg_status st = check_nodes(topo.data, topo.len, stage);
   tg_vec_free(&topo);
+  return st;
+}
+
+tg_status uop_spec_check_list(UOp *const *nodes, size_t n, SpecStage stage) {
+  if (!nodes && n) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "spec check of a NULL list");
+  return check_nodes(nodes, n, stage);
+}
+
+tg_status spec_verify(UOp *root, SpecStage stage, const char *where) {
+  if (!spec_enabled()) return TG_OK;
+  bool program_list = root && root->op == TG_OP_LINEAR && stage == SPEC_PROGRAM;
+  tg_status st = program_list ? uop_spec_check_list(root->src, root->nsrc, stage) : uop_spec_check(root, stage);
+  if (st == TG_OK) return TG_OK;
+  char *msg = tg_strdup(tg_last_error());
+  st = tg_set_error(st, "SPEC: %s: %s", where, msg);
+  tg_free(msg);
   return st;
 }

@@ -18,8 +18,17 @@ typedef enum { SPEC_TENSOR, SPEC_KERNEL, SPEC_PROGRAM, SPEC_FULL } SpecStage;
  * and arg, and what is wrong. Never aborts on a malformed graph. */
 tg_status uop_spec_check(UOp *root, SpecStage stage);
 
-/* The SPEC env knob (default 1): 0 turns the stage-boundary checks off. Read once. */
+/* The same check over a list of nodes in order (tinygrad's type_verify of a list): a linearized program's
+ * instructions, each checked once whatever the list's order. */
+tg_status uop_spec_check_list(UOp *const *nodes, size_t n, SpecStage stage);
+
+/* The SPEC env knob (tinygrad's; default 0 here, the test runner sets 1): non-zero runs the stage-boundary checks. */
 bool spec_enabled(void);
+
+/* One stage boundary of the pipeline: TG_OK without checking when SPEC is 0; otherwise uop_spec_check (or, for a
+ * LINEAR at SPEC_PROGRAM, uop_spec_check_list of its instructions), the error prefixed with "SPEC: <where>: " so it
+ * names the boundary ("schedule: the tensor graph", "codegen: after expansion", ...) before the stage and node. */
+tg_status spec_verify(UOp *root, SpecStage stage, const char *where);
 
 const char *spec_stage_name(SpecStage stage); /* "spec_tensor", ... */
 

@@ -586,6 +586,13 @@ UOp *uop_const_int(const DType *d, int64_t v) { return uop_const(d, dt_is_float(
 UOp *uop_const_float(const DType *d, double v) { return uop_const(d, const_float(v)); }
 UOp *uop_const_bool(bool v) { return uop_const(DT_BOOL, const_bool(v)); }
 UOp *uop_invalid(void) { return uop_new(TG_OP_CONST, DT_BOOL, NULL, 0, arg_const(const_invalid())); }
+
+Const uop_identity_element(TgOp op, const DType *d) {
+  bool f = dt_is_float(d), b = dt_is_bool(d);
+  if (op == TG_OP_ADD) return f ? const_float(0.0) : b ? const_bool(false) : const_int(0);
+  if (op == TG_OP_MUL) return f ? const_float(1.0) : b ? const_bool(true) : const_int(1);
+  return f ? const_float(-INFINITY) : b ? const_bool(false) : const_int((int64_t)dt_min_int(d));
+}
 UOp *uop_const_like(const UOp *like, Const v) { return uop_const(like->dtype, v); }
 UOp *uop_const_like_int(const UOp *like, int64_t v) { return uop_const_int(like->dtype, v); }
 

@@ -192,6 +192,9 @@ UOp *uop_const_int(const DType *d, int64_t v);
 UOp *uop_const_float(const DType *d, double v);
 UOp *uop_const_bool(bool v);
 UOp *uop_invalid(void);
+/* The value a reduce starts from (tinygrad identity_element): 0 for ADD, 1 for MUL, the dtype's minimum for MAX
+ * (-inf for floats, false for bool), in the kind the dtype's constants have. */
+Const uop_identity_element(TgOp op, const DType *d);
 UOp *uop_const_like(const UOp *like, Const v);      /* same dtype as `like` */
 UOp *uop_const_like_int(const UOp *like, int64_t v);
 UOp *uop_alu1(TgOp op, UOp *a);
