@@ -175,6 +175,8 @@ typedef struct Kernel {
   double flops;        /* estimated per launch (ALU ops times enclosing loop trips) */
   char *src;           /* for DEBUG=4 */
   char core_name[TG_NAME_MAX]; /* the core_id parameter's name in src ("" without one) */
+  bool flat_ids;       /* a GPU kernel with flat ids: its block shape is chosen after compile (pick_local_size) */
+  RenderParamVec params; /* kept until then: what the timing runs need */
 } Kernel;
 
 static TG_VEC(Kernel *) kernels;
@@ -253,7 +255,9 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
       snprintf(k->core_name, sizeof k->core_name, "%s", params.data[i].name);
     }
   }
-  tg_vec_free(&params);
+  k->flat_ids = !rt_device_is_host(dev) && render_flat_ids(linear);
+  if (k->flat_ids) k->params = params;
+  else tg_vec_free(&params);
   if (k->core_param >= 0) k->global[0] *= k->ncores; /* the CPU's THREAD pieces (tinygrad: global_size[0]) */
   k->flops = render_estimate_flops(linear);
   *entry_src = NULL;
@@ -280,10 +284,33 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
 
 static void kernel_free(Kernel *k) {
   uop_drop(k->ast);
+  tg_vec_free(&k->params);
   tg_free(k->param_slot);
   tg_free(k->value_name);
   tg_free(k->src);
   tg_free(k);
+}
+
+/* tinygrad optimize_local_size: a flat-id kernel's block shape, the fastest of the shapes that divide its grid (timed
+ * on scratch buffers, beam.c), remembered per program for the process as tinygrad's local_size_cache. */
+typedef struct LocalSizeEntry { const RtProgram *prog; int64_t local[3]; } LocalSizeEntry;
+static TG_VEC(LocalSizeEntry) local_size_cache;
+
+static tg_status pick_local_size(Kernel *k) {
+  int64_t local[3] = {1, 1, 1};
+  bool found = false;
+  for (size_t i = 0; i < local_size_cache.len && !found; i++)
+    if (local_size_cache.data[i].prog == k->prog) memcpy(local, local_size_cache.data[i].local, sizeof local), found = true;
+  if (!found) {
+    tg_status st = beam_optimize_local_size(k->dev, k->prog, k->name, k->params.data, k->params.len, k->global, local);
+    if (st != TG_OK) return st;
+    LocalSizeEntry e = {k->prog, {local[0], local[1], local[2]}};
+    tg_vec_push(&local_size_cache, e);
+  }
+  for (int d = 0; d < 3; d++) k->local[d] = local[d], k->global[d] /= local[d];
+  k->flat_ids = false;
+  tg_vec_free(&k->params);
+  return TG_OK;
 }
 
 /* Kernels for every CALL of the schedule; new ones compiled in one batch. */
@@ -338,6 +365,8 @@ static tg_status get_kernels(UOp *const *calls, size_t ncalls, Kernel **out) {
       st = rt_device_compile_many(dev, srcs, m, progs);
       for (size_t q = 0; q < m && st == TG_OK; q++) fresh.data[idx[q]]->prog = progs[q];
     }
+    for (size_t j = 0; j < fresh.len && st == TG_OK; j++)
+      if (fresh.data[j]->flat_ids) st = pick_local_size(fresh.data[j]);
     for (size_t j = 0; j < fresh.len && st == TG_OK; j++) {
       uopmap_put(&kernel_by_ast, fresh.data[j]->ast, fresh.data[j]);
       tg_vec_push(&kernels, fresh.data[j]);
