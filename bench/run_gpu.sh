@@ -4,7 +4,9 @@
 #   bench <name> ours=<v> <unit> <peer>=<v> ratio=<ours/peer>
 # The memory-bound figures are also given against the device-to-device copy (torch's copy_, the roofline):
 # relu(a*b+c) and sum over 2^28 float32 (target >= 0.92x copy). Matmuls run with the heuristic and with BEAM=2
-# (`_beam2` lines; BENCH_BEAM=0 skips them, BENCH_BEAM_FIGURES picks the figures, BENCH_BEAM_TIMEOUT caps the run). Needs a CUDA device: without one it says so and exits 1.
+# (`_beam2` lines; BENCH_BEAM=0 skips them, BENCH_BEAM_FIGURES picks the figures, BENCH_BEAM_TIMEOUT caps the run).
+# The JIT on CUDA: train_cnn_jit (the CNN step replayed), jit_replay_{1,50}_graph (CUDA graphs vs JIT=2's direct
+# launches, per kernel) and _vs_eager. Needs a CUDA device: without one it says so and exits 1.
 set -u
 B=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,5 +48,19 @@ if [ "${BENCH_BEAM:-1}" != 0 ]; then
   for f in $beam_figs; do line "${f}_beam2" "$(value "$f" "$beam")" "$(value "$f" "$peer")" TFLOPS cublas; done
   rm -rf "$cache"
 fi
-train=$("$B/bench_train" 5 0 2>&1)
+train=$("$B/bench_train" 5 0 0 2>&1)
+echo "$train" | grep -E "bench_train:" | sed 's/^/bench: ours: /'
 line train_cnn "$(value train_cnn "$train")" "$(value train_cnn "$peer")" steps/s torch
+line train_cnn_jit "$(value train_cnn_jit "$train")" "$(value train_cnn "$peer")" steps/s torch
+line train_cnn_jit_vs_eager "$(value train_cnn_jit "$train")" "$(value train_cnn "$train")" steps/s eager
+echo "bench train_cnn_jit_overhead ours=$(value train_cnn_jit_overhead "$train") ms/step"
+# the JIT's replay on CUDA: CUDA graphs (JIT=1) against one launch per kernel (JIT=2), per kernel (lower is better:
+# the ratio is graph time / direct time), and the graph replay against the eager realize of the same chain
+graph=$("$B/bench_train" 0 0 20000 2>&1)
+direct=$(JIT=2 "$B/bench_train" 0 0 20000 2>&1)
+echo "$graph$direct" | grep -E "bench_train:" | sed 's/^/bench: ours: /'
+for k in 1 50; do
+  unit=us; [ $k -gt 1 ] && unit=us/kernel
+  line "jit_replay_${k}_graph" "$(value jit_replay_$k "$graph")" "$(value jit_replay_$k "$direct")" "$unit" direct
+  line "jit_replay_${k}_vs_eager" "$(value jit_replay_$k "$graph")" "$(value eager_chain_$k "$graph")" "$unit" eager
+done

@@ -183,6 +183,9 @@ tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *co
 void tg_jit_reset(tg_jit *j);                /* back to call 0: the capture is dropped */
 void tg_jit_free(tg_jit *j);                 /* NULL ok; releases the captured buffers and lists */
 size_t tg_jit_kernel_count(const tg_jit *j); /* kernels in the capture (0 before it; tinygrad assert_jit_cache_len) */
+/* Device graphs its replay launches (CUDA graphs: runs of 2+ kernels, batches of JIT_BATCH_SIZE doubling; JIT=2 or
+ * the CPU: 0, every kernel launched on its own). */
+size_t tg_jit_graph_count(const tg_jit *j);
 /* Benchmarks: with timing on, every launch of a replay is timed and tg_jit_last_kernel_seconds gives the sum for the
  * last replay (the step's wall time minus it is the replay's host overhead). Off by default. */
 void tg_jit_set_timing(tg_jit *j, bool on);

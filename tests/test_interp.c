@@ -13,6 +13,7 @@
 #include "test.h"
 #include "uop/parse.h"
 #include "uop/uop.h"
+#include "codegen/beam.h"
 #include "codegen/codegen.h"
 #include "codegen/opt.h"
 
@@ -387,6 +388,57 @@ static void check_gpu_cases(void) {
   CHECK(emulated >= 20);
 }
 
+/* a flat-id (NOLOCALS) kernel computes the same under every block shape optimize_local_size may pick (beam.c
+ * beam_local_size_candidates): each one emulated, grid = global / block, against the one-thread blocks */
+static void check_flat_id_shapes(void) {
+  int shapes = 0;
+  for (size_t i = 0; i < TG_ARRAY_LEN(cuda_cases); i++) {
+    if (!strstr(cuda_cases[i].opts, "NOLOCALS")) continue;
+    UOpScope sc = uop_scope_begin();
+    char *text = joined(cuda_cases[i].ast);
+    UOp *ast = uop_parse(text);
+    tg_free(text);
+    Opt opts[KERNEL_OPTS_MAX];
+    int n = parse_opt_list(cuda_cases[i].opts, opts, KERNEL_OPTS_MAX);
+    UOp *gpu = ast && n >= 0 ? cg_lower(opt_ast_with_opts(ast, opts, n), renderer_cuda()) : NULL;
+    UOp *lin = gpu ? cg_linearize(gpu) : NULL;
+    CHECK_MSG(lin && render_flat_ids(lin), "%s: %s", cuda_cases[i].name, lin ? "no flat ids" : tg_last_error());
+    int64_t global[3], local[3];
+    GpuBufs in;
+    if (lin && render_launch_dims(lin, global, local) && global[0] * global[1] * global[2] <= 65536 &&
+        gpu_bufs_init(&in, lin)) {
+      GpuBufs want = gpu_bufs_copy(&in);
+      CHECK(interp_run(lin, want.mem, NULL, GPU_SLOTS) == TG_OK);
+      int64_t cands[64][3];
+      size_t nc = beam_local_size_candidates(global, cands, 64);
+      CHECK(nc >= 5 && cands[0][0] * cands[0][1] * cands[0][2] == 1);
+      for (size_t c = 0; c < nc; c++) {
+        int64_t grid[3] = {global[0] / cands[c][0], global[1] / cands[c][1], global[2] / cands[c][2]};
+        GpuBufs got = gpu_bufs_copy(&in);
+        tg_status st = interp_run_launch(lin, got.mem, NULL, GPU_SLOTS, grid, cands[c]);
+        char why[160] = "";
+        CHECK_MSG(st == TG_OK && gpu_same(&want, &got, why, sizeof why), "%s: block {%lld,%lld,%lld}: %s %s",
+                  cuda_cases[i].name, (long long)cands[c][0], (long long)cands[c][1], (long long)cands[c][2],
+                  st == TG_OK ? "" : tg_last_error(), why);
+        shapes++;
+        gpu_bufs_free(&got);
+      }
+      gpu_bufs_free(&want);
+      gpu_bufs_free(&in);
+    }
+    uop_scope_end(sc);
+  }
+  CHECK(shapes >= 10);
+  /* the candidates: divisors only, at most 1024 threads, the dim itself when it fits */
+  int64_t c3[1024][3];
+  size_t n = beam_local_size_candidates((const int64_t[3]){4096, 3, 1}, c3, 1024);
+  int bad = 0;
+  for (size_t k = 0; k < n; k++)
+    bad += 4096 % c3[k][0] || 3 % c3[k][1] || c3[k][2] != 1 || c3[k][0] * c3[k][1] > 1024;
+  CHECK_EQ_INT(bad, 0);
+  CHECK_EQ_INT(n, 10 + 9); /* {1,2,..,256,1024} x {1} and {1,..,256} x {3} */
+}
+
 /* a group reduce without its BARRIER reads shared memory before the other threads wrote it: the emulation notices */
 static void check_missing_barrier(void) {
   UOpScope sc = uop_scope_begin();
@@ -435,6 +487,7 @@ static void check_missing_barrier(void) {
 
 void suite_interp(void) {
   check_gpu_cases();
+  check_flat_id_shapes();
   check_missing_barrier();
   check_gated_store();
   check_gated_load();

@@ -36,10 +36,7 @@ static tg_status step_add(void *user, tg_tensor *const *in, size_t nin, tg_tenso
   return out[0] ? TG_OK : tg_last_status();
 }
 
-static long programs_requested(void) {
-  RtStats s = rt_stats();
-  return s.kernels_compiled + s.disk_hits + s.memory_hits;
-}
+static long programs_requested(void) { return rt_stats().programs_requested; }
 
 static void test_simple(void) {
   tg_scope sc = tg_scope_begin();
@@ -462,7 +459,46 @@ static void test_memory_flat(void) {
   tg_scope_end(outer);
 }
 
+/* ---- graph dependencies (runtime.h rt_graph_deps, what a CUDA graph's nodes wait for) ---- */
+static void test_graph_deps(void) {
+  /* 0 writes A; 1 writes B; 2 reads A, writes C; 3 reads A and B, writes A (WAR on 2, RAW/WAW on 0, RAW on 1);
+   * 4 reads the first half of A (the covering write 3 stops the walk); 5 reads D (nothing); 6 reads an input
+   * (any memory: after every earlier write) */
+  const uint64_t A = 0x1000, B = 0x2000, C = 0x3000, D = 0x4000;
+  RtGraphAccess a0[] = {{A, 256, true, false}}, a1[] = {{B, 256, true, false}};
+  RtGraphAccess a2[] = {{A, 256, false, false}, {C, 256, true, false}};
+  RtGraphAccess a3[] = {{A, 256, false, false}, {B, 256, false, false}, {A, 256, true, false}};
+  RtGraphAccess a4[] = {{A, 128, false, false}}, a5[] = {{D, 64, false, false}}, a6[] = {{0, 4, false, true}};
+  RtGraphNode n[7] = {{.access = a0, .naccess = 1}, {.access = a1, .naccess = 1}, {.access = a2, .naccess = 2},
+                      {.access = a3, .naccess = 3}, {.access = a4, .naccess = 1}, {.access = a5, .naccess = 1},
+                      {.access = a6, .naccess = 1}};
+  uint32_t *start, *deps;
+  rt_graph_deps(n, 7, &start, &deps);
+  char got[7][32];
+  for (int i = 0; i < 7; i++) {
+    got[i][0] = 0;
+    for (uint32_t k = start[i]; k < start[i + 1]; k++) {
+      size_t len = strlen(got[i]);
+      snprintf(got[i] + len, sizeof got[i] - len, "%s%u", k > start[i] ? "," : "", deps[k]);
+    }
+  }
+  CHECK_EQ_STR(got[0], "");
+  CHECK_EQ_STR(got[1], "");
+  CHECK_EQ_STR(got[2], "0");
+  CHECK_EQ_STR(got[3], "0,1,2");
+  CHECK_EQ_STR(got[4], "3");
+  CHECK_EQ_STR(got[5], "");
+  CHECK_EQ_STR(got[6], "3,2,1,0");
+  tg_free(start);
+  tg_free(deps);
+  /* the CPU has no graphs: a JIT there launches one by one */
+  RtDevice *cpu;
+  CHECK(rt_device_open("CPU", &cpu) == TG_OK && !rt_device_has_graph(cpu));
+  CHECK(rt_graph_new(cpu, n, 1, &(RtGraph *){NULL}) == TG_ERR_UNSUPPORTED);
+}
+
 void suite_jit(void) {
+  test_graph_deps();
   test_simple();
   test_input_checks();
   test_output_reuse();

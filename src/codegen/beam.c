@@ -466,6 +466,73 @@ static tg_status time_candidate(Candidate *c, Scratch *sc, RtDevice *dev, bool t
   return TG_OK;
 }
 
+/* ---- optimize_local_size ---- */
+
+size_t beam_local_size_candidates(const int64_t global[3], int64_t (*out)[3], size_t cap) {
+  static const int64_t sizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, RENDER_MAX_WORKGROUP};
+  int64_t dims[3][TG_ARRAY_LEN(sizes) + 1];
+  size_t nd[3];
+  for (int k = 0; k < 3; k++) {
+    nd[k] = 0;
+    for (size_t s = 0; s < TG_ARRAY_LEN(sizes); s++)
+      if (sizes[s] <= global[k] && global[k] % sizes[s] == 0) dims[k][nd[k]++] = sizes[s];
+    bool listed = false;
+    for (size_t s = 0; s < nd[k]; s++) listed |= dims[k][s] == global[k];
+    if (!listed && global[k] <= RENDER_MAX_WORKGROUP) dims[k][nd[k]++] = global[k];
+  }
+  size_t n = 0;
+  for (size_t a = 0; a < nd[0]; a++)
+    for (size_t b = 0; b < nd[1]; b++)
+      for (size_t c = 0; c < nd[2]; c++) {
+        if (dims[0][a] * dims[1][b] * dims[2][c] > RENDER_MAX_WORKGROUP) continue;
+        if (n < cap) out[n][0] = dims[0][a], out[n][1] = dims[1][b], out[n][2] = dims[2][c];
+        n++;
+      }
+  return n < cap ? n : cap;
+}
+
+tg_status beam_optimize_local_size(RtDevice *dev, const RtProgram *prog, const char *name, const RenderParam *params,
+                                   size_t nparams, const int64_t global[3], int64_t local[3]) {
+  enum { MAX_CANDIDATES = 1024 };
+  if (nparams > RT_MAX_PARAMS)
+    return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: kernel %s takes %zu parameters (at most %d)", name, nparams,
+                        RT_MAX_PARAMS);
+  int64_t (*cands)[3] = tg_calloc(MAX_CANDIDATES, sizeof *cands);
+  size_t n = beam_local_size_candidates(global, cands, MAX_CANDIDATES);
+  Scratch sc = {0};
+  uint64_t bufs[RT_MAX_PARAMS + 1];
+  long long vals[RT_MAX_PARAMS + 1];
+  tg_status st = TG_OK;
+  for (size_t i = 0; i < nparams && st == TG_OK; i++) {
+    bufs[i] = 0;
+    vals[i] = params[i].is_value ? (long long)params[i].vmax : 0;
+    if (!params[i].is_value) st = scratch_get(&sc, dev, name, &params[i], &bufs[i]);
+  }
+  double best = INFINITY;
+  size_t best_i = 0;
+  for (int pass = 0; pass < 2 && st == TG_OK; pass++) /* each size twice, as tinygrad */
+    for (size_t c = 0; c < n; c++) {
+      int64_t grid[3] = {global[0] / cands[c][0], global[1] / cands[c][1], global[2] / cands[c][2]};
+      double sec = 0;
+      if (rt_device_launch(dev, prog, bufs, vals, (int)nparams, grid, cands[c], &sec) != TG_OK) {
+        tg_clear_error();
+        continue;
+      }
+      if (sec < best) best = sec, best_i = c;
+    }
+  if (st == TG_OK && best == INFINITY)
+    st = tg_set_error(TG_ERR_RUNTIME, "optimize_local_size: every launch of %s failed", name);
+  if (st == TG_OK) {
+    memcpy(local, cands[best_i], 3 * sizeof *local);
+    if (tg_debug_level() >= 3)
+      printf("optimize_local_size %s: {%lld,%lld,%lld} of %zu shapes, %.2f us\n", name, (long long)local[0],
+             (long long)local[1], (long long)local[2], n, best * 1e6);
+  }
+  scratch_free(&sc);
+  tg_free(cands);
+  return st;
+}
+
 /* sources already timed in this search (tinygrad seen_libs) */
 typedef struct SeenSet {
   TG_VEC(uint64_t) hashes;

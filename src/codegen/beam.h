@@ -33,6 +33,18 @@ UOp *beam_kernel_ast(UOp *ast, const Renderer *ren);
  * print in do_linearize). */
 void beam_print_applied_opts(const char *name, UOp *lowered);
 
+/* tinygrad optimize_local_size (engine/realize.py), for a kernel with flat ids (render_flat_ids: NOLOCALS, which
+ * tinygrad compiles with local_size None): the block shapes to try, per dim each of {dim, 1, 2, 4, ..., 256, 1024}
+ * that divides the dim (tinygrad also tries non-divisors, whose fractional grid fails to launch), threads at most
+ * RENDER_MAX_WORKGROUP; written to out (at most cap), the count returned. Always includes {1,1,1}. */
+size_t beam_local_size_candidates(const int64_t global[3], int64_t (*out)[3], size_t cap);
+typedef struct RtDevice RtDevice;
+typedef struct RtProgram RtProgram;
+/* Time every candidate twice on scratch buffers (the kernel's params, render_params) and return the fastest block in
+ * local[3] (the grid is then global / local). Errors: buffers that cannot be made, every launch failing. */
+tg_status beam_optimize_local_size(RtDevice *dev, const RtProgram *prog, const char *name, const RenderParam *params,
+                                   size_t nparams, const int64_t global[3], int64_t local[3]);
+
 /* Counters since the process started (tests and tools). */
 typedef struct BeamStats {
   long searches;            /* searches run (not answered by the cache) */

@@ -604,6 +604,10 @@ static tg_status run_thread(Interp *in, uint32_t *pc, void *const *bufs, const i
 /* A kernel's grid (blocks) and block (threads): render_launch_dims, an idx SPECIAL counting blocks of one thread. */
 static tg_status launch_dims(UOp *linear, int64_t global[3], int64_t local[3]) {
   if (!render_launch_dims(linear, global, local)) return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_RUNTIME;
+  return TG_OK;
+}
+
+static tg_status check_block(const int64_t local[3]) {
   int64_t threads = local[0] * local[1] * local[2];
   if (threads > 1024 || threads <= 0)
     return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: interp: a block of %lld threads (at most 1024)", (long long)threads);
@@ -615,6 +619,16 @@ tg_status interp_run(UOp *linear, void *const *bufs, const int64_t *vals, size_t
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "interp_run: expected a LINEAR from cg_linearize");
   int64_t global[3], local[3];
   tg_status st = launch_dims(linear, global, local);
+  return st == TG_OK ? interp_run_launch(linear, bufs, vals, nparams, global, local) : st;
+}
+
+tg_status interp_run_launch(UOp *linear, void *const *bufs, const int64_t *vals, size_t nparams, const int64_t global[3],
+                            const int64_t local[3]) {
+  if (!linear || !uop_is(linear, TG_OP_LINEAR))
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "interp_run: expected a LINEAR from cg_linearize");
+  for (int k = 0; k < 3; k++)
+    if (global[k] < 1) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "interp_run: a grid of %lld blocks", (long long)global[k]);
+  tg_status st = check_block(local);
   if (st != TG_OK) return st;
   Interp in;
   st = interp_setup(&in, linear);

@@ -14,5 +14,9 @@
  * TG_OK, or an error status with tg_last_error() set for a kernel it cannot run (an op it does not know, an
  * out-of-bounds access on a buffer of known size, integer division by zero). */
 tg_status interp_run(UOp *linear, void *const *bufs, const int64_t *vals, size_t nparams);
+/* The same with an explicit launch shape: grid blocks of block threads (a flat-id kernel regrouped, render.h
+ * render_flat_ids). */
+tg_status interp_run_launch(UOp *linear, void *const *bufs, const int64_t *vals, size_t nparams, const int64_t grid[3],
+                            const int64_t block[3]);
 
 #endif

@@ -817,6 +817,13 @@ static void gpu_locals(OptScheduler *s, Shape *sh) {
     bool removes_axis = axis < sh->n && to_sz[i] == sh->size[axis];
     if (try_opt(s, OPT_LOCAL, axis, to_sz[i]) && removes_axis) deleted++;
   }
+  /* no axis took a LOCAL (sizes with no small factor, symbolic ones): flat ids (NOLOCALS) rather than tinygrad's one
+   * thread per block; the engine then times the block shapes that divide the grid (tinygrad optimize_local_size,
+   * which tinygrad only reaches with NOLOCALS=1) */
+  shape_load(s, sh);
+  if (!count_type(sh, AXIS_LOCAL, AXIS_WARP) && !count_type(sh, AXIS_GROUP_REDUCE, AXIS_GROUP_REDUCE) &&
+      count_type(sh, AXIS_GLOBAL, AXIS_WEAK))
+    try_opt(s, OPT_NOLOCALS, -1, 0);
 }
 
 /* the opt axis of the range with this id, -1 when gone */

@@ -187,6 +187,8 @@ typedef struct Kernel {
   double flops;        /* estimated per launch (ALU ops times enclosing loop trips) */
   char *src;           /* for DEBUG=4 */
   char core_name[TG_NAME_MAX]; /* the core_id parameter's name in src ("" without one) */
+  bool flat_ids;       /* a GPU kernel with flat ids: its block shape is chosen after compile (pick_local_size) */
+  RenderParamVec params; /* kept until then: what the timing runs need */
 } Kernel;
 
 static TG_VEC(Kernel *) kernels;
@@ -265,7 +267,9 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
       snprintf(k->core_name, sizeof k->core_name, "%s", params.data[i].name);
     }
   }
-  tg_vec_free(&params);
+  k->flat_ids = !rt_device_is_host(dev) && render_flat_ids(linear);
+  if (k->flat_ids) k->params = params;
+  else tg_vec_free(&params);
   if (k->core_param >= 0) k->global[0] *= k->ncores; /* the CPU's THREAD pieces (tinygrad: global_size[0]) */
   k->flops = render_estimate_flops(linear);
   *entry_src = NULL;
@@ -292,10 +296,33 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
 
 static void kernel_free(Kernel *k) {
   uop_drop(k->ast);
+  tg_vec_free(&k->params);
   tg_free(k->param_slot);
   tg_free(k->value_name);
   tg_free(k->src);
   tg_free(k);
+}
+
+/* tinygrad optimize_local_size: a flat-id kernel's block shape, the fastest of the shapes that divide its grid (timed
+ * on scratch buffers, beam.c), remembered per program for the process as tinygrad's local_size_cache. */
+typedef struct LocalSizeEntry { const RtProgram *prog; int64_t local[3]; } LocalSizeEntry;
+static TG_VEC(LocalSizeEntry) local_size_cache;
+
+static tg_status pick_local_size(Kernel *k) {
+  int64_t local[3] = {1, 1, 1};
+  bool found = false;
+  for (size_t i = 0; i < local_size_cache.len && !found; i++)
+    if (local_size_cache.data[i].prog == k->prog) memcpy(local, local_size_cache.data[i].local, sizeof local), found = true;
+  if (!found) {
+    tg_status st = beam_optimize_local_size(k->dev, k->prog, k->name, k->params.data, k->params.len, k->global, local);
+    if (st != TG_OK) return st;
+    LocalSizeEntry e = {k->prog, {local[0], local[1], local[2]}};
+    tg_vec_push(&local_size_cache, e);
+  }
+  for (int d = 0; d < 3; d++) k->local[d] = local[d], k->global[d] /= local[d];
+  k->flat_ids = false;
+  tg_vec_free(&k->params);
+  return TG_OK;
 }
 
 /* Kernels for every CALL of the schedule; new ones compiled in one batch. */
@@ -350,6 +377,8 @@ static tg_status get_kernels(UOp *const *calls, size_t ncalls, Kernel **out) {
       st = rt_device_compile_many(dev, srcs, m, progs);
       for (size_t q = 0; q < m && st == TG_OK; q++) fresh.data[idx[q]]->prog = progs[q];
     }
+    for (size_t j = 0; j < fresh.len && st == TG_OK; j++)
+      if (fresh.data[j]->flat_ids) st = pick_local_size(fresh.data[j]);
     for (size_t j = 0; j < fresh.len && st == TG_OK; j++) {
       uopmap_put(&kernel_by_ast, fresh.data[j]->ast, fresh.data[j]);
       tg_vec_push(&kernels, fresh.data[j]);
@@ -494,7 +523,11 @@ static tg_status run_copy(UOp *call) {
  * with every argument resolved to a device address once, plus the patch lists for the explicit inputs and the
  * Variables; a replay patches and launches, with no schedule, no rewrite and no compile. The memory planner ran per
  * realize during the capture (its arenas only hold values that live inside one realize), so no buffer a live handle
- * holds (weights, grads, optimizer state, outputs) is ever aliased. */
+ * holds (weights, grads, optimizer state, outputs) is ever aliased.
+ * On a device with graphs (CUDA) runs of consecutive kernels become graphs at freeze (tinygrad graph_split_rewrite:
+ * batches of at most JIT_BATCH_SIZE=32 kernels, the limit doubling after each, a batch of one left plain unless
+ * GRAPH_ONE_KERNEL=1; copies and kernels of other devices split them; JIT=2 makes none); a replay updates only the
+ * nodes whose patched arguments changed and launches each graph as one unit. */
 
 typedef struct JitVarRec { size_t first, n; } JitVarRec; /* one realize's var_vals in EngineJit.var_* */
 
@@ -505,7 +538,14 @@ typedef struct JitLaunch {
   RtBuffer *dst, *src;   /* copies */
   size_t doff, soff, nbytes;
   size_t bytes;          /* DEBUG=2 */
+  RtGraphAccess *access; /* kernels: the ranges its buffers cover (graph dependencies) */
+  int naccess;
+  int32_t graph;         /* the graph (EngineJit.graphs) this launch is a node of, or -1 */
+  uint32_t node;         /* its node index there */
+  bool dirty;            /* patched to new arguments since the graph last saw them */
 } JitLaunch;
+
+typedef struct JitGraph { RtGraph *g; uint32_t first, n; } JitGraph; /* launches first .. first+n-1 */
 
 typedef struct JitPatch { uint32_t launch, input; int32_t arg; } JitPatch; /* arg -1: copy src, -2: copy dst */
 typedef struct JitVarPatch { uint32_t launch, arg, var; } JitVarPatch;
@@ -521,6 +561,7 @@ struct EngineJit {
   size_t nlaunch, nkernels, nin;
   TG_VEC(JitPatch) patches;
   TG_VEC(JitVarPatch) var_patches;
+  TG_VEC(JitGraph) graphs;
   TG_VEC(RtBuffer *) written;    /* buffers the list writes (not the inputs): an input aliasing one is copied first */
   RtBuffer **scratch;            /* per input: where an aliasing input is copied (allocated on first need) */
   RtBuffer **cur;                /* per input: this replay's buffer */
@@ -559,13 +600,16 @@ EngineJit *engine_capture_end(void) {
 
 size_t engine_jit_kernels(const EngineJit *j) { return j ? j->nkernels : 0; }
 size_t engine_jit_calls(const EngineJit *j) { return j ? j->calls.len : 0; }
+size_t engine_jit_graphs(const EngineJit *j) { return j ? j->graphs.len : 0; }
 
 void engine_jit_free(EngineJit *j) {
   if (!j) return;
   UOpScope sc = uop_scope_begin();
   for (size_t i = 0; i < j->calls.len; i++) uop_drop(j->calls.data[i]);
   for (size_t i = 0; i < j->var_names.len; i++) tg_free(j->var_names.data[i]);
-  for (size_t i = 0; i < j->nlaunch; i++) tg_free(j->launches[i].bufs), tg_free(j->launches[i].vals);
+  for (size_t i = 0; i < j->graphs.len; i++) rt_graph_free(j->graphs.data[i].g);
+  for (size_t i = 0; i < j->nlaunch; i++)
+    tg_free(j->launches[i].bufs), tg_free(j->launches[i].vals), tg_free(j->launches[i].access);
   for (size_t i = 0; i < j->nin; i++) {
     if (j->scratch[i]) rt_buffer_free(j->scratch[i]);
     uop_drop(j->inputs[i]);
@@ -578,6 +622,7 @@ void engine_jit_free(EngineJit *j) {
   tg_vec_free(&j->var_names);
   tg_vec_free(&j->patches);
   tg_vec_free(&j->var_patches);
+  tg_vec_free(&j->graphs);
   tg_vec_free(&j->written);
   tg_free(j->launches);
   tg_free(j->scratch);
@@ -628,6 +673,7 @@ static tg_status freeze_kernel(EngineJit *j, uint32_t li, UOp *call, Kernel *k, 
   l->k = k;
   l->bufs = tg_calloc((size_t)k->nparams + 1, sizeof *l->bufs);
   l->vals = tg_calloc((size_t)k->nparams + 1, sizeof *l->vals);
+  l->access = tg_calloc((size_t)k->nparams + 1, sizeof *l->access);
   bool written[RT_MAX_PARAMS + 1] = {false};
   written_slots(k->ast, written, RT_MAX_PARAMS);
   for (int i = 0; i < k->nparams; i++) {
@@ -660,6 +706,7 @@ static tg_status freeze_kernel(EngineJit *j, uint32_t li, UOp *call, Kernel *k, 
     l->bufs[i] = rt_buffer_addr(b) + off;
     l->bytes += nb;
     int in = input_index(j, call->src[1 + slot]);
+    l->access[l->naccess++] = (RtGraphAccess){l->bufs[i], nb, written[slot], in >= 0};
     if (in >= 0) {
       JitPatch p = {li, (uint32_t)in, i};
       tg_vec_push(&j->patches, p);
@@ -693,6 +740,53 @@ static tg_status freeze_copy(EngineJit *j, uint32_t li, UOp *call) {
   return TG_OK;
 }
 
+/* Launches first .. first+n-1 (kernels of one device with graphs) as one graph; a batch of one stays plain unless
+ * GRAPH_ONE_KERNEL=1. */
+static tg_status flush_batch(EngineJit *j, size_t first, size_t n, bool *made) {
+  *made = false;
+  if (!n || (n == 1 && !tg_getenv_int("GRAPH_ONE_KERNEL", 0))) return TG_OK;
+  RtGraphNode *nodes = tg_calloc(n, sizeof *nodes);
+  for (size_t i = 0; i < n; i++) {
+    const JitLaunch *l = &j->launches[first + i];
+    nodes[i] = (RtGraphNode){l->k->prog, l->bufs, l->vals, l->k->nparams, {0}, {0}, l->access, l->naccess};
+    memcpy(nodes[i].grid, l->k->global, sizeof nodes[i].grid);
+    memcpy(nodes[i].block, l->k->local, sizeof nodes[i].block);
+  }
+  RtGraph *g = NULL;
+  tg_status st = rt_graph_new(j->launches[first].k->dev, nodes, n, &g);
+  tg_free(nodes);
+  if (st != TG_OK) return st;
+  JitGraph jg = {g, (uint32_t)first, (uint32_t)n};
+  for (size_t i = 0; i < n; i++) j->launches[first + i].graph = (int32_t)j->graphs.len, j->launches[first + i].node = (uint32_t)i;
+  tg_vec_push(&j->graphs, jg);
+  *made = true;
+  if (tg_debug_level() >= 2) printf("JIT GRAPHing batch with %zu kernels\n", n);
+  return TG_OK;
+}
+
+/* tinygrad graph_split_rewrite over the frozen list. */
+static tg_status make_graphs(EngineJit *j) {
+  int64_t max_batch = tg_getenv_int("JIT_BATCH_SIZE", 32);
+  size_t first = 0, n = 0;
+  tg_status st = TG_OK;
+  for (size_t i = 0; i <= j->nlaunch && st == TG_OK; i++) {
+    const JitLaunch *l = i < j->nlaunch ? &j->launches[i] : NULL;
+    bool can_graph = l && l->k && l->k->core_param < 0 && rt_device_has_graph(l->k->dev);
+    bool can_extend = can_graph && (!n || j->launches[first].k->dev == l->k->dev) && (max_batch <= 0 || (int64_t)n < max_batch);
+    if (!can_extend && n) {
+      bool made;
+      st = flush_batch(j, first, n, &made);
+      if (made && max_batch > 0) max_batch *= 2;
+      n = 0;
+    }
+    if (can_graph) {
+      if (!n) first = i;
+      n++;
+    }
+  }
+  return st;
+}
+
 tg_status engine_jit_freeze(EngineJit *j, UOp *const *inputs, size_t nin, const char *const *var_names, size_t nvars) {
   j->nin = nin;
   j->inputs = tg_calloc(nin + 1, sizeof *j->inputs);
@@ -704,12 +798,14 @@ tg_status engine_jit_freeze(EngineJit *j, UOp *const *inputs, size_t nin, const 
   tg_status st = get_kernels(j->calls.data, n, ks);
   j->launches = tg_calloc(n + 1, sizeof *j->launches);
   j->nlaunch = n;
+  for (size_t i = 0; i < n; i++) j->launches[i].graph = -1;
   for (size_t i = 0; i < n && st == TG_OK; i++) {
     st = ks[i] ? freeze_kernel(j, (uint32_t)i, j->calls.data[i], ks[i], var_names, nvars)
                : freeze_copy(j, (uint32_t)i, j->calls.data[i]);
     if (ks[i]) j->nkernels++;
   }
   tg_free(ks);
+  if (st == TG_OK && tg_getenv_int("JIT", 1) < 2) st = make_graphs(j);
   return st;
 }
 
@@ -736,19 +832,51 @@ tg_status engine_jit_run(EngineJit *j, UOp *const *inputs, const int64_t *vals, 
   for (size_t p = 0; p < j->patches.len; p++) {
     const JitPatch *q = &j->patches.data[p];
     JitLaunch *l = &j->launches[q->launch];
-    if (q->arg >= 0) l->bufs[q->arg] = rt_buffer_addr(j->cur[q->input]);
-    else if (q->arg == -1) l->src = j->cur[q->input];
-    else l->dst = j->cur[q->input];
+    if (q->arg >= 0) {
+      uint64_t addr = rt_buffer_addr(j->cur[q->input]);
+      l->dirty |= l->bufs[q->arg] != addr;
+      l->bufs[q->arg] = addr;
+    } else if (q->arg == -1) {
+      l->src = j->cur[q->input];
+    } else {
+      l->dst = j->cur[q->input];
+    }
   }
   for (size_t p = 0; p < j->var_patches.len; p++) {
     const JitVarPatch *q = &j->var_patches.data[p];
-    j->launches[q->launch].vals[q->arg] = (long long)vals[q->var];
+    JitLaunch *l = &j->launches[q->launch];
+    l->dirty |= l->vals[q->arg] != (long long)vals[q->var];
+    l->vals[q->arg] = (long long)vals[q->var];
   }
   bool timed = tg_debug_level() >= 2 || kernel_seconds;
   for (size_t i = 0; i < j->nlaunch; i++) {
     JitLaunch *l = &j->launches[i];
     double sec = 0;
-    tg_status st;
+    tg_status st = TG_OK;
+    if (l->graph >= 0) { /* a graph: its changed nodes updated, then launched whole */
+      const JitGraph *g = &j->graphs.data[l->graph];
+      for (uint32_t k = 0; k < g->n && st == TG_OK; k++) {
+        JitLaunch *m = &j->launches[g->first + k];
+        if (m->dirty) st = rt_graph_set(g->g, k, m->bufs, m->vals);
+        if (st == TG_OK) m->dirty = false;
+      }
+      if (st == TG_OK) st = rt_graph_launch(g->g, timed ? &sec : NULL);
+      if (st != TG_OK) return st;
+      kernel_count += g->n;
+      if (kernel_seconds) *kernel_seconds += sec;
+      if (tg_debug_level() >= 2) {
+        char name[64];
+        snprintf(name, sizeof name, "<batched %u>", g->n);
+        double flops = 0;
+        size_t bytes = 0;
+        for (uint32_t k = 0; k < g->n; k++) flops += j->launches[g->first + k].k->flops, bytes += j->launches[g->first + k].bytes;
+        printf("\033[35m");
+        print_debug_line(rt_device_name(l->k->dev), name, 0, sec, flops, bytes);
+        printf("\033[0m");
+      }
+      i += g->n - 1;
+      continue;
+    }
     if (l->k) {
       st = rt_device_launch(l->k->dev, l->k->prog, l->bufs, l->vals, l->k->nparams, l->k->global, l->k->local,
                             timed ? &sec : NULL);

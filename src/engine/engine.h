@@ -46,6 +46,7 @@ tg_status engine_jit_freeze(EngineJit *j, UOp *const *inputs, size_t nin, const 
 tg_status engine_jit_run(EngineJit *j, UOp *const *inputs, const int64_t *vals, double *kernel_seconds);
 size_t engine_jit_kernels(const EngineJit *j); /* kernel launches in the frozen list (copies not counted) */
 size_t engine_jit_calls(const EngineJit *j);   /* CALLs recorded (kernels and copies) */
+size_t engine_jit_graphs(const EngineJit *j);  /* device graphs the frozen list launches (0 on the CPU, or JIT=2) */
 void engine_jit_free(EngineJit *j);
 
 #endif

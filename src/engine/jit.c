@@ -69,6 +69,7 @@ void tg_jit_free(tg_jit *j) {
 }
 
 size_t tg_jit_kernel_count(const tg_jit *j) { return j ? engine_jit_kernels(j->eng) : 0; }
+size_t tg_jit_graph_count(const tg_jit *j) { return j ? engine_jit_graphs(j->eng) : 0; }
 void tg_jit_set_timing(tg_jit *j, bool on) { if (j) j->timing = on; }
 double tg_jit_last_kernel_seconds(const tg_jit *j) { return j ? j->last_kernel_seconds : 0; }
 

@@ -190,11 +190,12 @@ static void cuda_put_program(StrBuf *out, const CStyleLang *lang, const CStylePr
       sb_putc(out, '\n');
     }
   put_wmma_helpers(out, lang, p);
-  int64_t threads = 1; /* launch bounds: the product of the lidx bounds */
+  int64_t threads = 1; /* launch bounds: the product of the lidx bounds; flat ids: any block (render.h) */
   for (uint32_t i = 0; i < p->linear->nsrc; i++) {
     const UOp *u = p->linear->src[i];
     if (uop_is(u, TG_OP_SPECIAL) && u->arg.kind == ARG_STR && u->arg.str[0] == 'l') threads *= uop_vmax(u->src[0]);
   }
+  if (render_flat_ids(p->linear)) threads = RENDER_MAX_WORKGROUP;
   sb_printf(out, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(", (long long)threads, p->name);
   for (size_t k = 0; k < p->params->len; k++) {
     const RenderParam *rp = &p->params->data[k];

@@ -65,9 +65,15 @@ const Renderer *renderer_for_device(const char *device);
 
 /* A linearized kernel's launch dimensions (tinygrad ProgramInfo global_size / local_size): the bounds of its SPECIAL
  * indices, gidx<n> -> global[n] (blocks), lidx<n> -> local[n] (threads per block); idx<n> (NOLOCALS: the flat id
- * blockIdx*blockDim+threadIdx in a kernel with __launch_bounds__(1)) -> global[n] blocks of one thread; 1 where there
+ * blockIdx*blockDim+threadIdx) -> global[n] blocks of one thread (render_flat_ids: the engine may regroup); 1 where there
  * is none (every CPU kernel: {1,1,1} and {1,1,1}). False with tg_last_error() for a symbolic bound. */
 bool render_launch_dims(UOp *linear, int64_t global[3], int64_t local[3]);
+/* The kernel indexes with flat ids (idx<n>, NOLOCALS: tinygrad's local_size None): any block shape that divides
+ * its global dims computes the same, so the engine picks one by timing (tinygrad optimize_local_size), and the CUDA
+ * renderer declares __launch_bounds__(RENDER_MAX_WORKGROUP) for it (tinygrad writes 1 there, the product of no
+ * lidx bounds, which makes every larger block fail to launch). */
+bool render_flat_ids(UOp *linear);
+#define RENDER_MAX_WORKGROUP 1024
 
 static inline bool renderer_supports_dtype(const Renderer *r, const DType *d) {
   return (r->supported_dtypes >> d->scalar->id) & 1u;

@@ -18,13 +18,21 @@ const Renderer *renderer_for_device(const char *device) {
   return NULL;
 }
 
+bool render_flat_ids(UOp *linear) {
+  for (uint32_t i = 0; linear && i < linear->nsrc; i++) {
+    const UOp *u = linear->src[i];
+    if (u->op == TG_OP_SPECIAL && u->arg.kind == ARG_STR && u->arg.str[0] == 'i') return true;
+  }
+  return false;
+}
+
 bool render_launch_dims(UOp *linear, int64_t global[3], int64_t local[3]) {
   for (int i = 0; i < 3; i++) global[i] = local[i] = 1;
   for (uint32_t i = 0; linear && i < linear->nsrc; i++) {
     const UOp *u = linear->src[i];
     if (u->op != TG_OP_SPECIAL) continue;
     const char *name = u->arg.kind == ARG_STR ? u->arg.str : "";
-    /* idx<n> (NOLOCALS) is blockIdx*blockDim+threadIdx under __launch_bounds__(1): blocks of one thread */
+    /* idx<n> (NOLOCALS) is blockIdx*blockDim+threadIdx: blocks of one thread until a block shape is chosen */
     int64_t *dims = name[0] == 'g' || name[0] == 'i' ? global : name[0] == 'l' ? local : NULL;
     size_t len = strlen(name);
     int axis = len ? name[len - 1] - '0' : -1;

@@ -736,6 +736,7 @@ RtStats rt_stats(void) {
   RtStats s = stats;
   pthread_mutex_unlock(&compile_lock);
   s.launches = rt_launch_count();
+  s.programs_requested = rt_device_programs_requested();
   return s;
 }
 

@@ -15,6 +15,9 @@
  *             cubins cached on disk by NVRTC version + options + name + source; cuModuleLoadData, cuModuleGetFunction
  *   launch    cuLaunchKernel with kernelParams (pointers, then values at their declared width); with `seconds`, two
  *             events around it and their elapsed time (DEBUG=2's tm)
+ *   graphs    cuGraph of kernel nodes (the JIT's replay): cuGraphAddKernelNode with the dependencies device.c found,
+ *             cuGraphInstantiateWithFlags once, cuGraphExecKernelNodeSetParams per changed node, cuGraphLaunch on
+ *             the stream; optional entry points (a driver without them: the JIT launches one by one)
  * tinygrad loads PTX (driver JIT at every load, 465 ms for a large module vs 0.06 ms for its cubin: measured). */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -67,8 +70,29 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUevent;
   X(cuGetErrorName, (CUresult r, const char **s))                                                                \
   X(cuGetErrorString, (CUresult r, const char **s))
 
+/* CUDA graphs (runtime.h graphs): optional, a driver without them replays launch by launch */
+typedef void *CUgraph, *CUgraphNode, *CUgraphExec;
+typedef struct CudaKernelNodeParams { /* CUDA_KERNEL_NODE_PARAMS_v2; a v1 driver reads the prefix it knows */
+  CUfunction func;
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem;
+  void **kernel_params, **extra;
+  void *kern;  /* CUkernel: NULL, func is set */
+  CUcontext ctx; /* NULL: the current context */
+} CudaKernelNodeParams;
+#define CU_GRAPH_FUNCS(X)                                                                                         \
+  X(cuGraphCreate, (CUgraph * g, unsigned flags))                                                                \
+  X(cuGraphAddKernelNode, (CUgraphNode * n, CUgraph g, const CUgraphNode *deps, size_t ndeps,                    \
+                           const CudaKernelNodeParams *p))                                                       \
+  X(cuGraphInstantiateWithFlags, (CUgraphExec * e, CUgraph g, unsigned long long flags))                         \
+  X(cuGraphExecKernelNodeSetParams, (CUgraphExec e, CUgraphNode n, const CudaKernelNodeParams *p))               \
+  X(cuGraphLaunch, (CUgraphExec e, CUstream s))                                                                  \
+  X(cuGraphExecDestroy, (CUgraphExec e))                                                                         \
+  X(cuGraphDestroy, (CUgraph g))
+
 #define CU_DECLARE(name, args) static CUresult(*p_##name) args;
 CU_FUNCS(CU_DECLARE)
+CU_GRAPH_FUNCS(CU_DECLARE)
+static bool graphs_loaded; /* every CU_GRAPH_FUNCS entry point was found */
 
 /* ---- NVRTC ---- */
 typedef int nvrtcResult;
@@ -139,11 +163,13 @@ static bool driver_load(void) {
     memcpy(&p_##name, &f_, sizeof f_);                         \
   }
   CU_FUNCS(CU_RESOLVE)
-#undef CU_RESOLVE
   if (missing) {
     snprintf(driver_why, sizeof driver_why, "libcuda.so.1 has no %s", missing);
     return false;
   }
+  CU_GRAPH_FUNCS(CU_RESOLVE)
+  graphs_loaded = !missing;
+#undef CU_RESOLVE
   CUresult r = p_cuInit(0);
   if (r != CUDA_SUCCESS) {
     /* 34 CUDA_ERROR_STUB_LIBRARY: the toolkit's stub, not a driver; 100 CUDA_ERROR_NO_DEVICE */
@@ -634,9 +660,12 @@ static tg_status cuda_compile_many(RtDevice *d, const RtKernelSource *ks, size_t
 }
 
 /* ---- launch ---- */
-static tg_status cuda_launch(RtDevice *d, const RtProgram *p, const uint64_t *bufs, const long long *vals, int nargs,
-                             const int64_t grid[3], const int64_t block[3], double *seconds) {
-  CudaDev *c = d->impl;
+typedef struct CudaArgs { _Alignas(8) unsigned char store[RT_MAX_PARAMS][8]; void *params[RT_MAX_PARAMS]; } CudaArgs;
+
+/* Check a launch's arguments and lay them out as kernelParams: one pointer per parameter to its value, stored at the
+ * parameter's width. */
+static tg_status encode_args(const RtProgram *p, const uint64_t *bufs, const long long *vals, int nargs,
+                             const int64_t grid[3], const int64_t block[3], CudaArgs *a) {
   if (nargs != p->nparams)
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_launch: %s takes %d arguments, got %d", p->name, p->nparams,
                         nargs);
@@ -645,15 +674,12 @@ static tg_status cuda_launch(RtDevice *d, const RtProgram *p, const uint64_t *bu
       return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_launch: %s: grid {%lld,%lld,%lld} block {%lld,%lld,%lld} "
                           "out of range", p->name, (long long)grid[0], (long long)grid[1], (long long)grid[2],
                           (long long)block[0], (long long)block[1], (long long)block[2]);
-  /* kernelParams: one pointer per parameter to its value, stored at the parameter's width */
-  _Alignas(8) unsigned char store[RT_MAX_PARAMS][8];
-  void *params[RT_MAX_PARAMS];
   for (int i = 0; i < nargs; i++) {
     const RtParam *pa = &p->params[i];
     if (pa->is_pointer) {
       if (!bufs || !bufs[i])
         return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_launch: %s: buffer argument %d is NULL", p->name, i);
-      memcpy(store[i], &bufs[i], 8);
+      memcpy(a->store[i], &bufs[i], 8);
     } else {
       if (!vals)
         return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_launch: %s: argument %d is a value but vals is NULL",
@@ -662,13 +688,23 @@ static tg_status cuda_launch(RtDevice *d, const RtProgram *p, const uint64_t *bu
       int8_t v1 = (int8_t)v;
       int16_t v2 = (int16_t)v;
       int32_t v4 = (int32_t)v;
-      if (pa->value_bytes == 1) memcpy(store[i], &v1, 1);
-      else if (pa->value_bytes == 2) memcpy(store[i], &v2, 2);
-      else if (pa->value_bytes == 4) memcpy(store[i], &v4, 4);
-      else memcpy(store[i], &v, 8);
+      if (pa->value_bytes == 1) memcpy(a->store[i], &v1, 1);
+      else if (pa->value_bytes == 2) memcpy(a->store[i], &v2, 2);
+      else if (pa->value_bytes == 4) memcpy(a->store[i], &v4, 4);
+      else memcpy(a->store[i], &v, 8);
     }
-    params[i] = store[i];
+    a->params[i] = a->store[i];
   }
+  return TG_OK;
+}
+
+static tg_status cuda_launch(RtDevice *d, const RtProgram *p, const uint64_t *bufs, const long long *vals, int nargs,
+                             const int64_t grid[3], const int64_t block[3], double *seconds) {
+  CudaDev *c = d->impl;
+  CudaArgs args;
+  tg_status est = encode_args(p, bufs, vals, nargs, grid, block, &args);
+  if (est != TG_OK) return est;
+  void **params = args.params;
   CU_CHECK(use_ctx(c), "cuCtxSetCurrent");
   if (!seconds) {
     CUresult r = p_cuLaunchKernel(p->function, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
@@ -694,6 +730,106 @@ static tg_status cuda_launch(RtDevice *d, const RtProgram *p, const uint64_t *bu
   return st;
 }
 
+/* ---- graphs (tinygrad runtime/graph/cuda.py CUDAGraph) ---- */
+typedef struct CudaGraph { CUgraph graph; CUgraphExec exec; CUgraphNode *nodes; size_t n; } CudaGraph;
+
+static bool cuda_graph_available(RtDevice *d) {
+  TG_UNUSED(d);
+  return graphs_loaded;
+}
+
+static tg_status kernel_node_params(const RtGraphNode *node, CudaArgs *a, CudaKernelNodeParams *kp) {
+  tg_status st = encode_args(node->prog, node->bufs, node->vals, node->nargs, node->grid, node->block, a);
+  if (st != TG_OK) return st;
+  memset(kp, 0, sizeof *kp);
+  kp->func = node->prog->function;
+  kp->grid_x = (unsigned)node->grid[0], kp->grid_y = (unsigned)node->grid[1], kp->grid_z = (unsigned)node->grid[2];
+  kp->block_x = (unsigned)node->block[0], kp->block_y = (unsigned)node->block[1], kp->block_z = (unsigned)node->block[2];
+  kp->kernel_params = a->params;
+  return TG_OK;
+}
+
+static void graph_destroy(CudaGraph *g) {
+  if (g->exec) p_cuGraphExecDestroy(g->exec);
+  if (g->graph) p_cuGraphDestroy(g->graph);
+  tg_free(g->nodes);
+  tg_free(g);
+}
+
+static tg_status cuda_graph_new(RtDevice *d, const RtGraphNode *nodes, size_t n, const uint32_t *start,
+                                const uint32_t *deps, void **out) {
+  CudaDev *c = d->impl;
+  if (!graphs_loaded) return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: this CUDA driver has no graph entry points");
+  CU_CHECK(use_ctx(c), "cuCtxSetCurrent");
+  CudaGraph *g = tg_calloc(1, sizeof *g);
+  g->nodes = tg_calloc(n, sizeof *g->nodes);
+  g->n = n;
+  CUresult r = p_cuGraphCreate(&g->graph, 0);
+  tg_status st = r == CUDA_SUCCESS ? TG_OK : cu_fail("cuGraphCreate", r);
+  CUgraphNode *dep_nodes = tg_calloc(n + 1, sizeof *dep_nodes);
+  for (size_t i = 0; i < n && st == TG_OK; i++) {
+    CudaArgs a;
+    CudaKernelNodeParams kp;
+    st = kernel_node_params(&nodes[i], &a, &kp);
+    if (st != TG_OK) break;
+    size_t nd = 0;
+    for (uint32_t k = start[i]; k < start[i + 1]; k++) dep_nodes[nd++] = g->nodes[deps[k]];
+    r = p_cuGraphAddKernelNode(&g->nodes[i], g->graph, nd ? dep_nodes : NULL, nd, &kp);
+    if (r != CUDA_SUCCESS) st = cu_fail("cuGraphAddKernelNode", r);
+  }
+  tg_free(dep_nodes);
+  if (st == TG_OK && (r = p_cuGraphInstantiateWithFlags(&g->exec, g->graph, 0)) != CUDA_SUCCESS)
+    st = cu_fail("cuGraphInstantiateWithFlags", r);
+  if (st != TG_OK) {
+    graph_destroy(g);
+    return st;
+  }
+  *out = g;
+  return TG_OK;
+}
+
+static tg_status cuda_graph_set(RtDevice *d, void *graph, size_t i, const RtGraphNode *node) {
+  CudaDev *c = d->impl;
+  CudaGraph *g = graph;
+  CudaArgs a;
+  CudaKernelNodeParams kp;
+  tg_status st = kernel_node_params(node, &a, &kp);
+  if (st != TG_OK) return st;
+  CU_CHECK(use_ctx(c), "cuCtxSetCurrent");
+  CU_CHECK(p_cuGraphExecKernelNodeSetParams(g->exec, g->nodes[i], &kp), "cuGraphExecKernelNodeSetParams");
+  return TG_OK;
+}
+
+static tg_status cuda_graph_launch(RtDevice *d, void *graph, double *seconds) {
+  CudaDev *c = d->impl;
+  CudaGraph *g = graph;
+  CU_CHECK(use_ctx(c), "cuCtxSetCurrent");
+  if (!seconds) {
+    CU_CHECK(p_cuGraphLaunch(g->exec, c->stream), "cuGraphLaunch");
+    return TG_OK;
+  }
+  pthread_mutex_lock(&c->lock);
+  float ms = 0;
+  tg_status st = TG_OK;
+  CUresult r = p_cuEventRecord(c->ev_start, c->stream);
+  if (r != CUDA_SUCCESS) st = cu_fail("cuEventRecord", r);
+  if (st == TG_OK && (r = p_cuGraphLaunch(g->exec, c->stream)) != CUDA_SUCCESS) st = cu_fail("cuGraphLaunch", r);
+  if (st == TG_OK && (r = p_cuEventRecord(c->ev_end, c->stream)) != CUDA_SUCCESS) st = cu_fail("cuEventRecord", r);
+  if (st == TG_OK && (r = p_cuEventSynchronize(c->ev_end)) != CUDA_SUCCESS) st = cu_fail("graph execution", r);
+  if (st == TG_OK && (r = p_cuEventElapsedTime(&ms, c->ev_start, c->ev_end)) != CUDA_SUCCESS)
+    st = cu_fail("cuEventElapsedTime", r);
+  pthread_mutex_unlock(&c->lock);
+  *seconds = ms * 1e-3;
+  return st;
+}
+
+static void cuda_graph_free(RtDevice *d, void *graph) {
+  CudaDev *c = d->impl;
+  use_ctx(c);
+  p_cuStreamSynchronize(c->stream); /* a launch of it may still be queued */
+  graph_destroy(graph);
+}
+
 const RtDeviceOps rt_cuda_ops = {
     .kind = "CUDA",
     .host_memory = false,
@@ -706,4 +842,9 @@ const RtDeviceOps rt_cuda_ops = {
     .compile_many = cuda_compile_many,
     .launch = cuda_launch,
     .synchronize = cuda_synchronize,
+    .graph_available = cuda_graph_available,
+    .graph_new = cuda_graph_new,
+    .graph_set = cuda_graph_set,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
 };

@@ -98,8 +98,19 @@ const char *rt_device_name(const RtDevice *d) { return d->name; }
 bool rt_device_is_host(const RtDevice *d) { return d->ops->host_memory; }
 const char *rt_device_arch(const RtDevice *d) { return d->arch; }
 
+static long programs_requested;
+long rt_device_programs_requested(void) {
+  pthread_mutex_lock(&registry_lock);
+  long n = programs_requested;
+  pthread_mutex_unlock(&registry_lock);
+  return n;
+}
+
 tg_status rt_device_compile_many(RtDevice *d, const RtKernelSource *kernels, size_t n, RtProgram **out) {
   if (!d) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_compile_many: NULL device");
+  pthread_mutex_lock(&registry_lock);
+  programs_requested += (long)n;
+  pthread_mutex_unlock(&registry_lock);
   return d->ops->compile_many(d, kernels, n, out);
 }
 
@@ -115,6 +126,100 @@ tg_status rt_device_launch(RtDevice *d, const RtProgram *p, const uint64_t *bufs
 tg_status rt_device_synchronize(RtDevice *d) {
   if (!d) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_synchronize: NULL device");
   return d->ops->synchronize(d);
+}
+
+/* ---- graphs (runtime.h): the dependencies are worked out here, the backend builds and launches ---- */
+struct RtGraph {
+  RtDevice *dev;
+  void *impl;
+  size_t n;
+  RtGraphNode *nodes; /* program and dims per node (bufs/vals/access are not kept) */
+};
+
+bool rt_device_has_graph(RtDevice *d) { return d && d->ops->graph_available && d->ops->graph_available(d); }
+
+static bool ranges_overlap(const RtGraphAccess *a, const RtGraphAccess *b) {
+  if (a->any || b->any) return true;
+  return a->addr < b->addr + b->nbytes && b->addr < a->addr + a->nbytes;
+}
+
+/* a covers b: every byte b touches, a touches (a write there orders everything before it after b's view) */
+static bool range_covers(const RtGraphAccess *a, const RtGraphAccess *b) {
+  return !a->any && !b->any && a->addr <= b->addr && b->addr + b->nbytes <= a->addr + a->nbytes;
+}
+
+/* For each access of node j, walk back over the earlier nodes: a conflicting one (overlap, one side a write) is a
+ * dependency; the walk stops at a write that covers the access (what came before it is ordered before it). */
+void rt_graph_deps(const RtGraphNode *nodes, size_t n, uint32_t **start_out, uint32_t **deps_out) {
+  uint32_t *start = tg_calloc(n + 1, sizeof *start);
+  TG_VEC(uint32_t) deps = {0};
+  for (size_t j = 0; j < n; j++) {
+    start[j] = (uint32_t)deps.len;
+    for (int a = 0; a < nodes[j].naccess; a++) {
+      const RtGraphAccess *x = &nodes[j].access[a];
+      bool covered = false;
+      for (size_t i = j; i-- > 0 && !covered;) {
+        for (int b = 0; b < nodes[i].naccess && !covered; b++) {
+          const RtGraphAccess *y = &nodes[i].access[b];
+          if (!(x->write || y->write) || !ranges_overlap(x, y)) continue;
+          bool have = false;
+          for (size_t k = start[j]; k < deps.len && !have; k++) have = deps.data[k] == i;
+          if (!have) tg_vec_push(&deps, (uint32_t)i);
+          covered = y->write && range_covers(y, x);
+        }
+      }
+    }
+  }
+  start[n] = (uint32_t)deps.len;
+  *start_out = start;
+  *deps_out = deps.len ? deps.data : tg_calloc(1, sizeof(uint32_t));
+}
+
+tg_status rt_graph_new(RtDevice *d, const RtGraphNode *nodes, size_t n, RtGraph **out) {
+  *out = NULL;
+  if (!d || !n || !nodes) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_graph_new: NULL device or no nodes");
+  if (!rt_device_has_graph(d)) return tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: graphs on %s not supported", d->name);
+  for (size_t i = 0; i < n; i++) {
+    const RtProgram *p = nodes[i].prog;
+    if (!p || p->ops != d->ops || (p->device && p->device != d))
+      return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_graph_new: node %zu: %s is not a program of %s", i,
+                          p ? p->name : "(null)", d->name);
+  }
+  uint32_t *start, *deps;
+  rt_graph_deps(nodes, n, &start, &deps);
+  void *impl = NULL;
+  tg_status st = d->ops->graph_new(d, nodes, n, start, deps, &impl);
+  tg_free(start);
+  tg_free(deps);
+  if (st != TG_OK) return st;
+  RtGraph *g = tg_calloc(1, sizeof *g);
+  g->dev = d, g->impl = impl, g->n = n;
+  g->nodes = tg_calloc(n, sizeof *g->nodes);
+  for (size_t i = 0; i < n; i++) {
+    g->nodes[i] = nodes[i];
+    g->nodes[i].bufs = NULL, g->nodes[i].vals = NULL, g->nodes[i].access = NULL, g->nodes[i].naccess = 0;
+  }
+  *out = g;
+  return TG_OK;
+}
+
+tg_status rt_graph_set(RtGraph *g, size_t i, const uint64_t *bufs, const long long *vals) {
+  if (!g || i >= g->n) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_graph_set: no node %zu", i);
+  RtGraphNode node = g->nodes[i];
+  node.bufs = bufs, node.vals = vals;
+  return g->dev->ops->graph_set(g->dev, g->impl, i, &node);
+}
+
+tg_status rt_graph_launch(RtGraph *g, double *seconds) {
+  if (!g) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_graph_launch: NULL graph");
+  return g->dev->ops->graph_launch(g->dev, g->impl, seconds);
+}
+
+void rt_graph_free(RtGraph *g) {
+  if (!g) return;
+  g->dev->ops->graph_free(g->dev, g->impl);
+  tg_free(g->nodes);
+  tg_free(g);
 }
 
 /* ---- the default device ----

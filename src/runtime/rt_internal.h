@@ -40,6 +40,14 @@ typedef struct RtDeviceOps {
   tg_status (*launch)(RtDevice *d, const RtProgram *p, const uint64_t *bufs, const long long *vals, int nargs,
                       const int64_t grid[3], const int64_t block[3], double *seconds);
   tg_status (*synchronize)(RtDevice *d);
+  /* Graphs (runtime.h), NULL where the device has none. graph_available says whether this device can make them
+   * (the driver may lack the entry points); node i waits for deps[start[i]..start[i+1]). */
+  bool (*graph_available)(RtDevice *d);
+  tg_status (*graph_new)(RtDevice *d, const RtGraphNode *nodes, size_t n, const uint32_t *start, const uint32_t *deps,
+                         void **graph);
+  tg_status (*graph_set)(RtDevice *d, void *graph, size_t i, const RtGraphNode *node);
+  tg_status (*graph_launch)(RtDevice *d, void *graph, double *seconds);
+  void (*graph_free)(RtDevice *d, void *graph);
 } RtDeviceOps;
 
 /* One LRU pool slot: the blocks of one exact size. */
@@ -96,5 +104,6 @@ void rt_alloc_reread_knobs(void);
 /* ---- thread pool ---- */
 void rt_pool_shutdown(void);
 long rt_launch_count(void);
+long rt_device_programs_requested(void); /* device.c: kernels asked of rt_device_compile_many */
 
 #endif

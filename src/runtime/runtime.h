@@ -172,6 +172,39 @@ tg_status rt_device_launch(RtDevice *d, const RtProgram *p, const uint64_t *bufs
 /* Wait for every queued copy and kernel of the device. */
 tg_status rt_device_synchronize(RtDevice *d);
 
+/* ============================================================================================== graphs
+ * tinygrad's GraphRunner (runtime/graph/cuda.py CUDAGraph): a fixed list of kernel launches on one device, recorded
+ * once and then launched as one unit; between launches the arguments of single nodes may change. A node waits for
+ * the earlier nodes whose memory accesses conflict with its own (tinygrad's DepsTracker, here over byte ranges: a
+ * read waits for the last writers of its range, a write also for the readers since); the rest may run concurrently.
+ * CUDA: one cuGraph of kernel nodes, instantiated once, cuGraphExecKernelNodeSetParams for a changed node,
+ * cuGraphLaunch on the device's stream. The CPU has none (rt_device_has_graph is false): launch one by one there. */
+typedef struct RtGraph RtGraph;
+/* One range a node touches. `any`: it may be any memory (a JIT input, rebound per launch): it conflicts with every
+ * access that is a write, or every access when it is one. */
+typedef struct RtGraphAccess { uint64_t addr; size_t nbytes; bool write, any; } RtGraphAccess;
+typedef struct RtGraphNode {
+  const RtProgram *prog;
+  const uint64_t *bufs;        /* as rt_device_launch */
+  const long long *vals;
+  int nargs;
+  int64_t grid[3], block[3];
+  const RtGraphAccess *access; /* what it reads and writes */
+  int naccess;
+} RtGraphNode;
+bool rt_device_has_graph(RtDevice *d);
+/* A graph of the n nodes (n >= 1), all programs of device d. Errors: a device without graphs (TG_ERR_UNSUPPORTED),
+ * bad launch arguments (as rt_device_launch), the driver's. */
+tg_status rt_graph_new(RtDevice *d, const RtGraphNode *nodes, size_t n, RtGraph **out);
+/* Node i's buffers and values from the next launch on (its program and dims stay). */
+tg_status rt_graph_set(RtGraph *g, size_t i, const uint64_t *bufs, const long long *vals);
+/* Queue the whole graph (asynchronous, as a launch), or with `seconds`: wait and store its time. */
+tg_status rt_graph_launch(RtGraph *g, double *seconds);
+void rt_graph_free(RtGraph *g);
+/* The dependencies rt_graph_new gives the nodes: node i waits for deps[start[i]] .. deps[start[i+1]-1] (earlier
+ * nodes, latest first). *start has n+1 entries, both heap (caller frees). */
+void rt_graph_deps(const RtGraphNode *nodes, size_t n, uint32_t **start, uint32_t **deps);
+
 /* Can CUDA be used here? false with the reason (a static string: "libcuda.so.1 not found", "no CUDA device found",
  * the driver's error) when not. Opens "CUDA" to find out. */
 bool rt_cuda_available(const char **why);
@@ -199,6 +232,7 @@ typedef struct RtStats {
   long memory_hits;         /* kernels found already loaded in this process */
   double compile_seconds;   /* wall time spent in compiler processes */
   long launches;
+  long programs_requested;  /* kernels asked of rt_device_compile_many on any device (built, cached or loaded) */
 } RtStats;
 RtStats rt_stats(void);
 
