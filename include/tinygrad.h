@@ -157,6 +157,27 @@ tg_status tg_variable_value(const tg_tensor *t, int64_t *value);
 /* The name, NULL when t is not a Variable (valid while t lives). */
 const char *tg_variable_name(const tg_tensor *t);
 
+/* ---- symbolic shapes (tinygrad's sint) ----
+ * A size may be an expression of bound Variables (a KV-cache slice of length start_pos+1). tg_sint {n, v} stands for
+ * n + v: v NULL is the int n; v is a 0-d int expression of bound Variables (tg_bind, tg_add/tg_mul/... of them and
+ * ints). A tensor with a symbolic size is a view of storage sized for the maximum (every Variable at its max); its
+ * kernels loop to the expression and read the bound values as scalar arguments, so a new value needs no new schedule
+ * and no new compile. Bounds are checked at the bound values. tg_shape gives the maximum for a symbolic size, tg_dim
+ * the size itself. Reading a symbolic-shaped tensor (tg_to_host, tg_item_*) is an error: shrink it to concrete sizes
+ * first. Symbolic shapes go through elementwise ops and broadcasting, casts, tg_contiguous/tg_realize,
+ * tg_permute/tg_transpose, tg_shrink/tg_pad (int bounds), the *_sym movement calls, sum/max/min/mean/var over any
+ * axes and tg_matmul/tg_dot (symbolic M, N or K); other ops fail with "symbolic shape ... not supported by this op
+ * yet". A reshape keeps each symbolic size as one axis (moving, adding or removing concrete axes around it). */
+typedef struct tg_sint { int64_t n; const tg_tensor *v; } tg_sint;
+#define TG_SI(n) ((tg_sint){(n), NULL})   /* the int n */
+#define TG_SV(v, n) ((tg_sint){(n), (v)}) /* v + n */
+/* (start, end) per axis, each an int or an expression: t[..., start:end, ...] */
+tg_tensor *tg_shrink_sym(const tg_tensor *t, const tg_sint *bounds, size_t ndim);
+tg_tensor *tg_reshape_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim);
+tg_tensor *tg_expand_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim); /* TG_SI(-1) keeps a size */
+bool tg_is_symbolic(const tg_tensor *t);          /* some size is symbolic (false for NULL) */
+tg_tensor *tg_dim(const tg_tensor *t, int axis);  /* size `axis` as a 0-d weak int: an int or the expression */
+
 /* ---- JIT (tinygrad's TinyJit) ----
  * fn computes one step from its explicit inputs `in` and the bound Variables `vars` and stores nout new handles in
  * `out` (lazy or realized; the JIT realizes them). It may read and assign any other realized tensor (weights,

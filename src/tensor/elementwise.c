@@ -22,14 +22,16 @@ static UOp *promote(UOp *t, const DType *out) {
 static UOp *ralu(TgOp op, UOp *const *src, int n) {
   for (int i = 0; i < n; i++)
     if (!src[i]) return NULL;
-  Shape s, t;
-  if (!tensor_shape(src[0], &s)) return NULL;
+  SymShape s, t;
+  if (!tensor_shape_sym(src[0], &s)) return NULL;
   for (int i = 1; i < n; i++) {
-    if (!tensor_shape(src[i], &t)) return NULL;
-    Shape prev = s;
-    if (!shape_broadcast(&prev, &t, &s))
-      return tensor_err("shapes %s and %s cannot be broadcast (%s, %s)", tensor_fmt_shape(&prev), tensor_fmt_shape(&t), src[0]->dtype->name,
-                  src[i]->dtype->name);
+    if (!tensor_shape_sym(src[i], &t)) return NULL;
+    SymShape prev = s;
+    if (!symshape_broadcast(&prev, &t, &s)) {
+      char b1[200], b2[200];
+      return tensor_err("shapes %s and %s cannot be broadcast (%s, %s)", symshape_fmt(&prev, b1, sizeof b1),
+                        symshape_fmt(&t, b2, sizeof b2), src[0]->dtype->name, src[i]->dtype->name);
+    }
   }
   const DType *dt = uop_derive_dtype(op, src, (size_t)n, NULL);
   if (!dt) {

@@ -50,9 +50,9 @@ UOp *tensor_reshape(UOp *x, const int64_t *shape, int n) {
 }
 
 UOp *tensor_permute(UOp *x, const int *order, int n) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return tensor_err("order has %d axes, tensor %s has %d", n, tensor_fmt_shape(&s), s.ndim);
+  int nd = x ? tensor_ndim(x) : -1;
+  if (nd < 0) return NULL;
+  if (n != nd) return tensor_err("order has %d axes, tensor has %d", n, nd);
   int64_t ord[TG_MAX_DIMS];
   bool seen[TG_MAX_DIMS] = {0}, ident = true;
   for (int i = 0; i < n; i++) {
@@ -76,35 +76,8 @@ UOp *tensor_transpose(UOp *x, int d0, int d1) {
 }
 
 UOp *tensor_broadcast_to(UOp *x, const Shape *ns) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (shape_eq(&s, ns)) return x;
-  if (s.ndim > ns->ndim) return tensor_err("cannot broadcast tensor to fewer dimensions. shape=%s to %s", tensor_fmt_shape(&s), tensor_fmt_shape(ns));
-  int n_left = ns->ndim - s.ndim;
-  for (int i = 0; i < s.ndim; i++)
-    if (s.d[i] != ns->d[n_left + i] && s.d[i] != 1) return tensor_err("cannot broadcast %s to %s", tensor_fmt_shape(&s), tensor_fmt_shape(ns));
-  int expand_at[TG_MAX_DIMS], kept[TG_MAX_DIMS], ne = 0, nk = 0;
-  for (int i = 0; i < s.ndim; i++) {
-    if (s.d[i] == 1 && ns->d[n_left + i] != 1) expand_at[ne++] = i;
-    else kept[nk++] = i;
-  }
-  int64_t sq[TG_MAX_DIMS], ex[TG_MAX_DIMS];
-  for (int i = 0; i < nk; i++) sq[i] = s.d[kept[i]];
-  for (int i = 0; i < n_left; i++) ex[i] = ns->d[i];
-  for (int i = 0; i < ne; i++) ex[n_left + i] = ns->d[n_left + expand_at[i]];
-  UOp *r = tensor_mop(tensor_reshape(x, sq, nk), TG_OP_EXPAND, ex, NULL, n_left + ne);
-  int perm[TG_MAX_DIMS];
-  for (int i = 0; i < n_left; i++) perm[i] = i;
-  for (int i = 0; i < s.ndim; i++) {
-    int pos = -1;
-    for (int k = 0; k < ne; k++)
-      if (expand_at[k] == i) pos = k;
-    if (pos < 0)
-      for (int k = 0; k < nk; k++)
-        if (kept[k] == i) pos = ne + k;
-    perm[n_left + i] = n_left + pos;
-  }
-  return tensor_permute(r, perm, ns->ndim);
+  SymShape s = symshape_from(ns);
+  return tensor_broadcast_to_sym(x, &s);
 }
 
 UOp *tensor_expand(UOp *x, const int64_t *shape, int n) {
@@ -137,35 +110,14 @@ UOp *tensor_flip(UOp *x, const int *axes, int n) {
   return any ? tensor_mop(x, TG_OP_FLIP, flags, NULL, s.ndim) : x;
 }
 
-UOp *tensor_pad_raw(UOp *x, const int64_t *pads, int n) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return tensor_err("ndim=%d != len(pads)=%d", s.ndim, n);
-  int64_t beg[TG_MAX_DIMS], sz[TG_MAX_DIMS];
-  bool same = true;
-  for (int i = 0; i < n; i++) {
-    if (pads[2 * i] < 0 || pads[2 * i + 1] < 0) return tensor_err("negative pad (%lld, %lld) on axis %d", (long long)pads[2 * i], (long long)pads[2 * i + 1], i);
-    beg[i] = pads[2 * i];
-    sz[i] = s.d[i] + pads[2 * i] + pads[2 * i + 1];
-    same = same && sz[i] == s.d[i];
-  }
-  return same ? x : tensor_mop(x, TG_OP_PAD, beg, sz, n);
-}
+UOp *tensor_pad_raw(UOp *x, const int64_t *pads, int n) { return tensor_pad_sym(x, pads, n); }
 
 UOp *tensor_shrink(UOp *x, const int64_t *bounds, int n) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return tensor_err("ndim=%d != len(bounds)=%d", s.ndim, n);
-  int64_t off[TG_MAX_DIMS], sz[TG_MAX_DIMS];
-  bool same = true;
-  for (int i = 0; i < n; i++) {
-    int64_t a = bounds[2 * i], b = bounds[2 * i + 1];
-    if (a < 0 || b < a || b > s.d[i]) return tensor_err("invalid shrink (%lld, %lld) on axis %d of %s", (long long)a, (long long)b, i, tensor_fmt_shape(&s));
-    off[i] = a;
-    sz[i] = b - a;
-    same = same && sz[i] == s.d[i];
-  }
-  return same ? x : tensor_mop(x, TG_OP_SHRINK, off, sz, n);
+  if (!x) return NULL;
+  if (n > TG_MAX_DIMS) return tensor_err("%d dims, at most %d supported", n, TG_MAX_DIMS);
+  UOp *b[2 * TG_MAX_DIMS];
+  for (int i = 0; i < 2 * n; i++) b[i] = uop_const_int(DT_WEAKINT, bounds[i]);
+  return tensor_shrink_sym(x, b, n);
 }
 
 UOp *tensor_shrink_to(UOp *x, const int64_t *shape, int n) {

@@ -19,10 +19,24 @@ static size_t live_count;
 typedef TG_VEC(tg_tensor *) HandleVec;
 static TG_VEC(HandleVec) scopes;
 
-static tg_tensor *handle_new(UOp *u, const Shape *s, const char *device) {
+static void handle_set_shape(tg_tensor *t, const SymShape *s) {
+  t->shape = s->max;
+  for (int i = 0; i < s->max.ndim; i++) {
+    t->sym[i] = s->sym[i] ? uop_keep(s->sym[i]) : NULL;
+    t->symbolic |= s->sym[i] != NULL;
+  }
+}
+
+SymShape tensor_handle_shape(const tg_tensor *t) {
+  SymShape s = symshape_from(&t->shape);
+  for (int i = 0; i < t->shape.ndim; i++) s.sym[i] = t->sym[i];
+  return s;
+}
+
+static tg_tensor *handle_new_sym(UOp *u, const SymShape *s, const char *device) {
   tg_tensor *t = tg_calloc(1, sizeof *t);
   t->uop = uop_keep(u);
-  t->shape = *s;
+  handle_set_shape(t, s);
   t->rc = 1;
   t->device = device;
   t->next = live_head;
@@ -33,14 +47,17 @@ static tg_tensor *handle_new(UOp *u, const Shape *s, const char *device) {
   return t;
 }
 
-tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device) { return handle_new(u, s, device); }
+tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device) {
+  SymShape ss = symshape_from(s);
+  return handle_new_sym(u, &ss, device);
+}
 
 tg_tensor *tensor_handle_internal(UOp *u) {
-  Shape s;
-  if (!u || !tensor_shape(u, &s)) return NULL;
+  SymShape s;
+  if (!u || !tensor_shape_sym(u, &s)) return NULL;
   tg_tensor *t = tg_calloc(1, sizeof *t);
   t->uop = uop_keep(u);
-  t->shape = s;
+  handle_set_shape(t, &s);
   t->rc = 1;
   t->device = tensor_device_name(u);
   t->internal = true;
@@ -58,6 +75,8 @@ static void handle_free(tg_tensor *t) {
   if (!t->internal) live_count--;
   UOpScope s = uop_scope_begin();
   uop_drop(t->uop);
+  for (int i = 0; i < t->shape.ndim; i++)
+    if (t->sym[i]) uop_drop(t->sym[i]);
   uop_scope_end(s);
   tg_free(t);
 }
@@ -132,8 +151,8 @@ static void ctx_close(void) {
 
 tg_tensor *tensor_ctx_end(UOp *result) {
   tg_tensor *t = NULL;
-  Shape s;
-  if (result && tensor_shape(result, &s)) t = handle_new(result, &s, tensor_device_name(result));
+  SymShape s;
+  if (result && tensor_shape_sym(result, &s)) t = handle_new_sym(result, &s, tensor_device_name(result));
   ctx_close();
   return t;
 }
@@ -170,22 +189,39 @@ UOp *tensor_in(const tg_tensor *t, int i) {
     if (tg_last_status() == TG_OK) tensor_err("argument %d is NULL", i);
     return NULL;
   }
-  shape_cache_seed(&ctx.cache, t->uop, &t->shape);
+  SymShape ts = tensor_handle_shape(t);
+  shape_cache_seed_sym(&ctx.cache, t->uop, &ts);
   uopmap_put(&ctx.device, t->uop, t->device ? (void *)t->device : (void *)&no_device);
   return t->uop;
 }
 
+bool tensor_shape_sym(UOp *u, SymShape *out) {
+  if (!u) return false;
+  ShapeResult r = uop_shape_sym_cached(u, &ctx.cache, out);
+  if (r == SHAPE_OK) return true;
+  if (r == SHAPE_NONE) tensor_err("%s has no shape", uop_op_name(uop_op(u)));
+  return false;
+}
+
 bool tensor_shape(UOp *u, Shape *out) {
   if (!u) return false;
-  ShapeResult r = uop_shape_cached(u, &ctx.cache, out);
+  SymShape ss;
+  ShapeResult r = uop_shape_sym_cached(u, &ctx.cache, &ss);
+  if (r == SHAPE_OK && symshape_is_symbolic(&ss)) {
+    char b[200];
+    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: %s: symbolic shape %s not supported by this op yet", tensor_ctx_op(),
+                 symshape_fmt(&ss, b, sizeof b));
+    return false;
+  }
+  *out = ss.max;
   if (r == SHAPE_OK) return true;
   if (r == SHAPE_NONE) tensor_err("%s has no shape", uop_op_name(uop_op(u)));
   return false;
 }
 
 int tensor_ndim(UOp *u) {
-  Shape s;
-  return tensor_shape(u, &s) ? s.ndim : -1;
+  SymShape s;
+  return tensor_shape_sym(u, &s) ? s.max.ndim : -1;
 }
 
 static bool device_unknown(const UOp *u, void *unused) {
@@ -506,9 +542,9 @@ tg_tensor *tg_variable(const char *name, int64_t min, int64_t max) {
 /* A Variable and its bind are 0-d and device-less by construction: the handle needs no shape or device walk (a loop
  * re-binding a Variable every step pays for a node, not a graph search). */
 static tg_tensor *tctx_end_scalar(UOp *result) {
-  Shape s;
+  SymShape s;
   memset(&s, 0, sizeof s);
-  tg_tensor *t = result ? handle_new(result, &s, false) : NULL;
+  tg_tensor *t = result ? handle_new_sym(result, &s, NULL) : NULL;
   ctx_close();
   return t;
 }
