@@ -165,7 +165,7 @@ const char *tg_variable_name(const tg_tensor *t);
  * and no new compile. Bounds are checked at the bound values. tg_shape gives the maximum for a symbolic size, tg_dim
  * the size itself. Reading a symbolic-shaped tensor (tg_to_host, tg_item_*) is an error: shrink it to concrete sizes
  * first. Symbolic shapes go through elementwise ops and broadcasting, casts, tg_contiguous/tg_realize,
- * tg_permute/tg_transpose, tg_shrink/tg_pad (int bounds), the *_sym movement calls, sum/max/min/mean/var over any
+ * tg_permute/tg_transpose, tg_shrink (int bounds), the *_sym movement calls, sum/max/min/mean/var over any
  * axes and tg_matmul/tg_dot (symbolic M, N or K); other ops fail with "symbolic shape ... not supported by this op
  * yet". A reshape keeps each symbolic size as one axis (moving, adding or removing concrete axes around it). */
 typedef struct tg_sint { int64_t n; const tg_tensor *v; } tg_sint;
@@ -173,6 +173,8 @@ typedef struct tg_sint { int64_t n; const tg_tensor *v; } tg_sint;
 #define TG_SV(v, n) ((tg_sint){(n), (v)}) /* v + n */
 /* (start, end) per axis, each an int or an expression: t[..., start:end, ...] */
 tg_tensor *tg_shrink_sym(const tg_tensor *t, const tg_sint *bounds, size_t ndim);
+/* (before, after) per axis, zero fill: x.pad(((0, 10 - vi),)) */
+tg_tensor *tg_pad_sym(const tg_tensor *t, const tg_sint *pads, size_t ndim);
 tg_tensor *tg_reshape_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim);
 tg_tensor *tg_expand_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim); /* TG_SI(-1) keeps a size */
 bool tg_is_symbolic(const tg_tensor *t);          /* some size is symbolic (false for NULL) */

@@ -73,8 +73,232 @@ static void test_plus1(void) {
   tg_scope_end(sc);
 }
 
+
+static tg_tensor *cshrink2(tg_tensor *t, int64_t a0, int64_t b0, int64_t a1, int64_t b1) {
+  return tg_shrink(t, (int64_t[]){a0, b0, a1, b1}, 2);
+}
+
+/* test_add: a[:, :vi] + b[:, :vi] */
+static void test_add(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = data2(3, 10, 0), *b = data2(3, 10, 0.5f), *v = tg_variable("i", 1, 10);
+  for (int i = 1; i < 5; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *vi = tg_bind(v, i);
+    tg_tensor *r = tg_add(SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0)), SHRINK2(b, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0)));
+    CHECK_MSG(r && tg_realize(r) == TG_OK, "%s", tg_last_error());
+    same(cshrink2(r, 0, 3, 0, i), tg_add(cshrink2(a, 0, 3, 0, i), cshrink2(b, 0, 3, 0, i)), 1e-6f, "add", i);
+    tg_scope_end(in);
+  }
+  tg_scope_end(sc);
+}
+
+/* test_matmul: a[:, :vi] @ b[:vi, :], a symbolic K (the result is concrete) */
+static void test_matmul(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = data2(3, 10, 0), *b = data2(10, 5, 0.25f), *v = tg_variable("i", 1, 10);
+  for (int i = 1; i < 5; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *vi = tg_bind(v, i);
+    tg_tensor *r = tg_matmul(SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0)), SHRINK2(b, TG_SI(0), TG_SV(vi, 0), TG_SI(0), TG_SI(5)));
+    CHECK_MSG(r && !tg_is_symbolic(r) && tg_shape(r)[0] == 3 && tg_shape(r)[1] == 5, "%s", tg_last_error());
+    same(r, tg_matmul(cshrink2(a, 0, 3, 0, i), cshrink2(b, 0, i, 0, 5)), 1e-5f, "matmul", i);
+    tg_scope_end(in);
+  }
+  tg_scope_end(sc);
+}
+
+/* test_two_vars_plus1_ij / _ji: (a[:vi, :] @ b[:, :vj] + 1)[:i, :j], symbolic M and N */
+static void test_two_vars(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = data2(10, 3, 0), *b = data2(3, 10, 0.25f), *vi_ = tg_variable("i", 1, 10), *vj_ = tg_variable("j", 1, 10);
+  for (int i = 2; i < 5; i++)
+    for (int j = 2; j < 5; j++)
+      for (int swap = 0; swap < 2; swap++) {
+        tg_scope in = tg_scope_begin();
+        tg_tensor *vi = tg_bind(vi_, i), *vj = tg_bind(vj_, j);
+        tg_tensor *m = swap ? vj : vi, *n = swap ? vi : vj;
+        int64_t mi = swap ? j : i, ni = swap ? i : j;
+        tg_tensor *r = tg_add(tg_matmul(SHRINK2(a, TG_SI(0), TG_SV(m, 0), TG_SI(0), TG_SI(3)), SHRINK2(b, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(n, 0))),
+                              tg_const_float(1));
+        CHECK_MSG(r && tg_realize(r) == TG_OK, "%s", tg_last_error());
+        same(cshrink2(r, 0, mi, 0, ni), tg_add(tg_matmul(cshrink2(a, 0, mi, 0, 3), cshrink2(b, 0, 3, 0, ni)), tg_const_float(1)), 1e-5f,
+             "two vars", i * 10 + j);
+        tg_scope_end(in);
+      }
+  tg_scope_end(sc);
+}
+
+/* test_ones_sum, a symbolic reduce: t[:vi].sum() == i; one schedule and one kernel for every i */
+static void test_ones_sum_and_counts(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *t = tg_contiguous(tg_ones(TG_SHAPE(10), TG_FLOAT32)), *v = tg_variable("i", 1, 10);
+  CHECK(tg_realize(t) == TG_OK);
+  SchedCacheStats c0 = {0, 0};
+  long p0 = 0;
+  for (int i = 1; i <= 10; i++) {
+    tg_scope in = tg_scope_begin();
+    double got = -1;
+    tg_tensor *s = tg_sum(tg_shrink_sym(t, (tg_sint[]){TG_SI(0), TG_SV(tg_bind(v, i), 0)}, 1), NULL, 0, false);
+    CHECK_MSG(tg_item_double(s, &got) == TG_OK && got == i, "ones_sum i=%d: %g (%s)", i, got, tg_last_error());
+    if (i == 1) c0 = sched_cache_stats(), p0 = programs_requested();
+    tg_scope_end(in);
+  }
+  CHECK_EQ_INT(sched_cache_stats().misses - c0.misses, 0);
+  CHECK_EQ_INT(sched_cache_stats().hits - c0.hits, 9);
+  CHECK_EQ_INT(programs_requested() - p0, 0);
+  tg_scope_end(sc);
+}
+
+/* test_mean / test_var (axis None, 0, 1) and the 2-d versions with two Variables */
+static void test_mean_var(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = data2(10, 3, 0), *a2 = data2(10, 10, 0.5f), *v = tg_variable("i", 1, 10), *w = tg_variable("j", 1, 10);
+  for (int i = 2; i < 5; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *vi = tg_bind(v, i), *vj = tg_bind(w, i + 1);
+    tg_tensor *s = SHRINK2(a, TG_SI(0), TG_SV(vi, 0), TG_SI(0), TG_SI(3)), *c = cshrink2(a, 0, i, 0, 3);
+    tg_tensor *s2 = SHRINK2(a2, TG_SI(0), TG_SV(vi, 0), TG_SI(0), TG_SV(vj, 0)), *c2 = cshrink2(a2, 0, i, 0, i + 1);
+    for (int var = 0; var < 2; var++) {
+      for (int axis = -1; axis < 2; axis++) {
+        const int *ax = axis < 0 ? NULL : &axis;
+        size_t nax = axis < 0 ? 0 : 1;
+        tg_tensor *rs = var ? tg_var(s, ax, nax, false, 1) : tg_mean(s, ax, nax, false);
+        tg_tensor *rc = var ? tg_var(c, ax, nax, false, 1) : tg_mean(c, ax, nax, false);
+        tg_tensor *r2 = var ? tg_var(s2, ax, nax, false, 1) : tg_mean(s2, ax, nax, false);
+        tg_tensor *c2r = var ? tg_var(c2, ax, nax, false, 1) : tg_mean(c2, ax, nax, false);
+        if (axis == 1) rs = tg_shrink(rs, (int64_t[]){0, i}, 1), r2 = tg_shrink(r2, (int64_t[]){0, i}, 1);
+        if (axis == 0) r2 = tg_shrink(r2, (int64_t[]){0, i + 1}, 1);
+        same(rs, rc, 1e-5f, var ? "var" : "mean", i * 10 + axis + 1);
+        same(r2, c2r, 1e-5f, var ? "var 2d" : "mean 2d", i * 10 + axis + 1);
+      }
+    }
+    tg_scope_end(in);
+  }
+  tg_scope_end(sc);
+}
+
+/* test_shrink / test_slice: a symbolic offset, concrete sizes: a.shrink(((3,5),(vi,vi+2))) */
+static void test_symbolic_offset(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = data2(7, 11, 0), *v = tg_variable("i", 1, 10);
+  for (int i = 1; i < 5; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *vi = tg_bind(v, i);
+    tg_tensor *s = SHRINK2(a, TG_SI(3), TG_SI(5), TG_SV(vi, 0), TG_SV(vi, 2));
+    CHECK(s && !tg_is_symbolic(s));
+    same(s, cshrink2(a, 3, 5, i, i + 2), 0, "shrink offset", i);
+    tg_scope_end(in);
+  }
+  tg_scope_end(sc);
+}
+
+/* test_plus1_pad: (a[:, :vi] + 1).pad((None, (0, 10 - vi))) is concrete again */
+static void test_plus1_pad(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = data2(3, 10, 0), *v = tg_variable("i", 1, 10);
+  for (int i = 1; i < 5; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *vi = tg_bind(v, i);
+    tg_tensor *rest = tg_sub(tg_const_int(10), vi);
+    tg_tensor *s = tg_pad_sym(tg_add(SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0)), tg_const_float(1)),
+                              (tg_sint[]){TG_SI(0), TG_SI(0), TG_SI(0), TG_SV(rest, 0)}, 2);
+    CHECK_MSG(s && !tg_is_symbolic(s) && tg_shape(s)[1] == 10, "%s", tg_last_error());
+    tg_tensor *c = tg_pad(tg_add(cshrink2(a, 0, 3, 0, i), tg_const_float(1)), (int64_t[]){0, 0, 0, 10 - i}, 2, TG_PAD_CONSTANT, 0);
+    same(s, c, 1e-6f, "plus1_pad", i);
+    tg_scope_end(in);
+  }
+  tg_scope_end(sc);
+}
+
+/* test_expand_padded and test_slice_var_shape: expand to a symbolic size, a tensor of symbolic shape made contiguous */
+static void test_expand(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *v = tg_variable("i", 1, 10);
+  float one = 1;
+  tg_tensor *a = tg_unsqueeze(tg_pad(tg_unsqueeze(tg_from_floats(&one, NULL, 0), 0), (int64_t[]){0, 1}, 1, TG_PAD_CONSTANT, 0), 0);
+  for (int i = 1; i < 5; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *vi = tg_bind(v, i);
+    tg_tensor *e = tg_expand_sym(a, (tg_sint[]){TG_SV(vi, 0), TG_SI(2)}, 2);
+    CHECK_MSG(e && tg_is_symbolic(e), "%s", tg_last_error());
+    same(cshrink2(e, 0, i, 0, 2), tg_expand(a, TG_SHAPE(i, 2)), 0, "expand padded", i);
+    tg_tensor *o = tg_contiguous(tg_expand_sym(tg_ones(TG_SHAPE(1, 11), TG_FLOAT32), (tg_sint[]){TG_SV(vi, 0), TG_SI(11)}, 2));
+    tg_tensor *sl = cshrink2(o, 0, i, 1, 2);
+    same(sl, tg_ones(TG_SHAPE(i, 1), TG_FLOAT32), 0, "slice var shape", i);
+    tg_scope_end(in);
+  }
+  tg_scope_end(sc);
+}
+
+/* softmax over a symbolic axis and attention with a symbolic key length (test_attention) */
+static void test_attention(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *v = tg_variable("i", 1, 10);
+  tg_tensor *q = tg_reshape(data2(2, 32, 0), TG_SHAPE(2, 1, 4, 8)), *k = tg_reshape(data2(20, 32, 0.1f), TG_SHAPE(2, 10, 4, 8)),
+            *vv = tg_reshape(data2(20, 32, -0.2f), TG_SHAPE(2, 10, 4, 8));
+  CHECK(tg_realize(q) == TG_OK && tg_realize(k) == TG_OK && tg_realize(vv) == TG_OK);
+  for (int i = 1; i < 5; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *vi = tg_bind(v, i);
+    tg_tensor *sm = tg_softmax(SHRINK2(data2(3, 10, 0), TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0)), 1);
+    CHECK_MSG(sm && tg_realize(sm) == TG_OK, "%s", tg_last_error());
+    same(cshrink2(sm, 0, 3, 0, i), tg_softmax(cshrink2(data2(3, 10, 0), 0, 3, 0, i), 1), 1e-5f, "softmax", i);
+    tg_sint kb[8] = {TG_SI(0), TG_SI(2), TG_SI(0), TG_SV(vi, 0), TG_SI(0), TG_SI(4), TG_SI(0), TG_SI(8)};
+    int64_t cb[8] = {0, 2, 0, i, 0, 4, 0, 8};
+    tg_tensor *ks = tg_shrink_sym(k, kb, 4), *vs = tg_shrink_sym(vv, kb, 4);
+    tg_tensor *r = tg_scaled_dot_product_attention(tg_transpose(q, 1, 2), tg_transpose(ks, 1, 2), tg_transpose(vs, 1, 2), NULL, 0, false);
+    CHECK_MSG(r && !tg_is_symbolic(r), "%s", tg_last_error());
+    tg_tensor *c = tg_scaled_dot_product_attention(tg_transpose(q, 1, 2), tg_transpose(tg_shrink(k, cb, 4), 1, 2),
+                                                   tg_transpose(tg_shrink(vv, cb, 4), 1, 2), NULL, 0, false);
+    same(r, c, 1e-5f, "attention", i);
+    tg_scope_end(in);
+  }
+  tg_scope_end(sc);
+}
+
+/* what is refused, with tinygrad's reasons */
+static void test_errors(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = data2(3, 10, 0), *v = tg_variable("i", 1, 10), *vi = tg_bind(v, 3);
+  tg_tensor *s = SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0));
+  /* test_invalid_symbolic_reshape: a concrete size cannot become a symbolic one */
+  tg_tensor *flat = tg_reshape(a, TG_SHAPE(30));
+  CHECK(tg_reshape_sym(flat, (tg_sint[]){TG_SI(3), TG_SV(vi, 0)}, 2) == NULL && has(tg_last_error(), "reshape"));
+  /* reading a symbolic shape: shrink to concrete sizes first */
+  float o[30];
+  CHECK(tg_to_host(s, o, sizeof o) != TG_OK && has(tg_last_error(), "symbolic shape (3, i)"));
+  double d;
+  CHECK(tg_item_double(tg_sum(s, NULL, 0, false), &d) == TG_OK && d != 0); /* the reduce is concrete */
+  /* an unbound Variable as a size, a float expression, an out-of-range bound at the bound value */
+  CHECK(SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(v, 0)) == NULL && has(tg_last_error(), "bound Variables"));
+  CHECK(SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(tg_const_float(2), 0)) == NULL && has(tg_last_error(), "int expression"));
+  CHECK(SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 8)) == NULL && has(tg_last_error(), "invalid shrink"));
+  /* a symbolic shape against an op written for concrete sizes: a clear refusal */
+  CHECK(tg_argmax(s, 1, false) == NULL && has(tg_last_error(), "not supported by this op yet"));
+  /* shapes with different symbolic sizes do not broadcast */
+  tg_tensor *sj = SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(tg_bind(tg_variable("j", 1, 10), 3), 0));
+  CHECK(tg_add(s, sj) == NULL && has(tg_last_error(), "cannot be broadcast"));
+  /* tg_dim: the size itself */
+  int64_t val = 0;
+  tg_tensor *d1 = tg_dim(s, 1);
+  CHECK(d1 && tg_item_int64(d1, &val) == TG_OK && val == 3);
+  CHECK(tg_item_int64(tg_dim(s, 0), &val) == TG_OK && val == 3);
+  tg_scope_end(sc);
+}
+
 void suite_symshape(void) {
   size_t live = tg_live_tensors();
   test_plus1();
+  test_add();
+  test_matmul();
+  test_two_vars();
+  test_ones_sum_and_counts();
+  test_mean_var();
+  test_symbolic_offset();
+  test_plus1_pad();
+  test_expand();
+  test_attention();
+  test_errors();
   CHECK_EQ_INT(tg_live_tensors(), live);
 }

@@ -110,7 +110,13 @@ UOp *tensor_flip(UOp *x, const int *axes, int n) {
   return any ? tensor_mop(x, TG_OP_FLIP, flags, NULL, s.ndim) : x;
 }
 
-UOp *tensor_pad_raw(UOp *x, const int64_t *pads, int n) { return tensor_pad_sym(x, pads, n); }
+UOp *tensor_pad_raw(UOp *x, const int64_t *pads, int n) {
+  if (!x) return NULL;
+  if (n > TG_MAX_DIMS) return tensor_err("%d dims, at most %d supported", n, TG_MAX_DIMS);
+  UOp *p[2 * TG_MAX_DIMS];
+  for (int i = 0; i < 2 * n; i++) p[i] = uop_const_int(DT_WEAKINT, pads[i]);
+  return tensor_pad_sym(x, p, n);
+}
 
 UOp *tensor_shrink(UOp *x, const int64_t *bounds, int n) {
   if (!x) return NULL;

@@ -166,7 +166,7 @@ UOp *tensor_shrink_sym(UOp *x, UOp *const *bounds, int n) {
   return same ? x : mop_sym(x, TG_OP_SHRINK, &off, &sz);
 }
 
-UOp *tensor_pad_sym(UOp *x, const int64_t *pads, int n) {
+UOp *tensor_pad_sym(UOp *x, UOp *const *pads, int n) {
   SymShape s, beg, sz;
   if (!x || !tensor_shape_sym(x, &s)) return NULL;
   if (n != s.max.ndim) return tensor_err("ndim=%d != len(pads)=%d", s.max.ndim, n);
@@ -174,12 +174,14 @@ UOp *tensor_pad_sym(UOp *x, const int64_t *pads, int n) {
   beg.max.ndim = sz.max.ndim = n;
   bool same = true;
   for (int i = 0; i < n; i++) {
-    int64_t lo = pads[2 * i], hi = pads[2 * i + 1];
-    if (lo < 0 || hi < 0) return tensor_err("negative pad (%lld, %lld) on axis %d", (long long)lo, (long long)hi, i);
-    beg.max.d[i] = lo;
-    UOp *len = s.sym[i] ? tensor_sint(uop_add(s.sym[i], uop_const_int(DT_WEAKINT, lo + hi))) : uop_const_int(DT_WEAKINT, s.max.d[i] + lo + hi);
-    if (!len || !symshape_set_dim(&sz, i, len)) return NULL;
-    same = same && lo == 0 && hi == 0;
+    UOp *lo = tensor_sint(pads[2 * i]), *hi = tensor_sint(pads[2 * i + 1]);
+    if (!lo || !hi) return NULL;
+    int64_t vlo, vhi;
+    if (!tensor_sint_value(lo, &vlo) || !tensor_sint_value(hi, &vhi)) return tensor_err("pad on axis %d: a size without a value", i);
+    if (vlo < 0 || vhi < 0) return tensor_err("negative pad (%lld, %lld) on axis %d", (long long)vlo, (long long)vhi, i);
+    UOp *len = tensor_sint(uop_add(uop_add(symshape_dim(&s, i), lo), hi));
+    if (!len || !symshape_set_dim(&beg, i, lo) || !symshape_set_dim(&sz, i, len)) return tensor_err("bad pad on axis %d", i);
+    same = same && lo->op == TG_OP_CONST && lo->arg.c.i == 0 && hi->op == TG_OP_CONST && hi->arg.c.i == 0;
   }
   return same ? x : mop_sym(x, TG_OP_PAD, &beg, &sz);
 }
@@ -195,7 +197,7 @@ static UOp *sint_arg(tg_sint v, int argi) {
   return tensor_sint(v.n ? uop_add(e, uop_const_like_int(e, v.n)) : e);
 }
 
-static bool sym_shape_arg(const tg_sint *shape, size_t ndim, SymShape *out) {
+static bool sym_shape_arg(const tg_sint *shape, size_t ndim, bool keep_ok, SymShape *out) {
   memset(out, 0, sizeof *out);
   if (ndim > TG_MAX_DIMS) return tensor_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS), false;
   if (ndim && !shape) return tensor_err("shape is NULL with ndim %zu", ndim), false;
@@ -204,7 +206,7 @@ static bool sym_shape_arg(const tg_sint *shape, size_t ndim, SymShape *out) {
     UOp *e = sint_arg(shape[i], 2);
     if (!e) return false;
     if (!symshape_set_dim(out, (int)i, e)) return tensor_err("invalid size on axis %zu", i), false;
-    if (!out->sym[i] && out->max.d[i] < 0) return tensor_err("negative size on axis %zu", i), false;
+    if (!out->sym[i] && out->max.d[i] < (keep_ok ? -1 : 0)) return tensor_err("negative size on axis %zu", i), false;
   }
   return true;
 }
@@ -220,22 +222,36 @@ tg_tensor *tg_shrink_sym(const tg_tensor *t, const tg_sint *bounds, size_t ndim)
   return tensor_ctx_end(r);
 }
 
+tg_tensor *tg_pad_sym(const tg_tensor *t, const tg_sint *pads, size_t ndim) {
+  tensor_ctx_begin("tg_pad_sym");
+  UOp *x = tensor_in(t, 1), *p[2 * TG_MAX_DIMS], *r = NULL;
+  bool ok = x != NULL;
+  if (ok && ndim > TG_MAX_DIMS) ok = tensor_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS) != NULL;
+  if (ok && ndim && !pads) ok = tensor_err("pads is NULL with ndim %zu", ndim) != NULL;
+  for (size_t i = 0; ok && i < 2 * ndim; i++) ok = (p[i] = sint_arg(pads[i], 2)) != NULL;
+  if (ok) r = tensor_pad_sym(x, p, (int)ndim);
+  return tensor_ctx_end(r);
+}
+
 tg_tensor *tg_reshape_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim) {
   tensor_ctx_begin("tg_reshape_sym");
   UOp *x = tensor_in(t, 1);
   SymShape to;
-  return tensor_ctx_end(x && sym_shape_arg(shape, ndim, &to) ? tensor_reshape_sym(x, &to) : NULL);
+  return tensor_ctx_end(x && sym_shape_arg(shape, ndim, false, &to) ? tensor_reshape_sym(x, &to) : NULL);
 }
 
 tg_tensor *tg_expand_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim) {
   tensor_ctx_begin("tg_expand_sym");
   UOp *x = tensor_in(t, 1);
   SymShape to, s;
-  if (!x || !sym_shape_arg(shape, ndim, &to) || !tensor_shape_sym(x, &s)) return tensor_ctx_end(NULL);
+  if (!x || !sym_shape_arg(shape, ndim, true, &to) || !tensor_shape_sym(x, &s)) return tensor_ctx_end(NULL);
   /* -1 keeps a size (right-aligned, as tg_expand) */
   for (int i = 0; i < to.max.ndim; i++) {
     int k = i - (to.max.ndim - s.max.ndim);
-    if (!to.sym[i] && to.max.d[i] == -1 && k >= 0) to.max.d[i] = s.max.d[k], to.sym[i] = s.sym[k];
+    if (!to.sym[i] && to.max.d[i] == -1) {
+      if (k < 0) return tensor_ctx_end(tensor_err("-1 on a new axis %d", i));
+      to.max.d[i] = s.max.d[k], to.sym[i] = s.sym[k];
+    }
   }
   return tensor_ctx_end(tensor_broadcast_to_sym(x, &to));
 }

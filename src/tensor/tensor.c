@@ -795,6 +795,13 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
     st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_to_host: reading a value during JIT capture is not allowed (it would be baked in)");
     goto done;
   }
+  if (t->symbolic) { /* tinygrad: a symbolic shape cannot be read either */
+    SymShape ss = tensor_handle_shape(t);
+    char b[200];
+    st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_to_host: symbolic shape %s: shrink it to concrete sizes first",
+                      symshape_fmt(&ss, b, sizeof b));
+    goto done;
+  }
   if (dt_is_weak(x->dtype)) x = tensor_cast(x, dt_strong(x->dtype));
   size_t need = (size_t)shape_numel(&t->shape) * (size_t)dt_itemsize(x->dtype);
   if (nbytes != need) {
@@ -851,10 +858,11 @@ static tg_status item_bytes(tg_tensor *t, unsigned char out[16], const DType **d
     if (tg_last_status() == TG_OK) tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_item: argument 1 is NULL");
     return tg_last_status();
   }
-  if (shape_numel(&t->shape) != 1) {
-    char b[160];
+  if (t->symbolic || shape_numel(&t->shape) != 1) {
+    SymShape ss = tensor_handle_shape(t);
+    char b[200];
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_item: must have one element, shape is %s",
-                        shape_fmt(&t->shape, b, sizeof b));
+                        symshape_fmt(&ss, b, sizeof b));
   }
   *dt = dt_strong(t->uop->dtype);
   return tg_to_host(t, out, (size_t)dt_itemsize(*dt));

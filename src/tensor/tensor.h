@@ -111,7 +111,7 @@ bool tensor_sint_value(UOp *e, int64_t *out);
 UOp *tensor_reshape_sym(UOp *x, const SymShape *to);
 UOp *tensor_broadcast_to_sym(UOp *x, const SymShape *ns);
 UOp *tensor_shrink_sym(UOp *x, UOp *const *bounds, int n); /* (start, end) per axis */
-UOp *tensor_pad_sym(UOp *x, const int64_t *pads, int n);    /* concrete (before, after) pads, any sizes */
+UOp *tensor_pad_sym(UOp *x, UOp *const *pads, int n);      /* (before, after) per axis, zero fill */
 /* The product of the sizes of s on the axes red[i] (NULL: all), a weak-int UOp. */
 UOp *tensor_sym_numel(const SymShape *s, const bool *red);
 
