@@ -257,6 +257,31 @@ static void test_attention(void) {
   tg_scope_end(sc);
 }
 
+/* test_cat_dim0 / dim1 / two vars: a[:vi] cat b, a[:vi] cat b[:vj] */
+static void test_cat(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = data2(10, 3, 0), *b = data2(2, 3, 0.5f), *b10 = data2(10, 3, 0.25f);
+  tg_tensor *v = tg_variable("i", 1, 10), *w = tg_variable("j", 1, 10);
+  for (int i = 2; i < 5; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *vi = tg_bind(v, i), *vj = tg_bind(w, i + 1);
+    tg_tensor *sa = SHRINK2(a, TG_SI(0), TG_SV(vi, 0), TG_SI(0), TG_SI(3)), *ca = cshrink2(a, 0, i, 0, 3);
+    tg_tensor *r = tg_cat((const tg_tensor *[]){sa, b}, 2, 0);
+    CHECK_MSG(r && tg_realize(r) == TG_OK, "%s", tg_last_error());
+    same(cshrink2(r, 0, i + 2, 0, 3), tg_cat((const tg_tensor *[]){ca, b}, 2, 0), 0, "cat dim0", i);
+    tg_tensor *sb = SHRINK2(b10, TG_SI(0), TG_SV(vj, 0), TG_SI(0), TG_SI(3)), *cb = cshrink2(b10, 0, i + 1, 0, 3);
+    tg_tensor *r2 = tg_cat((const tg_tensor *[]){sa, sb}, 2, 0);
+    CHECK_MSG(r2 && tg_realize(r2) == TG_OK, "%s", tg_last_error());
+    same(cshrink2(r2, 0, 2 * i + 1, 0, 3), tg_cat((const tg_tensor *[]){ca, cb}, 2, 0), 0, "cat two vars", i);
+    tg_tensor *t1 = tg_transpose(sa, 0, 1), *t2 = tg_transpose(b, 0, 1);
+    tg_tensor *r3 = tg_cat((const tg_tensor *[]){t1, t2}, 2, 1);
+    CHECK_MSG(r3 && tg_realize(r3) == TG_OK, "%s", tg_last_error());
+    same(cshrink2(r3, 0, 3, 0, i + 2), tg_cat((const tg_tensor *[]){tg_transpose(ca, 0, 1), t2}, 2, 1), 0, "cat dim1", i);
+    tg_scope_end(in);
+  }
+  tg_scope_end(sc);
+}
+
 /* what is refused, with tinygrad's reasons */
 static void test_errors(void) {
   tg_scope sc = tg_scope_begin();
@@ -299,6 +324,7 @@ void suite_symshape(void) {
   test_plus1_pad();
   test_expand();
   test_attention();
+  test_cat();
   test_errors();
   CHECK_EQ_INT(tg_live_tensors(), live);
 }

@@ -233,11 +233,50 @@ UOp *tensor_stack(UOp *const *xs, int n, int dim) {
   return tensor_permute(r, perm, s0.ndim + 1);
 }
 
+/* cat when some size is symbolic: every piece padded to the total on `d` (offsets are expressions), then summed */
+static UOp *cat_sym(UOp *const *xs, int n, int d) {
+  SymShape s0, si;
+  if (!tensor_shape_sym(xs[0], &s0)) return NULL;
+  UOp *total = NULL;
+  for (int i = 0; i < n; i++) {
+    if (!tensor_shape_sym(xs[i], &si)) return NULL;
+    bool ok = si.max.ndim == s0.max.ndim;
+    for (int k = 0; ok && k < s0.max.ndim; k++) ok = k == d || symshape_dim_eq(&si, k, &s0, k);
+    if (!ok) {
+      char b1[200], b2[200];
+      return tensor_err("shapes %s and %s cannot be concatenated on dim %d", symshape_fmt(&s0, b1, sizeof b1), symshape_fmt(&si, b2, sizeof b2), d);
+    }
+    total = total ? uop_add(total, symshape_dim(&si, d)) : symshape_dim(&si, d);
+  }
+  total = tensor_sint(total);
+  UOp *acc = NULL, *at = uop_const_int(DT_WEAKINT, 0);
+  for (int i = 0; i < n && total; i++) {
+    tensor_shape_sym(xs[i], &si);
+    UOp *pads[2 * TG_MAX_DIMS], *zero = uop_const_int(DT_WEAKINT, 0), *size = symshape_dim(&si, d);
+    for (int k = 0; k < 2 * si.max.ndim; k++) pads[k] = zero;
+    pads[2 * d] = tensor_sint(at);
+    pads[2 * d + 1] = tensor_sint(uop_sub(uop_sub(total, at), size));
+    at = uop_add(at, size);
+    UOp *p = pads[2 * d] && pads[2 * d + 1] ? tensor_pad_sym(xs[i], pads, si.max.ndim) : NULL;
+    if (!p) return NULL;
+    acc = acc ? (acc->dtype == DT_BOOL ? tensor_alu(TG_OP_OR, acc, p) : tensor_add(acc, p)) : p;
+  }
+  return acc;
+}
+
 UOp *tensor_cat(UOp *const *xs, int n, int dim) {
   if (n <= 0) return tensor_err("cat needs at least one tensor");
   for (int i = 0; i < n; i++)
     if (!xs[i]) return NULL;
   Shape s0, si;
+  SymShape ss;
+  for (int i = 0; i < n; i++) {
+    if (!tensor_shape_sym(xs[i], &ss)) return NULL;
+    if (symshape_is_symbolic(&ss)) {
+      int d;
+      return tensor_resolve_dim(xs[0], dim, false, &d) ? cat_sym(xs, n, d) : NULL;
+    }
+  }
   int d;
   if (!get_shape(xs[0], &s0) || !tensor_resolve_dim(xs[0], dim, false, &d)) return NULL;
   bool same = true;
