@@ -282,6 +282,45 @@ static void test_cat(void) {
   tg_scope_end(sc);
 }
 
+/* the KV-cache step (research probe kvcache_symbolic): cache[sp:sp+1].assign(x); k = cache[:sp+1];
+ * softmax((k*q).sum(1)).max(), against the same program with concrete start positions; after the first steps every
+ * new start_pos reuses the schedules and kernels */
+static void test_kv_cache(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *cache = tg_contiguous(tg_zeros(TG_SHAPE(16, 4), TG_FLOAT32)), *ccache = tg_contiguous(tg_zeros(TG_SHAPE(16, 4), TG_FLOAT32));
+  CHECK(tg_realize(cache) == TG_OK && tg_realize(ccache) == TG_OK);
+  tg_tensor *q = tg_reshape(data2(1, 4, 0.3f), TG_SHAPE(4)), *v = tg_variable("start_pos", 0, 15);
+  for (int i = 0; i < 8; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *x = data2(1, 4, (float)i * 0.1f), *sp = tg_bind(v, i);
+    CHECK_MSG(tg_assign(tg_shrink_sym(cache, (tg_sint[]){TG_SV(sp, 0), TG_SV(sp, 1), TG_SI(0), TG_SI(4)}, 2), x) == TG_OK, "%s", tg_last_error());
+    tg_tensor *k = tg_shrink_sym(cache, (tg_sint[]){TG_SI(0), TG_SV(sp, 1), TG_SI(0), TG_SI(4)}, 2);
+    tg_tensor *out = tg_max(tg_softmax(tg_sum(tg_mul(k, q), TG_AXES(1), false), 0), NULL, 0, false);
+    double got = -1, want = -2;
+    CHECK_MSG(out && tg_item_double(out, &got) == TG_OK, "kv step %d: %s", i, tg_last_error());
+    CHECK(tg_assign(cshrink2(ccache, i, i + 1, 0, 4), x) == TG_OK);
+    tg_tensor *ck = cshrink2(ccache, 0, i + 1, 0, 4);
+    CHECK(tg_item_double(tg_max(tg_softmax(tg_sum(tg_mul(ck, q), TG_AXES(1), false), 0), NULL, 0, false), &want) == TG_OK);
+    CHECK_MSG(fabs(got - want) < 1e-6, "kv step %d: %g != %g", i, got, want);
+    tg_scope_end(in);
+  }
+  /* the concrete twin compiles per step; the symbolic steps alone: no schedule miss, no kernel */
+  SchedCacheStats c1 = sched_cache_stats();
+  long p1 = programs_requested();
+  for (int i = 8; i < 12; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *x = data2(1, 4, (float)i * 0.1f), *sp = tg_bind(v, i);
+    CHECK(tg_assign(tg_shrink_sym(cache, (tg_sint[]){TG_SV(sp, 0), TG_SV(sp, 1), TG_SI(0), TG_SI(4)}, 2), x) == TG_OK);
+    tg_tensor *k = tg_shrink_sym(cache, (tg_sint[]){TG_SI(0), TG_SV(sp, 1), TG_SI(0), TG_SI(4)}, 2);
+    double got;
+    CHECK(tg_item_double(tg_max(tg_softmax(tg_sum(tg_mul(k, q), TG_AXES(1), false), 0), NULL, 0, false), &got) == TG_OK);
+    tg_scope_end(in);
+  }
+  CHECK_EQ_INT(sched_cache_stats().misses - c1.misses, 0);
+  CHECK_EQ_INT(programs_requested() - p1, 0);
+  tg_scope_end(sc);
+}
+
 /* what is refused, with tinygrad's reasons */
 static void test_errors(void) {
   tg_scope sc = tg_scope_begin();
@@ -325,6 +364,7 @@ void suite_symshape(void) {
   test_expand();
   test_attention();
   test_cat();
+  test_kv_cache();
   test_errors();
   CHECK_EQ_INT(tg_live_tensors(), live);
 }

@@ -911,7 +911,8 @@ tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
     goto done;
   }
   if (dst == src) goto done;
-  src = tensor_broadcast_to(src, &t->shape);
+  SymShape ts = tensor_handle_shape(t);
+  src = tensor_broadcast_to_sym(src, &ts);
   if (src && dt_is_weak(src->dtype)) src = tensor_cast(src, dt_least_upper(dst->dtype, src->dtype));
   if (!src) { st = tg_last_status(); goto done; }
   if (src->dtype != dst->dtype) {
