@@ -321,6 +321,80 @@ static void test_kv_cache(void) {
   tg_scope_end(sc);
 }
 
+/* ---- the symbolic JIT (test_symbolic_jit.py) ---- */
+
+static tg_status step_plus1(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                            tg_tensor **out, size_t nout) {
+  TG_UNUSED(user), TG_UNUSED(nin), TG_UNUSED(vars), TG_UNUSED(nvars), TG_UNUSED(nout);
+  out[0] = tg_add(in[0], tg_const_float(1));
+  return out[0] ? TG_OK : tg_last_status();
+}
+
+/* a[:, :vi] @ b[:vi, :] and its mean over the symbolic axis, shrunk inside the step */
+static tg_status step_matmul_mean(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                                  tg_tensor **out, size_t nout) {
+  TG_UNUSED(user), TG_UNUSED(nin), TG_UNUSED(nvars), TG_UNUSED(nout);
+  tg_tensor *a = SHRINK2(in[0], TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vars[0], 0));
+  out[0] = tg_matmul(a, SHRINK2(in[1], TG_SI(0), TG_SV(vars[0], 0), TG_SI(0), TG_SI(5)));
+  out[1] = tg_mean(a, TG_AXES(1), false);
+  return out[0] && out[1] ? TG_OK : tg_last_status();
+}
+
+static void test_jit(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = data2(3, 10, 0), *b = data2(10, 5, 0.25f), *v = tg_variable("i", 1, 10);
+  /* test_plus1: a symbolic input view, a symbolic output, one capture for every i */
+  tg_jit *j = tg_jit_new(step_plus1, NULL, 1, NULL);
+  long replay_programs = 0, replay_schedules = 0;
+  for (int i = 1; i <= 6; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *vi = tg_bind(v, i), *x = SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0)), *o = NULL;
+    long p0 = programs_requested();
+    SchedCacheStats c0 = sched_cache_stats();
+    CHECK_MSG(tg_jit_call(j, &x, 1, &vi, 1, &o) == TG_OK, "jit plus1 i=%d: %s", i, tg_last_error());
+    if (i > 2) {
+      SchedCacheStats c1 = sched_cache_stats();
+      replay_programs += programs_requested() - p0;
+      replay_schedules += (c1.misses - c0.misses) + (c1.hits - c0.hits);
+    }
+    CHECK(o && tg_is_symbolic(o));
+    if (o) same(cshrink2(o, 0, 3, 0, i), tg_add(cshrink2(a, 0, 3, 0, i), tg_const_float(1)), 1e-6f, "jit plus1", i);
+    tg_scope_end(in);
+  }
+  CHECK_EQ_INT(tg_jit_kernel_count(j), 1);
+  CHECK_EQ_INT(replay_schedules, 0); /* the replays schedule and compile nothing */
+  CHECK_EQ_INT(replay_programs, 0);
+  /* errors: a view whose Variable is not among vars; a value in the view other than the one in vars */
+  tg_tensor *vi = tg_bind(v, 3), *x = SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0)), *o = NULL;
+  tg_tensor *other = tg_bind(v, 4);
+  CHECK(tg_jit_call(j, &x, 1, &other, 1, &o) != TG_OK && has(tg_last_error(), "args mismatch in JIT"));
+  tg_tensor *bigger = data2(3, 11, 0), *xb = SHRINK2(bigger, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0));
+  CHECK(tg_jit_call(j, &xb, 1, &vi, 1, &o) != TG_OK && has(tg_last_error(), "args mismatch in JIT")); /* test_jit_symbolic_shape_mismatch */
+  CHECK_MSG(tg_jit_call(j, &x, 1, &vi, 1, &o) == TG_OK, "still usable: %s", tg_last_error());
+  tg_jit_free(j);
+  tg_jit *j2 = tg_jit_new(step_plus1, NULL, 1, NULL);
+  for (int call = 0; call < 2; call++) {
+    tg_tensor *o2 = NULL;
+    tg_status st = tg_jit_call(j2, &x, 1, NULL, 0, &o2);
+    if (call == 1) CHECK(st != TG_OK && has(tg_last_error(), "pass that bound Variable in vars"));
+  }
+  tg_jit_free(j2);
+
+  /* test_matmul / test_mean: the shrink inside the step, concrete and symbolic outputs */
+  tg_jit *jm = tg_jit_new(step_matmul_mean, NULL, 2, NULL);
+  for (int i = 1; i <= 5; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *bi = tg_bind(v, i), *ins[2] = {a, b}, *outs[2] = {NULL, NULL};
+    CHECK_MSG(tg_jit_call(jm, ins, 2, &bi, 1, outs) == TG_OK, "jit matmul i=%d: %s", i, tg_last_error());
+    if (outs[0]) same(outs[0], tg_matmul(cshrink2(a, 0, 3, 0, i), cshrink2(b, 0, i, 0, 5)), 1e-5f, "jit matmul", i);
+    if (outs[1]) same(outs[1], tg_mean(cshrink2(a, 0, 3, 0, i), TG_AXES(1), false), 1e-5f, "jit mean", i);
+    tg_scope_end(in);
+  }
+  CHECK_EQ_INT(tg_jit_kernel_count(jm), 2);
+  tg_jit_free(jm);
+  tg_scope_end(sc);
+}
+
 /* what is refused, with tinygrad's reasons */
 static void test_errors(void) {
   tg_scope sc = tg_scope_begin();
@@ -365,6 +439,7 @@ void suite_symshape(void) {
   test_attention();
   test_cat();
   test_kv_cache();
+  test_jit();
   test_errors();
   CHECK_EQ_INT(tg_live_tensors(), live);
 }

@@ -47,6 +47,8 @@ static tg_tensor *handle_new_sym(UOp *u, const SymShape *s, const char *device) 
   return t;
 }
 
+tg_tensor *tensor_handle_known_sym(UOp *u, const SymShape *s, const char *device) { return handle_new_sym(u, s, device); }
+
 tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device) {
   SymShape ss = symshape_from(s);
   return handle_new_sym(u, &ss, device);

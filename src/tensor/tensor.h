@@ -37,6 +37,7 @@ tg_tensor *tensor_ctx_end_owned(UOp *result);
 tg_tensor *tensor_handle_internal(UOp *u);
 /* A new handle on u with a known shape and device (owned like any op result): the JIT's outputs on replay. */
 tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device);
+tg_tensor *tensor_handle_known_sym(UOp *u, const SymShape *s, const char *device);
 /* Whole-handle assign, tinygrad's t.assign(src) (same shape and dtype, checked by the caller): t's node becomes
  * AFTER(t, STORE(t, src)); the store runs with the next realize that reads t. */
 void tensor_assign_node(tg_tensor *t, UOp *src);
