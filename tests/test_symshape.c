@@ -321,6 +321,62 @@ static void test_kv_cache(void) {
   tg_scope_end(sc);
 }
 
+/* Tensor.empty(vi, 3) (storage for the maximum) assigned and read back; reshapes around a symbolic size; bitcasts
+ * (test_bitcast_down/up: the symbolic axis is not the last); test_negative_slice (bounds relative to vi) */
+static void test_empty_reshape_bitcast_slices(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = data2(10, 4, 0), *v = tg_variable("i", 1, 10);
+  for (int i = 3; i < 7; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *vi = tg_bind(v, i);
+    tg_tensor *s = SHRINK2(a, TG_SI(0), TG_SV(vi, 0), TG_SI(0), TG_SI(4)), *c = cshrink2(a, 0, i, 0, 4);
+    tg_tensor *e = tg_empty_sym((tg_sint[]){TG_SV(vi, 0), TG_SI(4)}, 2, TG_FLOAT32);
+    CHECK_MSG(e && tg_is_symbolic(e) && tg_shape(e)[0] == 10, "%s", tg_last_error());
+    CHECK_MSG(tg_assign(e, tg_mul(s, tg_const_float(2))) == TG_OK && tg_realize(e) == TG_OK, "%s", tg_last_error());
+    same(cshrink2(e, 0, i, 0, 4), tg_mul(c, tg_const_float(2)), 0, "empty + assign", i);
+    /* (vi, 4) -> (vi, 2, 2) is refused (a concrete axis split is fine, but not yet around a symbolic one in the
+     * scheduler); (vi, 4) -> (1, vi, 4, 1) -> (vi, 4) and sums over it */
+    tg_tensor *r = tg_reshape_sym(s, (tg_sint[]){TG_SI(1), TG_SV(vi, 0), TG_SI(4), TG_SI(1)}, 4);
+    CHECK_MSG(r && tg_ndim(r) == 4, "%s", tg_last_error());
+    tg_tensor *rs = tg_sum(r, TG_AXES(1), false);
+    same(rs, tg_reshape(tg_sum(c, TG_AXES(0), false), TG_SHAPE(1, 4, 1)), 1e-6f, "reshape around vi", i);
+    CHECK(tg_reshape_sym(s, (tg_sint[]){TG_SV(vi, 0)}, 1) == NULL && has(tg_last_error(), "reshape"));
+    /* bitcasts: the same item size is a view; another item size is refused (tinygrad allows it: not yet here) */
+    tg_tensor *bi = tg_bitcast(s, TG_INT32);
+    CHECK_MSG(bi && tg_is_symbolic(bi), "%s", tg_last_error());
+    same(tg_bitcast(cshrink2(bi, 0, i, 0, 4), TG_FLOAT32), c, 0, "bitcast same size", i);
+    CHECK(tg_bitcast(s, TG_UINT8) == NULL && has(tg_last_error(), "not supported yet"));
+    /* test_negative_slice: a[:vk][-3:-1] and a[:vk][-1:]; the start vk-3 must not go negative over vk's range
+     * (tinygrad checks only the bound value; here a kernel replayed by a JIT with another value stays in bounds) */
+    tg_tensor *vk = tg_bind(tg_variable("k", 3, 10), i), *sk = SHRINK2(a, TG_SI(0), TG_SV(vk, 0), TG_SI(0), TG_SI(4));
+    CHECK(SHRINK2(s, TG_SV(vi, -3), TG_SV(vi, -1), TG_SI(0), TG_SI(4)) == NULL && has(tg_last_error(), "can be negative"));
+    same(SHRINK2(sk, TG_SV(vk, -3), TG_SV(vk, -1), TG_SI(0), TG_SI(4)), cshrink2(c, i - 3, i - 1, 0, 4), 0, "negative slice", i);
+    same(SHRINK2(s, TG_SV(vi, -1), TG_SV(vi, 0), TG_SI(0), TG_SI(4)), cshrink2(c, i - 1, i, 0, 4), 0, "last row", i);
+    tg_scope_end(in);
+  }
+  tg_scope_end(sc);
+}
+
+/* gradients through symbolic shapes: the shrink's gradient pads back with a symbolic amount, a reduce over a
+ * symbolic axis broadcasts back to it; against the gradient of the concrete program */
+static void test_grad(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *v = tg_variable("i", 1, 10);
+  for (int i = 1; i < 5; i++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *a = data2(3, 10, 0), *c = data2(3, 10, 0), *vi = tg_bind(v, i);
+    CHECK(tg_requires_grad(a, true) == TG_OK && tg_requires_grad(c, true) == TG_OK);
+    tg_tensor *s = SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0)), *cs = cshrink2(c, 0, 3, 0, i);
+    tg_tensor *ls = tg_add(tg_sum(tg_mul(tg_exp(s), tg_const_float(0.5)), NULL, 0, false), tg_sum(tg_mean(s, TG_AXES(1), false), NULL, 0, false));
+    tg_tensor *lc = tg_add(tg_sum(tg_mul(tg_exp(cs), tg_const_float(0.5)), NULL, 0, false), tg_sum(tg_mean(cs, TG_AXES(1), false), NULL, 0, false));
+    CHECK_MSG(tg_backward(ls) == TG_OK && tg_backward(lc) == TG_OK, "%s", tg_last_error());
+    same(tg_grad(a), tg_grad(c), 1e-5f, "grad", i);
+    same(ls, lc, 1e-5f, "loss", i);
+    tg_scope_end(in);
+  }
+  tg_scope_end(sc);
+}
+
 /* ---- the symbolic JIT (test_symbolic_jit.py) ---- */
 
 static tg_status step_plus1(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
@@ -439,6 +495,8 @@ void suite_symshape(void) {
   test_attention();
   test_cat();
   test_kv_cache();
+  test_empty_reshape_bitcast_slices();
+  test_grad();
   test_jit();
   test_errors();
   CHECK_EQ_INT(tg_live_tensors(), live);

@@ -67,9 +67,12 @@ UOp *tensor_bitcast(UOp *x, const DType *d) {
   if (!x) return NULL;
   if (dt_is_weak(x->dtype) || dt_is_weak(d) || d == DT_VOID) return tensor_err("bitcast requires concrete dtypes, got %s -> %s", x->dtype->name, d->name);
   if (x->dtype == d) return x;
-  Shape s;
-  if (!tensor_shape(x, &s)) return NULL;
+  SymShape ss;
+  if (!tensor_shape_sym(x, &ss)) return NULL;
+  Shape s = ss.max;
   int isz = dt_itemsize(x->dtype), osz = dt_itemsize(d);
+  if (isz != osz && symshape_is_symbolic(&ss)) /* the scheduler's bitcast of a view needs concrete sizes */
+    return tensor_err_unsupported("bitcast to another item size of a symbolic shape");
   if (isz != osz) {
     if (s.ndim == 0) return tensor_err("bitcast of a 0-d %s to %s changes the size", x->dtype->name, d->name);
     if ((s.d[s.ndim - 1] * isz) % osz) return tensor_err("unsupported size in bitcast: %s %s -> %s", tensor_fmt_shape(&s), x->dtype->name, d->name);

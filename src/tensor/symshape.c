@@ -5,6 +5,7 @@
  * The builders here take and give SymShape / size UOps. Validity is checked at the bound values (what this realize
  * computes) on top of the shape rules' value-free checks (shape.c). The public calls tg_shrink_sym, tg_reshape_sym,
  * tg_expand_sym, tg_dim and tg_is_symbolic are at the end. */
+#include "engine/engine.h"
 #include "tensor/tensor.h"
 #include "uop/symbolic.h"
 
@@ -166,6 +167,16 @@ UOp *tensor_shrink_sym(UOp *x, UOp *const *bounds, int n) {
   return same ? x : mop_sym(x, TG_OP_SHRINK, &off, &sz);
 }
 
+UOp *tensor_empty_sym(const SymShape *s, const DType *dt) {
+  if (dt_is_weak(dt) || dt == DT_VOID) return tensor_err("cannot create storage for weak dtype %s", dt->name);
+  UOp *buf = engine_new_buffer(tg_default_device(), dt, shape_numel(&s->max));
+  UOp *x = buf ? tensor_reshape(buf, s->max.d, s->max.ndim) : NULL;
+  if (!x || !symshape_is_symbolic(s)) return x;
+  UOp *b[2 * TG_MAX_DIMS];
+  for (int i = 0; i < s->max.ndim; i++) b[2 * i] = uop_const_int(DT_WEAKINT, 0), b[2 * i + 1] = symshape_dim(s, i);
+  return tensor_shrink_sym(x, b, s->max.ndim);
+}
+
 UOp *tensor_pad_sym(UOp *x, UOp *const *pads, int n) {
   SymShape s, beg, sz;
   if (!x || !tensor_shape_sym(x, &s)) return NULL;
@@ -197,7 +208,7 @@ static UOp *sint_arg(tg_sint v, int argi) {
   return tensor_sint(v.n ? uop_add(e, uop_const_like_int(e, v.n)) : e);
 }
 
-static bool sym_shape_arg(const tg_sint *shape, size_t ndim, bool keep_ok, SymShape *out) {
+bool tensor_sym_shape_arg(const tg_sint *shape, size_t ndim, bool keep_ok, SymShape *out) {
   memset(out, 0, sizeof *out);
   if (ndim > TG_MAX_DIMS) return tensor_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS), false;
   if (ndim && !shape) return tensor_err("shape is NULL with ndim %zu", ndim), false;
@@ -237,14 +248,14 @@ tg_tensor *tg_reshape_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim)
   tensor_ctx_begin("tg_reshape_sym");
   UOp *x = tensor_in(t, 1);
   SymShape to;
-  return tensor_ctx_end(x && sym_shape_arg(shape, ndim, false, &to) ? tensor_reshape_sym(x, &to) : NULL);
+  return tensor_ctx_end(x && tensor_sym_shape_arg(shape, ndim, false, &to) ? tensor_reshape_sym(x, &to) : NULL);
 }
 
 tg_tensor *tg_expand_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim) {
   tensor_ctx_begin("tg_expand_sym");
   UOp *x = tensor_in(t, 1);
   SymShape to, s;
-  if (!x || !sym_shape_arg(shape, ndim, true, &to) || !tensor_shape_sym(x, &s)) return tensor_ctx_end(NULL);
+  if (!x || !tensor_sym_shape_arg(shape, ndim, true, &to) || !tensor_shape_sym(x, &s)) return tensor_ctx_end(NULL);
   /* -1 keeps a size (right-aligned, as tg_expand) */
   for (int i = 0; i < to.max.ndim; i++) {
     int k = i - (to.max.ndim - s.max.ndim);

@@ -422,6 +422,14 @@ static UOp *t_full(const Shape *s, Const fill, const DType *dt, bool buffer, boo
   return uop_new(TG_OP_AFTER, NULL, af, 2, arg_none());
 }
 
+tg_tensor *tg_empty_sym(const tg_sint *shape, size_t ndim, tg_dtype dtype) {
+  tensor_ctx_begin("tg_empty_sym");
+  SymShape s;
+  const DType *dt;
+  bool ok = tensor_sym_shape_arg(shape, ndim, false, &s) && user_dtype(dtype, dt_default_float(), &dt);
+  return tensor_ctx_end(ok ? tensor_empty_sym(&s, dt) : NULL);
+}
+
 tg_tensor *tg_empty(const int64_t *shape, size_t ndim, tg_dtype dtype) { return tg_empty_on(shape, ndim, dtype, NULL); }
 
 tg_tensor *tg_empty_on(const int64_t *shape, size_t ndim, tg_dtype dtype, const char *device) {

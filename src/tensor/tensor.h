@@ -113,6 +113,10 @@ UOp *tensor_reshape_sym(UOp *x, const SymShape *to);
 UOp *tensor_broadcast_to_sym(UOp *x, const SymShape *ns);
 UOp *tensor_shrink_sym(UOp *x, UOp *const *bounds, int n); /* (start, end) per axis */
 UOp *tensor_pad_sym(UOp *x, UOp *const *pads, int n);      /* (before, after) per axis, zero fill */
+/* Storage for the maximum of s (on the default device), viewed shrunk to s (tinygrad's Tensor.empty(3, vi)). */
+UOp *tensor_empty_sym(const SymShape *s, const DType *dt);
+/* A public tg_sint shape (keep_ok: -1 allowed); errors name the axis. */
+bool tensor_sym_shape_arg(const tg_sint *shape, size_t ndim, bool keep_ok, SymShape *out);
 /* The product of the sizes of s on the axes red[i] (NULL: all), a weak-int UOp. */
 UOp *tensor_sym_numel(const SymShape *s, const bool *red);
 
