@@ -334,13 +334,29 @@ static void test_empty_reshape_bitcast_slices(void) {
     CHECK_MSG(e && tg_is_symbolic(e) && tg_shape(e)[0] == 10, "%s", tg_last_error());
     CHECK_MSG(tg_assign(e, tg_mul(s, tg_const_float(2))) == TG_OK && tg_realize(e) == TG_OK, "%s", tg_last_error());
     same(cshrink2(e, 0, i, 0, 4), tg_mul(c, tg_const_float(2)), 0, "empty + assign", i);
-    /* (vi, 4) -> (vi, 2, 2) is refused (a concrete axis split is fine, but not yet around a symbolic one in the
-     * scheduler); (vi, 4) -> (1, vi, 4, 1) -> (vi, 4) and sums over it */
+    /* (vi, 4) -> (1, vi, 4, 1) and a sum over it; a concrete size cannot become the symbolic one */
     tg_tensor *r = tg_reshape_sym(s, (tg_sint[]){TG_SI(1), TG_SV(vi, 0), TG_SI(4), TG_SI(1)}, 4);
     CHECK_MSG(r && tg_ndim(r) == 4, "%s", tg_last_error());
     tg_tensor *rs = tg_sum(r, TG_AXES(1), false);
     same(rs, tg_reshape(tg_sum(c, TG_AXES(0), false), TG_SHAPE(1, 4, 1)), 1e-6f, "reshape around vi", i);
     CHECK(tg_reshape_sym(s, (tg_sint[]){TG_SV(vi, 0)}, 1) == NULL && has(tg_last_error(), "reshape"));
+    /* concrete axes split and merged around the symbolic one: (vi, 4) -> (vi, 2, 2) -> (vi, 4), (2, vi, 3) -> (2, vi, 3) */
+    tg_tensor *sp = tg_reshape_sym(s, (tg_sint[]){TG_SV(vi, 0), TG_SI(2), TG_SI(2)}, 3);
+    CHECK_MSG(sp != NULL, "%s", tg_last_error());
+    tg_tensor *spt = tg_transpose(sp, 1, 2), *cpt = tg_transpose(tg_reshape(c, TG_SHAPE(i, 2, 2)), 1, 2);
+    tg_tensor *spc = tg_reshape_sym(tg_contiguous(spt), (tg_sint[]){TG_SV(vi, 0), TG_SI(4)}, 2);
+    CHECK_MSG(spc && tg_realize(spc) == TG_OK, "%s", tg_last_error());
+    same(cshrink2(spc, 0, i, 0, 4), tg_reshape(tg_contiguous(cpt), TG_SHAPE(i, 4)), 0, "split around vi", i);
+    tg_tensor *t3 = tg_reshape(data2(6, 10, 0), TG_SHAPE(2, 3, 10));
+    tg_tensor *s3 = tg_shrink_sym(t3, (tg_sint[]){TG_SI(0), TG_SI(2), TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0)}, 3);
+    tg_tensor *m3 = tg_reshape_sym(tg_permute(s3, (int[]){0, 2, 1}, 3), (tg_sint[]){TG_SI(2), TG_SV(vi, 0), TG_SI(3)}, 3);
+    CHECK_MSG(m3 != NULL, "%s", tg_last_error());
+    CHECK(tg_reshape_sym(m3, (tg_sint[]){TG_SI(3), TG_SV(vi, 0), TG_SI(2)}, 3) == NULL && has(tg_last_error(), "reshape"));
+    tg_tensor *m3s = tg_sum(tg_mul(m3, tg_reshape(tg_arange(0, 3, 1, TG_FLOAT32), TG_SHAPE(1, 1, 3))), TG_AXES(2), false);
+    tg_tensor *c3 = tg_shrink(t3, (int64_t[]){0, 2, 0, 3, 0, i}, 3);
+    tg_tensor *c3s = tg_sum(tg_mul(tg_permute(c3, (int[]){0, 2, 1}, 3), tg_reshape(tg_arange(0, 3, 1, TG_FLOAT32), TG_SHAPE(1, 1, 3))), TG_AXES(2), false);
+    CHECK_MSG(m3s && tg_realize(m3s) == TG_OK, "%s", tg_last_error());
+    same(cshrink2(m3s, 0, 2, 0, i), c3s, 1e-6f, "permute + reshape", i);
     /* bitcasts: the same item size is a view; another item size is refused (tinygrad allows it: not yet here) */
     tg_tensor *bi = tg_bitcast(s, TG_INT32);
     CHECK_MSG(bi && tg_is_symbolic(bi), "%s", tg_last_error());

@@ -294,7 +294,7 @@ tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *co
     if (st == TG_OK) st = engine_jit_run(j->eng, bases, vals, j->timing ? &ks : NULL);
     j->last_kernel_seconds = ks;
     for (size_t i = 0; i < j->nout && st == TG_OK; i++) {
-      if (!symshape_is_symbolic(&j->out_shape[i])) {
+      if (!shape_sym_is_symbolic(&j->out_shape[i])) {
         out[i] = tensor_handle_known(j->outs[i], &j->out_shape[i].max, j->out_device[i]);
         continue;
       }

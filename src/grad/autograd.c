@@ -149,8 +149,8 @@ tg_status tg_backward_with_grad(tg_tensor *root, const tg_tensor *gradient) {
     if (g && t->grad) g = tensor_add(tensor_in(t->grad, 1), g);
     SymShape s, ts = tensor_handle_shape(t);
     char b1[200], b2[200];
-    if (g && tensor_shape_sym(g, &s) && !symshape_eq(&s, &ts))
-      g = tensor_err("grad shape %s must match tensor shape %s", symshape_fmt(&s, b1, sizeof b1), symshape_fmt(&ts, b2, sizeof b2));
+    if (g && tensor_shape_sym(g, &s) && !shape_sym_eq(&s, &ts))
+      g = tensor_err("grad shape %s must match tensor shape %s", shape_sym_fmt(&s, b1, sizeof b1), shape_sym_fmt(&ts, b2, sizeof b2));
     grads[i] = g;
     ok = g != NULL;
   }

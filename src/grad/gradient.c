@@ -8,12 +8,12 @@
 UOp *grad_unbroadcast(UOp *v, UOp *k) {
   SymShape ks, vs;
   if (!tensor_shape_sym(k, &ks) || !tensor_shape_sym(v, &vs)) return NULL;
-  if (symshape_eq(&ks, &vs)) return v;
+  if (shape_sym_eq(&ks, &vs)) return v;
   /* tinygrad broadcast_axes: the axes added on the left, and the size-1 axes that were stretched */
   int nleft = vs.max.ndim - ks.max.ndim, axes[TG_MAX_DIMS], n = 0;
   if (nleft < 0) {
     char b1[200], b2[200];
-    return tensor_err("gradient of shape %s cannot be summed to %s", symshape_fmt(&vs, b1, sizeof b1), symshape_fmt(&ks, b2, sizeof b2));
+    return tensor_err("gradient of shape %s cannot be summed to %s", shape_sym_fmt(&vs, b1, sizeof b1), shape_sym_fmt(&ks, b2, sizeof b2));
   }
   for (int i = 0; i < nleft; i++) axes[n++] = i;
   for (int i = 0; i < ks.max.ndim; i++) {

@@ -185,8 +185,8 @@ static UOp *grad_pad(RwCtx *rw, UOp *root, UOp **m) {
   if (!uop_marg_pair_sym(root, &beg, &sz)) return root;
   UOp *bounds[2 * TG_MAX_DIMS];
   for (int i = 0; i < s.max.ndim; i++) {
-    bounds[2 * i] = symshape_dim(&beg, i);
-    bounds[2 * i + 1] = uop_add(bounds[2 * i], symshape_dim(&s, i));
+    bounds[2 * i] = shape_sym_dim(&beg, i);
+    bounds[2 * i + 1] = uop_add(bounds[2 * i], shape_sym_dim(&s, i));
   }
   UOp *g[3] = {tensor_shrink_sym(incoming(rw), bounds, s.max.ndim), no_grad(), no_grad()};
   return grads_of(rw, root, g, 3);
@@ -200,8 +200,8 @@ static UOp *grad_shrink(RwCtx *rw, UOp *root, UOp **m) {
   if (!uop_marg_pair_sym(root, &off, &sz)) return root;
   UOp *pads[2 * TG_MAX_DIMS];
   for (int i = 0; i < s.max.ndim; i++) {
-    pads[2 * i] = symshape_dim(&off, i);
-    pads[2 * i + 1] = uop_sub(uop_sub(symshape_dim(&s, i), pads[2 * i]), symshape_dim(&sz, i));
+    pads[2 * i] = shape_sym_dim(&off, i);
+    pads[2 * i + 1] = uop_sub(uop_sub(shape_sym_dim(&s, i), pads[2 * i]), shape_sym_dim(&sz, i));
   }
   UOp *g[3] = {tensor_pad_sym(incoming(rw), pads, s.max.ndim), no_grad(), no_grad()};
   return grads_of(rw, root, g, 3);

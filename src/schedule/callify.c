@@ -56,10 +56,10 @@ static UOp *store_into_new_buffer(CallifyCtx *c, UOp *x, UOp *orig, tg_status *s
     UOp *src[2] = {buf, shape_to_uop(sh.d, sh.ndim)};
     view = uop_new(TG_OP_RESHAPE, buf->dtype, src, 2, arg_none());
   }
-  if (symshape_is_symbolic(&ssh)) {
-    SymShape zero = symshape_from(&sh);
+  if (shape_sym_is_symbolic(&ssh)) {
+    SymShape zero = shape_sym_from(&sh);
     memset(zero.max.d, 0, sizeof zero.max.d);
-    UOp *src[3] = {view, symshape_to_uop(&zero), symshape_to_uop(&ssh)};
+    UOp *src[3] = {view, shape_sym_to_uop(&zero), shape_sym_to_uop(&ssh)};
     view = uop_new(TG_OP_SHRINK, buf->dtype, src, 3, arg_none());
   }
   UOp *ss[2] = {view, x};

@@ -27,7 +27,7 @@ static bool kshape_sym(UOp *u, SymShape *s) {
   default: return uop_shape_sym(u, s) == SHAPE_OK;
   }
   Shape c; /* these are concrete */
-  return kshape(u, &c) && (*s = symshape_from(&c), true);
+  return kshape(u, &c) && (*s = shape_sym_from(&c), true);
 }
 
 static bool kshape(UOp *u, Shape *s) {

@@ -86,19 +86,23 @@ UOp *sched_apply_reshape(const Shape *in_shape, const Shape *out_shape, UOp *con
 }
 
 
-/* A reshape with a symbolic size only adds or removes size-1 axes (the shape rule keeps each symbolic size one
- * axis): the other axes map one to one, in order. False when concrete axes are split or merged around one. */
-static bool reshape_squeeze_only(const SymShape *in, const SymShape *to, UOp *const *rngs, UOp **out) {
-  int k = 0;
-  for (int i = 0; i < in->max.ndim; i++) {
-    bool one = !in->sym[i] && in->max.d[i] == 1;
-    if (one) { out[i] = sched_weak_int(0); continue; }
-    while (k < to->max.ndim && !to->sym[k] && to->max.d[k] == 1) k++;
-    if (k == to->max.ndim || !symshape_dim_eq(in, i, to, k)) return false;
-    out[i] = rngs[k++];
+/* A reshape with symbolic sizes keeps each one as an axis, in order, with the same product of concrete sizes between
+ * them (the shape rule): each concrete segment reshapes on its own, the symbolic axes map one to one. */
+static bool reshape_segments(const SymShape *in, const SymShape *to, UOp *const *rngs, UOp **out) {
+  int i = 0, k = 0;
+  for (;;) {
+    int i0 = i, k0 = k;
+    while (i < in->max.ndim && !in->sym[i]) i++;
+    while (k < to->max.ndim && !to->sym[k]) k++;
+    Shape si = {i - i0, {0}}, sk = {k - k0, {0}};
+    for (int x = i0; x < i; x++) si.d[x - i0] = in->max.d[x];
+    for (int x = k0; x < k; x++) sk.d[x - k0] = to->max.d[x];
+    if (shape_numel(&si) != shape_numel(&sk)) return false;
+    if (si.ndim) sched_apply_reshape(&si, &sk, rngs + k0, (size_t)sk.ndim, out + i0);
+    if (i == in->max.ndim || k == to->max.ndim) return i == in->max.ndim && k == to->max.ndim;
+    if (in->sym[i] != to->sym[k]) return false;
+    out[i++] = rngs[k++];
   }
-  while (k < to->max.ndim && !to->sym[k] && to->max.d[k] == 1) k++;
-  return k == to->max.ndim;
 }
 
 bool sched_apply_movement(UOp *x, const SymShape *in_sym, UOp *const *rngs, size_t nr, UOp **out, size_t *nout) {
@@ -131,7 +135,7 @@ bool sched_apply_movement(UOp *x, const SymShape *in_sym, UOp *const *rngs, size
     return true;
   case TG_OP_PAD:
     for (size_t i = 0; i < nr; i++) {
-      UOp *off = symshape_dim(&as, (int)i), *sh = symshape_dim(in_sym, (int)i), *sz = symshape_dim(&bs, (int)i);
+      UOp *off = shape_sym_dim(&as, (int)i), *sh = shape_sym_dim(in_sym, (int)i), *sz = shape_sym_dim(&bs, (int)i);
       if (sz == sh && off->op == TG_OP_CONST && off->arg.c.i == 0) { out[i] = rngs[i]; continue; }
       UOp *cond = uop_and(uop_not(uop_lt(rngs[i], off)), uop_lt(rngs[i], uop_add(sh, off)));
       cond = simplify_with(cond, pad_pm(), "pad");
@@ -140,8 +144,8 @@ bool sched_apply_movement(UOp *x, const SymShape *in_sym, UOp *const *rngs, size
     *nout = nr;
     return true;
   case TG_OP_RESHAPE:
-    if (symshape_is_symbolic(in_sym) || symshape_is_symbolic(&as)) {
-      if (!reshape_squeeze_only(in_sym, &as, rngs, out)) return false;
+    if (shape_sym_is_symbolic(in_sym) || shape_sym_is_symbolic(&as)) {
+      if (!reshape_segments(in_sym, &as, rngs, out)) return false;
       *nout = (size_t)in_sym->max.ndim;
       return true;
     }

@@ -27,10 +27,10 @@ static UOp *ralu(TgOp op, UOp *const *src, int n) {
   for (int i = 1; i < n; i++) {
     if (!tensor_shape_sym(src[i], &t)) return NULL;
     SymShape prev = s;
-    if (!symshape_broadcast(&prev, &t, &s)) {
+    if (!shape_sym_broadcast(&prev, &t, &s)) {
       char b1[200], b2[200];
-      return tensor_err("shapes %s and %s cannot be broadcast (%s, %s)", symshape_fmt(&prev, b1, sizeof b1),
-                        symshape_fmt(&t, b2, sizeof b2), src[0]->dtype->name, src[i]->dtype->name);
+      return tensor_err("shapes %s and %s cannot be broadcast (%s, %s)", shape_sym_fmt(&prev, b1, sizeof b1),
+                        shape_sym_fmt(&t, b2, sizeof b2), src[0]->dtype->name, src[i]->dtype->name);
     }
   }
   const DType *dt = uop_derive_dtype(op, src, (size_t)n, NULL);
@@ -71,7 +71,7 @@ UOp *tensor_bitcast(UOp *x, const DType *d) {
   if (!tensor_shape_sym(x, &ss)) return NULL;
   Shape s = ss.max;
   int isz = dt_itemsize(x->dtype), osz = dt_itemsize(d);
-  if (isz != osz && symshape_is_symbolic(&ss)) /* the scheduler's bitcast of a view needs concrete sizes */
+  if (isz != osz && shape_sym_is_symbolic(&ss)) /* the scheduler's bitcast of a view needs concrete sizes */
     return tensor_err_unsupported("bitcast to another item size of a symbolic shape");
   if (isz != osz) {
     if (s.ndim == 0) return tensor_err("bitcast of a 0-d %s to %s changes the size", x->dtype->name, d->name);

@@ -76,7 +76,7 @@ UOp *tensor_transpose(UOp *x, int d0, int d1) {
 }
 
 UOp *tensor_broadcast_to(UOp *x, const Shape *ns) {
-  SymShape s = symshape_from(ns);
+  SymShape s = shape_sym_from(ns);
   return tensor_broadcast_to_sym(x, &s);
 }
 
@@ -241,18 +241,18 @@ static UOp *cat_sym(UOp *const *xs, int n, int d) {
   for (int i = 0; i < n; i++) {
     if (!tensor_shape_sym(xs[i], &si)) return NULL;
     bool ok = si.max.ndim == s0.max.ndim;
-    for (int k = 0; ok && k < s0.max.ndim; k++) ok = k == d || symshape_dim_eq(&si, k, &s0, k);
+    for (int k = 0; ok && k < s0.max.ndim; k++) ok = k == d || shape_sym_dim_eq(&si, k, &s0, k);
     if (!ok) {
       char b1[200], b2[200];
-      return tensor_err("shapes %s and %s cannot be concatenated on dim %d", symshape_fmt(&s0, b1, sizeof b1), symshape_fmt(&si, b2, sizeof b2), d);
+      return tensor_err("shapes %s and %s cannot be concatenated on dim %d", shape_sym_fmt(&s0, b1, sizeof b1), shape_sym_fmt(&si, b2, sizeof b2), d);
     }
-    total = total ? uop_add(total, symshape_dim(&si, d)) : symshape_dim(&si, d);
+    total = total ? uop_add(total, shape_sym_dim(&si, d)) : shape_sym_dim(&si, d);
   }
   total = tensor_sint(total);
   UOp *acc = NULL, *at = uop_const_int(DT_WEAKINT, 0);
   for (int i = 0; i < n && total; i++) {
     tensor_shape_sym(xs[i], &si);
-    UOp *pads[2 * TG_MAX_DIMS], *zero = uop_const_int(DT_WEAKINT, 0), *size = symshape_dim(&si, d);
+    UOp *pads[2 * TG_MAX_DIMS], *zero = uop_const_int(DT_WEAKINT, 0), *size = shape_sym_dim(&si, d);
     for (int k = 0; k < 2 * si.max.ndim; k++) pads[k] = zero;
     pads[2 * d] = tensor_sint(at);
     pads[2 * d + 1] = tensor_sint(uop_sub(uop_sub(total, at), size));
@@ -272,7 +272,7 @@ UOp *tensor_cat(UOp *const *xs, int n, int dim) {
   SymShape ss;
   for (int i = 0; i < n; i++) {
     if (!tensor_shape_sym(xs[i], &ss)) return NULL;
-    if (symshape_is_symbolic(&ss)) {
+    if (shape_sym_is_symbolic(&ss)) {
       int d;
       return tensor_resolve_dim(xs[0], dim, false, &d) ? cat_sym(xs, n, d) : NULL;
     }

@@ -211,9 +211,9 @@ UOp *tensor_dot(UOp *x, UOp *w) {
   int dx = xs.max.ndim, dw = ws.max.ndim;
   if (!(dx > 0 && dw > 0)) return tensor_err("both tensors need to be at least 1D, got %dD and %dD", dx, dw);
   int axis_w = -TG_MIN(dw, 2);
-  if (!symshape_dim_eq(&xs, dx - 1, &ws, dw + axis_w)) {
+  if (!shape_sym_dim_eq(&xs, dx - 1, &ws, dw + axis_w)) {
     char b1[200], b2[200];
-    return tensor_err("cannot dot %s and %s", symshape_fmt(&xs, b1, sizeof b1), symshape_fmt(&ws, b2, sizeof b2));
+    return tensor_err("cannot dot %s and %s", shape_sym_fmt(&xs, b1, sizeof b1), shape_sym_fmt(&ws, b2, sizeof b2));
   }
   int ones = TG_MIN(TG_MIN(dx - 1, dw - 1), 1);
 #define PUSH(S, k) (a.max.d[a.max.ndim] = (S).max.d[k], a.sym[a.max.ndim++] = (S).sym[k])

@@ -46,34 +46,34 @@ bool shape_broadcast(const Shape *a, const Shape *b, Shape *out) {
 
 /* ---- symbolic sizes ---- */
 
-SymShape symshape_from(const Shape *s) {
+SymShape shape_sym_from(const Shape *s) {
   SymShape r;
   memset(&r, 0, sizeof r);
   r.max = *s;
   return r;
 }
 
-bool symshape_is_symbolic(const SymShape *s) {
+bool shape_sym_is_symbolic(const SymShape *s) {
   for (int i = 0; i < s->max.ndim; i++)
     if (s->sym[i]) return true;
   return false;
 }
 
-UOp *symshape_dim(const SymShape *s, int i) { return s->sym[i] ? s->sym[i] : uop_const_int(DT_WEAKINT, s->max.d[i]); }
+UOp *shape_sym_dim(const SymShape *s, int i) { return s->sym[i] ? s->sym[i] : uop_const_int(DT_WEAKINT, s->max.d[i]); }
 
-bool symshape_dim_eq(const SymShape *a, int i, const SymShape *b, int j) {
+bool shape_sym_dim_eq(const SymShape *a, int i, const SymShape *b, int j) {
   if (a->sym[i] || b->sym[j]) return a->sym[i] == b->sym[j];
   return a->max.d[i] == b->max.d[j];
 }
 
-bool symshape_eq(const SymShape *a, const SymShape *b) {
+bool shape_sym_eq(const SymShape *a, const SymShape *b) {
   if (a->max.ndim != b->max.ndim) return false;
   for (int i = 0; i < a->max.ndim; i++)
-    if (!symshape_dim_eq(a, i, b, i)) return false;
+    if (!shape_sym_dim_eq(a, i, b, i)) return false;
   return true;
 }
 
-const char *symshape_fmt(const SymShape *s, char *buf, size_t n) {
+const char *shape_sym_fmt(const SymShape *s, char *buf, size_t n) {
   size_t at = 0;
   if (n == 0) return buf;
   buf[0] = 0;
@@ -89,7 +89,7 @@ const char *symshape_fmt(const SymShape *s, char *buf, size_t n) {
   return buf;
 }
 
-bool symshape_broadcast(const SymShape *a, const SymShape *b, SymShape *out) {
+bool shape_sym_broadcast(const SymShape *a, const SymShape *b, SymShape *out) {
   int nd = TG_MAX(a->max.ndim, b->max.ndim);
   SymShape r;
   memset(&r, 0, sizeof r);
@@ -97,7 +97,7 @@ bool symshape_broadcast(const SymShape *a, const SymShape *b, SymShape *out) {
   for (int i = 0; i < nd; i++) {
     int ia = i - (nd - a->max.ndim), ib = i - (nd - b->max.ndim);
     bool one_a = ia < 0 || (!a->sym[ia] && a->max.d[ia] == 1), one_b = ib < 0 || (!b->sym[ib] && b->max.d[ib] == 1);
-    if (!one_a && !one_b && !symshape_dim_eq(a, ia, b, ib)) return false;
+    if (!one_a && !one_b && !shape_sym_dim_eq(a, ia, b, ib)) return false;
     const SymShape *from = !one_a ? a : b;
     int k = !one_a ? ia : ib;
     r.max.d[i] = k >= 0 ? from->max.d[k] : 1;
@@ -107,7 +107,7 @@ bool symshape_broadcast(const SymShape *a, const SymShape *b, SymShape *out) {
   return true;
 }
 
-bool symshape_set_dim(SymShape *s, int i, UOp *size) {
+bool shape_sym_set_dim(SymShape *s, int i, UOp *size) {
   if (size->op == TG_OP_CONST) {
     if (size->arg.c.kind != CK_INT) return false;
     s->max.d[i] = size->arg.c.i, s->sym[i] = NULL;
@@ -122,20 +122,20 @@ bool uop_as_symshape(const UOp *arg, SymShape *out) {
   memset(out, 0, sizeof *out);
   if (arg->op != TG_OP_STACK) {
     out->max.ndim = 1;
-    return symshape_set_dim(out, 0, (UOp *)arg);
+    return shape_sym_set_dim(out, 0, (UOp *)arg);
   }
   if (arg->nsrc > TG_MAX_DIMS) return false;
   out->max.ndim = (int)arg->nsrc;
   for (uint32_t i = 0; i < arg->nsrc; i++)
-    if (!symshape_set_dim(out, (int)i, arg->src[i])) return false;
+    if (!shape_sym_set_dim(out, (int)i, arg->src[i])) return false;
   return true;
 }
 
-UOp *symshape_to_uop(const SymShape *s) {
-  if (!symshape_is_symbolic(s)) return shape_to_uop(s->max.d, s->max.ndim);
+UOp *shape_sym_to_uop(const SymShape *s) {
+  if (!shape_sym_is_symbolic(s)) return shape_to_uop(s->max.d, s->max.ndim);
   if (s->max.ndim == 1) return s->sym[0];
   UOp *src[TG_MAX_DIMS];
-  for (int i = 0; i < s->max.ndim; i++) src[i] = symshape_dim(s, i);
+  for (int i = 0; i < s->max.ndim; i++) src[i] = shape_sym_dim(s, i);
   return uop_new(TG_OP_STACK, DT_WEAKINT, src, (size_t)s->max.ndim, arg_none());
 }
 
@@ -151,7 +151,7 @@ bool uop_marg_pair_sym(const UOp *mop, SymShape *first, SymShape *second) {
   default: {
     Shape a;
     if (!uop_marg_pair(mop, &a, NULL)) return false;
-    *first = symshape_from(&a);
+    *first = shape_sym_from(&a);
     if (second) memset(second, 0, sizeof *second);
     return true;
   }
@@ -219,32 +219,19 @@ static ShapeResult src_shape(const UOpMap *m, const UOp *s, SymShape *out) {
   return slot->res;
 }
 
-/* the product of the concrete sizes, and the symbolic ones (in order) */
-static int64_t split_numel(const SymShape *s, UOp **syms, int *nsym) {
-  int64_t n = 1;
-  *nsym = 0;
-  for (int i = 0; i < s->max.ndim; i++) {
-    if (s->sym[i]) syms[(*nsym)++] = s->sym[i];
-    else n *= s->max.d[i];
-  }
-  return n;
-}
-
-/* tinygrad checks prod(old) == prod(new) symbolically; here: the same symbolic sizes (as a multiset) and the same
- * product of the concrete ones, which covers moving, adding and removing size-1 and concrete axes around symbolic
- * ones. Merging a symbolic size with another (3*i) is refused. */
+/* tinygrad checks prod(old) == prod(new) symbolically; here: the same symbolic sizes in the same order, and between
+ * two of them (and before the first, after the last) the same product of concrete sizes. Each symbolic size stays one
+ * axis and concrete axes reshape around it; merging a symbolic size with another (3*i) is refused. */
 static bool same_numel(const SymShape *a, const SymShape *b) {
-  UOp *sa[TG_MAX_DIMS], *sb[TG_MAX_DIMS];
-  int na, nb;
-  if (split_numel(a, sa, &na) != split_numel(b, sb, &nb) || na != nb) return false;
-  bool used[TG_MAX_DIMS] = {0};
-  for (int i = 0; i < na; i++) {
-    int k = 0;
-    while (k < nb && (used[k] || sb[k] != sa[i])) k++;
-    if (k == nb) return false;
-    used[k] = true;
+  int i = 0, k = 0;
+  for (;;) {
+    int64_t pa = 1, pb = 1;
+    while (i < a->max.ndim && !a->sym[i]) pa *= a->max.d[i++];
+    while (k < b->max.ndim && !b->sym[k]) pb *= b->max.d[k++];
+    if (pa != pb) return false;
+    if (i == a->max.ndim || k == b->max.ndim) return i == a->max.ndim && k == b->max.ndim;
+    if (a->sym[i++] != b->sym[k++]) return false;
   }
-  return true;
 }
 
 static ShapeResult movement_shape(const UOp *u, const SymShape *ps, SymShape *out) {
@@ -266,8 +253,8 @@ static ShapeResult movement_shape(const UOp *u, const SymShape *ps, SymShape *ou
     for (int i = 0; i < a.max.ndim; i++)
       if (a.max.d[i] < 0) return fail(u, "negative size");
     if (!same_numel(ps, &a)) {
-      tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of RESHAPE: bad reshape %s -> %s", symshape_fmt(ps, b1, sizeof b1),
-                   symshape_fmt(&a, b2, sizeof b2));
+      tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of RESHAPE: bad reshape %s -> %s", shape_sym_fmt(ps, b1, sizeof b1),
+                   shape_sym_fmt(&a, b2, sizeof b2));
       return SHAPE_ERROR;
     }
     *out = a;
@@ -301,7 +288,7 @@ static ShapeResult movement_shape(const UOp *u, const SymShape *ps, SymShape *ou
       if (!ok) {
         char b3[200];
         tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: invalid (offsets %s, sizes %s) for %s", uop_op_name(op),
-                     symshape_fmt(&a, b1, sizeof b1), symshape_fmt(&b, b2, sizeof b2), symshape_fmt(ps, b3, sizeof b3));
+                     shape_sym_fmt(&a, b1, sizeof b1), shape_sym_fmt(&b, b2, sizeof b2), shape_sym_fmt(ps, b3, sizeof b3));
         return SHAPE_ERROR;
       }
     }
@@ -377,7 +364,7 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
       if (r == SHAPE_ERROR) return r;
       if (r == SHAPE_NONE) continue;
       if (!any) *out = t;
-      else if (!symshape_broadcast(out, &t, out)) return fail(u, "sources cannot be broadcast");
+      else if (!shape_sym_broadcast(out, &t, out)) return fail(u, "sources cannot be broadcast");
       any = true;
     }
     return any ? SHAPE_OK : SHAPE_NONE;
@@ -396,7 +383,7 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
       return fail(u, "sources need shapes");
     int64_t last = c.max.d[c.max.ndim - 1];
     a.max.ndim--, b.max.ndim--, c.max.ndim--;
-    if (!symshape_broadcast(&a, &b, out) || !symshape_broadcast(out, &c, out)) return fail(u, "sources cannot be broadcast");
+    if (!shape_sym_broadcast(&a, &b, out) || !shape_sym_broadcast(out, &c, out)) return fail(u, "sources cannot be broadcast");
     out->sym[out->max.ndim] = NULL;
     out->max.d[out->max.ndim++] = last;
     return SHAPE_OK;
@@ -444,10 +431,10 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
       if (r == SHAPE_ERROR) return r;
       if (r == SHAPE_NONE) return fail(u, "source without a shape");
       if (i == 0) *out = t;
-      else if (!symshape_broadcast(out, &t, out)) {
+      else if (!shape_sym_broadcast(out, &t, out)) {
         char b1[200], b2[200];
         tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: shapes %s and %s cannot be broadcast", uop_op_name(op),
-                     symshape_fmt(out, b1, sizeof b1), symshape_fmt(&t, b2, sizeof b2));
+                     shape_sym_fmt(out, b1, sizeof b1), shape_sym_fmt(&t, b2, sizeof b2));
         return SHAPE_ERROR;
       }
     }
@@ -499,10 +486,10 @@ ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out) {
   ShapeResult r = uop_shape_sym_cached(u, c, &s);
   out->ndim = 0;
   if (r != SHAPE_OK) return r;
-  if (symshape_is_symbolic(&s)) {
+  if (shape_sym_is_symbolic(&s)) {
     char b[200];
     tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: the symbolic shape %s is not supported here yet",
-                 symshape_fmt(&s, b, sizeof b));
+                 shape_sym_fmt(&s, b, sizeof b));
     return SHAPE_ERROR;
   }
   *out = s.max;
@@ -519,7 +506,7 @@ void shape_cache_seed_sym(ShapeCache *c, UOp *u, const SymShape *s) {
 }
 
 void shape_cache_seed(ShapeCache *c, UOp *u, const Shape *s) {
-  SymShape ss = symshape_from(s);
+  SymShape ss = shape_sym_from(s);
   shape_cache_seed_sym(c, u, &ss);
 }
 

@@ -54,21 +54,21 @@ bool uop_marg_pair(const UOp *mop, Shape *first, Shape *second);
 
 /* The same, a size may be an int expression (a SymShape sym entry). */
 bool uop_as_symshape(const UOp *arg, SymShape *out);
-UOp *symshape_to_uop(const SymShape *s);
+UOp *shape_sym_to_uop(const SymShape *s);
 bool uop_marg_pair_sym(const UOp *mop, SymShape *first, SymShape *second);
 
 /* Helpers on symbolic shapes: a concrete copy, whether any size is symbolic, size i as a weak-int UOp (CONST when
  * concrete), equality (expressions by node: hash-consing makes equal expressions one node), "(3, i+1)". */
-SymShape symshape_from(const Shape *s);
-bool symshape_is_symbolic(const SymShape *s);
-UOp *symshape_dim(const SymShape *s, int i);
-bool symshape_dim_eq(const SymShape *a, int i, const SymShape *b, int j);
-bool symshape_eq(const SymShape *a, const SymShape *b);
-const char *symshape_fmt(const SymShape *s, char *buf, size_t n);
-bool symshape_broadcast(const SymShape *a, const SymShape *b, SymShape *out);
+SymShape shape_sym_from(const Shape *s);
+bool shape_sym_is_symbolic(const SymShape *s);
+UOp *shape_sym_dim(const SymShape *s, int i);
+bool shape_sym_dim_eq(const SymShape *a, int i, const SymShape *b, int j);
+bool shape_sym_eq(const SymShape *a, const SymShape *b);
+const char *shape_sym_fmt(const SymShape *s, char *buf, size_t n);
+bool shape_sym_broadcast(const SymShape *a, const SymShape *b, SymShape *out);
 /* A size expression as a SymShape entry: CONST int -> concrete; an int expression -> symbolic with its vmax (false:
  * not an int, or a negative minimum). */
-bool symshape_set_dim(SymShape *s, int i, UOp *size);
+bool shape_sym_set_dim(SymShape *s, int i, UOp *size);
 
 /* Helpers on plain shapes. */
 int64_t shape_numel(const Shape *s);

@@ -69,7 +69,7 @@ static const char *fmt_sym(const SymShape *s) {
   static char bufs[4][256];
   static int at;
   at = (at + 1) % 4;
-  return symshape_fmt(s, bufs[at], sizeof bufs[at]);
+  return shape_sym_fmt(s, bufs[at], sizeof bufs[at]);
 }
 
 UOp *tensor_sym_numel(const SymShape *s, const bool *red) {
@@ -87,9 +87,9 @@ UOp *tensor_sym_numel(const SymShape *s, const bool *red) {
 UOp *tensor_reshape_sym(UOp *x, const SymShape *to) {
   SymShape s, r;
   if (!x || !tensor_shape_sym(x, &s)) return NULL;
-  if (symshape_eq(&s, to)) return x;
-  if (!symshape_is_symbolic(&s) && !symshape_is_symbolic(to)) return tensor_reshape(x, to->max.d, to->max.ndim);
-  UOp *src[2] = {x, symshape_to_uop(to)};
+  if (shape_sym_eq(&s, to)) return x;
+  if (!shape_sym_is_symbolic(&s) && !shape_sym_is_symbolic(to)) return tensor_reshape(x, to->max.d, to->max.ndim);
+  UOp *src[2] = {x, shape_sym_to_uop(to)};
   UOp *y = uop_new(TG_OP_RESHAPE, NULL, src, 2, arg_none());
   if (!tensor_shape_sym(y, &r)) /* the rule's message names both shapes */
     return tensor_err("size mismatch, can't reshape %s -> %s", fmt_sym(&s), fmt_sym(to));
@@ -97,7 +97,7 @@ UOp *tensor_reshape_sym(UOp *x, const SymShape *to) {
 }
 
 static UOp *mop_sym(UOp *x, TgOp op, const SymShape *a, const SymShape *b) {
-  UOp *src[3] = {x, symshape_to_uop(a), b ? symshape_to_uop(b) : NULL};
+  UOp *src[3] = {x, shape_sym_to_uop(a), b ? shape_sym_to_uop(b) : NULL};
   return uop_new(op, NULL, src, b ? 3 : 2, arg_none());
 }
 
@@ -105,7 +105,7 @@ static UOp *mop_sym(UOp *x, TgOp op, const SymShape *a, const SymShape *b) {
 UOp *tensor_broadcast_to_sym(UOp *x, const SymShape *ns) {
   SymShape s;
   if (!x || !tensor_shape_sym(x, &s)) return NULL;
-  if (symshape_eq(&s, ns)) return x;
+  if (shape_sym_eq(&s, ns)) return x;
   int nd = s.max.ndim;
   if (nd > ns->max.ndim)
     return tensor_err("cannot broadcast tensor to fewer dimensions. shape=%s to %s", fmt_sym(&s), fmt_sym(ns));
@@ -113,7 +113,7 @@ UOp *tensor_broadcast_to_sym(UOp *x, const SymShape *ns) {
   int expand_at[TG_MAX_DIMS], kept[TG_MAX_DIMS], ne = 0, nk = 0;
   for (int i = 0; i < nd; i++) {
     bool one = !s.sym[i] && s.max.d[i] == 1, target_one = !ns->sym[n_left + i] && ns->max.d[n_left + i] == 1;
-    if (!one && !symshape_dim_eq(&s, i, ns, n_left + i))
+    if (!one && !shape_sym_dim_eq(&s, i, ns, n_left + i))
       return tensor_err("cannot broadcast %s to %s", fmt_sym(&s), fmt_sym(ns));
     if (one && !target_one) expand_at[ne++] = i;
     else kept[nk++] = i;
@@ -150,7 +150,7 @@ UOp *tensor_shrink_sym(UOp *x, UOp *const *bounds, int n) {
   for (int i = 0; i < n; i++) {
     UOp *a = tensor_sint(bounds[2 * i]), *b = tensor_sint(bounds[2 * i + 1]);
     if (!a || !b) return NULL;
-    UOp *size = symshape_dim(&s, i);
+    UOp *size = shape_sym_dim(&s, i);
     int64_t va, vb, vs;
     if (!tensor_sint_value(a, &va) || !tensor_sint_value(b, &vb) || !tensor_sint_value(size, &vs))
       return tensor_err("shrink on axis %d: a size without a value", i);
@@ -161,8 +161,8 @@ UOp *tensor_shrink_sym(UOp *x, UOp *const *bounds, int n) {
       return NULL;
     }
     UOp *len = a->op == TG_OP_CONST && a->arg.c.i == 0 ? b : tensor_sint(uop_sub(b, a));
-    if (!symshape_set_dim(&off, i, a) || !len || !symshape_set_dim(&sz, i, len)) return tensor_err("bad shrink bounds on axis %d", i);
-    same = same && a->op == TG_OP_CONST && a->arg.c.i == 0 && symshape_dim_eq(&sz, i, &s, i);
+    if (!shape_sym_set_dim(&off, i, a) || !len || !shape_sym_set_dim(&sz, i, len)) return tensor_err("bad shrink bounds on axis %d", i);
+    same = same && a->op == TG_OP_CONST && a->arg.c.i == 0 && shape_sym_dim_eq(&sz, i, &s, i);
   }
   return same ? x : mop_sym(x, TG_OP_SHRINK, &off, &sz);
 }
@@ -171,9 +171,9 @@ UOp *tensor_empty_sym(const SymShape *s, const DType *dt) {
   if (dt_is_weak(dt) || dt == DT_VOID) return tensor_err("cannot create storage for weak dtype %s", dt->name);
   UOp *buf = engine_new_buffer(tg_default_device(), dt, shape_numel(&s->max));
   UOp *x = buf ? tensor_reshape(buf, s->max.d, s->max.ndim) : NULL;
-  if (!x || !symshape_is_symbolic(s)) return x;
+  if (!x || !shape_sym_is_symbolic(s)) return x;
   UOp *b[2 * TG_MAX_DIMS];
-  for (int i = 0; i < s->max.ndim; i++) b[2 * i] = uop_const_int(DT_WEAKINT, 0), b[2 * i + 1] = symshape_dim(s, i);
+  for (int i = 0; i < s->max.ndim; i++) b[2 * i] = uop_const_int(DT_WEAKINT, 0), b[2 * i + 1] = shape_sym_dim(s, i);
   return tensor_shrink_sym(x, b, s->max.ndim);
 }
 
@@ -190,8 +190,8 @@ UOp *tensor_pad_sym(UOp *x, UOp *const *pads, int n) {
     int64_t vlo, vhi;
     if (!tensor_sint_value(lo, &vlo) || !tensor_sint_value(hi, &vhi)) return tensor_err("pad on axis %d: a size without a value", i);
     if (vlo < 0 || vhi < 0) return tensor_err("negative pad (%lld, %lld) on axis %d", (long long)vlo, (long long)vhi, i);
-    UOp *len = tensor_sint(uop_add(uop_add(symshape_dim(&s, i), lo), hi));
-    if (!len || !symshape_set_dim(&beg, i, lo) || !symshape_set_dim(&sz, i, len)) return tensor_err("bad pad on axis %d", i);
+    UOp *len = tensor_sint(uop_add(uop_add(shape_sym_dim(&s, i), lo), hi));
+    if (!len || !shape_sym_set_dim(&beg, i, lo) || !shape_sym_set_dim(&sz, i, len)) return tensor_err("bad pad on axis %d", i);
     same = same && lo->op == TG_OP_CONST && lo->arg.c.i == 0 && hi->op == TG_OP_CONST && hi->arg.c.i == 0;
   }
   return same ? x : mop_sym(x, TG_OP_PAD, &beg, &sz);
@@ -216,7 +216,7 @@ bool tensor_sym_shape_arg(const tg_sint *shape, size_t ndim, bool keep_ok, SymSh
   for (size_t i = 0; i < ndim; i++) {
     UOp *e = sint_arg(shape[i], 2);
     if (!e) return false;
-    if (!symshape_set_dim(out, (int)i, e)) return tensor_err("invalid size on axis %zu", i), false;
+    if (!shape_sym_set_dim(out, (int)i, e)) return tensor_err("invalid size on axis %zu", i), false;
     if (!out->sym[i] && out->max.d[i] < (keep_ok ? -1 : 0)) return tensor_err("negative size on axis %zu", i), false;
   }
   return true;

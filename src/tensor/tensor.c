@@ -28,7 +28,7 @@ static void handle_set_shape(tg_tensor *t, const SymShape *s) {
 }
 
 SymShape tensor_handle_shape(const tg_tensor *t) {
-  SymShape s = symshape_from(&t->shape);
+  SymShape s = shape_sym_from(&t->shape);
   for (int i = 0; i < t->shape.ndim; i++) s.sym[i] = t->sym[i];
   return s;
 }
@@ -50,7 +50,7 @@ static tg_tensor *handle_new_sym(UOp *u, const SymShape *s, const char *device) 
 tg_tensor *tensor_handle_known_sym(UOp *u, const SymShape *s, const char *device) { return handle_new_sym(u, s, device); }
 
 tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device) {
-  SymShape ss = symshape_from(s);
+  SymShape ss = shape_sym_from(s);
   return handle_new_sym(u, &ss, device);
 }
 
@@ -209,10 +209,10 @@ bool tensor_shape(UOp *u, Shape *out) {
   if (!u) return false;
   SymShape ss;
   ShapeResult r = uop_shape_sym_cached(u, &ctx.cache, &ss);
-  if (r == SHAPE_OK && symshape_is_symbolic(&ss)) {
+  if (r == SHAPE_OK && shape_sym_is_symbolic(&ss)) {
     char b[200];
     tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: %s: symbolic shape %s not supported by this op yet", tensor_ctx_op(),
-                 symshape_fmt(&ss, b, sizeof b));
+                 shape_sym_fmt(&ss, b, sizeof b));
     return false;
   }
   *out = ss.max;
@@ -809,7 +809,7 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
     SymShape ss = tensor_handle_shape(t);
     char b[200];
     st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_to_host: symbolic shape %s: shrink it to concrete sizes first",
-                      symshape_fmt(&ss, b, sizeof b));
+                      shape_sym_fmt(&ss, b, sizeof b));
     goto done;
   }
   if (dt_is_weak(x->dtype)) x = tensor_cast(x, dt_strong(x->dtype));
@@ -872,7 +872,7 @@ static tg_status item_bytes(tg_tensor *t, unsigned char out[16], const DType **d
     SymShape ss = tensor_handle_shape(t);
     char b[200];
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_item: must have one element, shape is %s",
-                        symshape_fmt(&ss, b, sizeof b));
+                        shape_sym_fmt(&ss, b, sizeof b));
   }
   *dt = dt_strong(t->uop->dtype);
   return tg_to_host(t, out, (size_t)dt_itemsize(*dt));
