@@ -157,6 +157,34 @@ tg_status tg_variable_value(const tg_tensor *t, int64_t *value);
 /* The name, NULL when t is not a Variable (valid while t lives). */
 const char *tg_variable_name(const tg_tensor *t);
 
+/* ---- symbolic shapes (tinygrad's sint) ----
+ * A size may be an expression of bound Variables (a KV-cache slice of length start_pos+1). tg_sint {n, v} stands for
+ * n + v: v NULL is the int n; v is a 0-d int expression of bound Variables (tg_bind, tg_add/tg_mul/... of them and
+ * ints). A tensor with a symbolic size is a view of storage sized for the maximum (every Variable at its max); its
+ * kernels loop to the expression and read the bound values as scalar arguments, so a new value needs no new schedule
+ * and no new compile. Bounds are checked at the bound values. tg_shape gives the maximum for a symbolic size, tg_dim
+ * the size itself. Reading a symbolic-shaped tensor (tg_to_host, tg_item_*) is an error: shrink it to concrete sizes
+ * first. Symbolic shapes go through elementwise ops and broadcasting, casts, same-size bitcasts, tg_contiguous,
+ * tg_realize, tg_assign into a symbolic view (cache[sp:sp+1]), tg_permute/tg_transpose, tg_shrink (int bounds), tg_cat,
+ * the *_sym calls, sum/max/min/mean/var/softmax over any axes, tg_matmul/tg_dot (symbolic M, N or K), attention,
+ * gradients (tg_backward) and the JIT (a symbolic input view or output is re-bound to each call's vars); other ops fail
+ * with "symbolic shape ... not supported by this op yet". A reshape keeps each symbolic size as one axis (adding or
+ * removing size-1 axes around it). A symbolic offset or size must be >= 0 for every value in its Variables' ranges
+ * (tinygrad checks only the bound value). */
+typedef struct tg_sint { int64_t n; const tg_tensor *v; } tg_sint;
+#define TG_SI(n) ((tg_sint){(n), NULL})   /* the int n */
+#define TG_SV(v, n) ((tg_sint){(n), (v)}) /* v + n */
+/* (start, end) per axis, each an int or an expression: t[..., start:end, ...] */
+tg_tensor *tg_shrink_sym(const tg_tensor *t, const tg_sint *bounds, size_t ndim);
+/* (before, after) per axis, zero fill: x.pad(((0, 10 - vi),)) */
+tg_tensor *tg_pad_sym(const tg_tensor *t, const tg_sint *pads, size_t ndim);
+tg_tensor *tg_reshape_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim);
+tg_tensor *tg_expand_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim); /* TG_SI(-1) keeps a size */
+/* storage for the maximum, viewed at the symbolic shape (tinygrad Tensor.empty(3, vi)); TG_VOID: default float */
+tg_tensor *tg_empty_sym(const tg_sint *shape, size_t ndim, tg_dtype dtype);
+bool tg_is_symbolic(const tg_tensor *t);          /* some size is symbolic (false for NULL) */
+tg_tensor *tg_dim(const tg_tensor *t, int axis);  /* size `axis` as a 0-d weak int: an int or the expression */
+
 /* ---- JIT (tinygrad's TinyJit) ----
  * fn computes one step from its explicit inputs `in` and the bound Variables `vars` and stores nout new handles in
  * `out` (lazy or realized; the JIT realizes them). It may read and assign any other realized tensor (weights,

@@ -1,12 +1,15 @@
 /* jit.c — tinygrad's TinyJit in C (engine/jit.py): call 0 runs the step, call 1 captures it (the engine records
  * every realize's CALLs instead of running them, engine.c), freezes the recording into a flat launch list and runs
  * it, later calls check the inputs as tinygrad does and replay the list with the new input buffers and Variable
- * values. This file is the API half: input preparation and checks (_prepare_jit_inputs), the three phases, the
+ * values. A symbolic shape (an input view or an output whose sizes are expressions of the Variables in `vars`) is
+ * captured with the bound values of the capture call and re-bound to each call's values: the kernels already take the
+ * values as arguments, so one capture serves every value (tinygrad's test_symbolic_jit). This file is the API half: input preparation and checks (_prepare_jit_inputs), the three phases, the
  * output handles; the engine half (capture hook, freeze, replay) lives in engine.c next to the kernels it launches. */
 #include <stdio.h>
 
 #include "engine/engine.h"
 #include "tensor/tensor.h"
+#include "uop/pattern.h"
 
 struct tg_jit {
   tg_jit_fn fn;
@@ -23,8 +26,9 @@ struct tg_jit {
   Shape *in_shape;
   const char **in_device;
   char (*var_names)[TG_NAME_MAX];
+  UOp **var_binds;  /* kept: the capture call's bound Variables (re-bound in symbolic views and shapes) */
   UOp **outs;       /* kept: the outputs' nodes after the capture (captured buffers or views of them) */
-  Shape *out_shape;
+  SymShape *out_shape; /* its symbolic sizes kept by outs (views shrunk to them) */
   const char **out_device;
 };
 
@@ -44,6 +48,10 @@ void tg_jit_reset(tg_jit *j) {
   UOpScope sc = uop_scope_begin();
   for (size_t i = 0; i < j->nin; i++) uop_drop(j->in_view[i]), uop_drop(j->in_base[i]);
   for (size_t i = 0; j->outs && i < j->nout; i++) uop_drop(j->outs[i]);
+  for (size_t i = 0; j->var_binds && i < j->nvars; i++) uop_drop(j->var_binds[i]);
+  for (size_t i = 0; j->out_shape && i < j->nout; i++)
+    for (int k = 0; k < j->out_shape[i].max.ndim; k++)
+      if (j->out_shape[i].sym[k]) uop_drop(j->out_shape[i].sym[k]);
   uop_scope_end(sc);
   engine_jit_free(j->eng);
   tg_free(j->in_view);
@@ -51,6 +59,7 @@ void tg_jit_reset(tg_jit *j) {
   tg_free(j->in_shape);
   tg_free(j->in_device);
   tg_free(j->var_names);
+  tg_free(j->var_binds);
   tg_free(j->outs);
   tg_free(j->out_shape);
   tg_free(j->out_device);
@@ -126,6 +135,35 @@ static tg_status prepare_inputs(tg_tensor *const *in, size_t nin, tg_tensor *con
   return TG_OK;
 }
 
+/* u with the capture call's bound Variables replaced by this call's (by position in vars; the names match). */
+static UOp *rebind(const tg_jit *j, UOp *u, tg_tensor *const *vars) {
+  UOp *to_small[8] = {0};
+  UOp **to = j->nvars <= 8 ? to_small : tg_calloc(j->nvars, sizeof *to);
+  for (size_t i = 0; i < j->nvars; i++) to[i] = vars[i]->uop;
+  UOp *r = uop_substitute(u, j->var_binds, to, j->nvars);
+  if (to != to_small) tg_free(to);
+  return r;
+}
+
+/* The bound Variables in a symbolic view or shape must be among vars (else a replay would keep the capture's value
+ * in the kernels while the view says another). */
+static tg_status check_vars_known(UOp *u, tg_tensor *const *vars, size_t nvars, const char *what, size_t idx) {
+  UOpVec topo = {0};
+  uop_toposort(u, NULL, NULL, &topo);
+  tg_status st = TG_OK;
+  for (size_t k = 0; k < topo.len && st == TG_OK; k++) {
+    UOp *var;
+    if (!uop_unbind(topo.data[k], &var, NULL)) continue;
+    bool found = false;
+    for (size_t i = 0; i < nvars && !found; i++) found = vars[i]->uop == topo.data[k];
+    if (!found)
+      st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "JIT: %s %zu has a symbolic shape with Variable %s: pass that bound Variable in vars", what, idx,
+                        var->arg.param->name);
+  }
+  tg_vec_free(&topo);
+  return st;
+}
+
 /* tinygrad's check against expected_input_info. */
 static tg_status check_inputs(const tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
                               UOp *const *bases) {
@@ -139,8 +177,13 @@ static tg_status check_inputs(const tg_jit *j, tg_tensor *const *in, size_t nin,
       return tg_set_error(TG_ERR_INVALID_ARGUMENT, "args mismatch in JIT: input %zu is %s %s on %s, captured as %s %s on %s",
                           i, shape_fmt(&t->shape, a, sizeof a), t->uop->dtype->name, t->device,
                           shape_fmt(&j->in_shape[i], b, sizeof b), j->in_view[i]->dtype->name, j->in_device[i]);
-    if (bases[i]->dtype != j->in_base[i]->dtype || bases[i]->src[0] != j->in_base[i]->src[0] ||
-        !same_view(t->uop, bases[i], j->in_view[i], j->in_base[i]))
+    bool view_ok = bases[i]->dtype == j->in_base[i]->dtype && bases[i]->src[0] == j->in_base[i]->src[0];
+    if (view_ok && t->symbolic) { /* the captured view with this call's values */
+      UOpScope sc = uop_scope_begin();
+      view_ok = same_view(t->uop, bases[i], rebind(j, j->in_view[i], vars), j->in_base[i]);
+      uop_scope_end(sc);
+    } else if (view_ok) view_ok = same_view(t->uop, bases[i], j->in_view[i], j->in_base[i]);
+    if (!view_ok)
       return tg_set_error(TG_ERR_INVALID_ARGUMENT, "args mismatch in JIT: input %zu is another view of its buffer than at capture", i);
   }
   for (size_t i = 0; i < nvars; i++) {
@@ -191,6 +234,11 @@ static tg_status capture(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor 
   st = engine_jit_freeze(eng, bases, nin, names, nvars);
   tg_free(names);
   if (st == TG_OK) st = engine_jit_run(eng, bases, vals, NULL);
+  /* after the run (the handles already point at its buffers): symbolic shapes must use Variables of vars */
+  for (size_t i = 0; i < nin && st == TG_OK; i++)
+    if (in[i]->symbolic) st = check_vars_known(in[i]->uop, vars, nvars, "input", i);
+  for (size_t i = 0; i < j->nout && st == TG_OK; i++)
+    if (out[i]->symbolic) st = check_vars_known(out[i]->uop, vars, nvars, "output", i);
   if (st != TG_OK) {
     engine_jit_free(eng);
     tg_free(j->var_names);
@@ -210,12 +258,16 @@ static tg_status capture(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor 
     j->in_shape[i] = in[i]->shape;
     j->in_device[i] = in[i]->device;
   }
+  j->var_binds = tg_calloc(nvars + 1, sizeof *j->var_binds);
+  for (size_t i = 0; i < nvars; i++) j->var_binds[i] = uop_keep(vars[i]->uop);
   j->outs = tg_calloc(j->nout + 1, sizeof *j->outs);
   j->out_shape = tg_calloc(j->nout + 1, sizeof *j->out_shape);
   j->out_device = tg_calloc(j->nout + 1, sizeof *j->out_device);
   for (size_t i = 0; i < j->nout; i++) {
     j->outs[i] = uop_keep(out[i]->uop);
-    j->out_shape[i] = out[i]->shape;
+    j->out_shape[i] = tensor_handle_shape(out[i]);
+    for (int k = 0; k < j->out_shape[i].max.ndim; k++)
+      if (j->out_shape[i].sym[k]) uop_keep(j->out_shape[i].sym[k]);
     j->out_device[i] = out[i]->device;
   }
   return TG_OK;
@@ -242,7 +294,18 @@ tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *co
     double ks = 0;
     if (st == TG_OK) st = engine_jit_run(j->eng, bases, vals, j->timing ? &ks : NULL);
     j->last_kernel_seconds = ks;
-    for (size_t i = 0; i < j->nout && st == TG_OK; i++) out[i] = tensor_handle_known(j->outs[i], &j->out_shape[i], j->out_device[i]);
+    for (size_t i = 0; i < j->nout && st == TG_OK; i++) {
+      if (!shape_sym_is_symbolic(&j->out_shape[i])) {
+        out[i] = tensor_handle_known(j->outs[i], &j->out_shape[i].max, j->out_device[i]);
+        continue;
+      }
+      UOpScope sc = uop_scope_begin(); /* the captured view and shape with this call's values */
+      SymShape os = j->out_shape[i];
+      for (int k = 0; k < os.max.ndim; k++)
+        if (os.sym[k]) os.sym[k] = rebind(j, os.sym[k], vars);
+      out[i] = tensor_handle_known_sym(rebind(j, j->outs[i], vars), &os, j->out_device[i]);
+      uop_scope_end(sc);
+    }
   }
 done:
   if (bases != bases_small) tg_free(bases);

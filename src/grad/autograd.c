@@ -96,8 +96,8 @@ tg_status tg_gradient_with_grad(const tg_tensor *target, const tg_tensor *gradie
   for (size_t i = 0; ok && i < n; i++) {
     /* no path from the target: zeros (tinygrad's const_like(0)) */
     if (!grads[i]) grads[i] = tensor_const_like(targets[i], const_int(0), NULL);
-    Shape s;
-    ok = grads[i] && tensor_shape(grads[i], &s);
+    SymShape s;
+    ok = grads[i] && tensor_shape_sym(grads[i], &s);
   }
   /* every result is valid: the handles cannot fail now */
   for (size_t i = 0; ok && i < n; i++) {
@@ -148,9 +148,10 @@ static tg_status backward(tg_tensor *root, const tg_tensor *gradient, bool all) 
     UOp *g = grads[i] ? grads[i] : tensor_const_like(targets[i], const_int(0), NULL);
     if (g && !tensor_has_device(g)) g = tensor_clone(g); /* a constant gradient gets storage, like tinygrad's clone(device) */
     if (g && t->grad) g = tensor_add(tensor_in(t->grad, 1), g);
-    Shape s;
-    if (g && tensor_shape(g, &s) && !shape_eq(&s, &t->shape))
-      g = tensor_err("grad shape %s must match tensor shape %s", tensor_fmt_shape(&s), tensor_fmt_shape(&t->shape));
+    SymShape s, ts = tensor_handle_shape(t);
+    char b1[200], b2[200];
+    if (g && tensor_shape_sym(g, &s) && !shape_sym_eq(&s, &ts))
+      g = tensor_err("grad shape %s must match tensor shape %s", shape_sym_fmt(&s, b1, sizeof b1), shape_sym_fmt(&ts, b2, sizeof b2));
     grads[i] = g;
     ok = g != NULL;
   }

@@ -6,18 +6,23 @@
 #include "tensor/tensor.h"
 
 UOp *grad_unbroadcast(UOp *v, UOp *k) {
-  Shape ks, vs;
-  if (!tensor_shape(k, &ks) || !tensor_shape(v, &vs)) return NULL;
-  if (shape_eq(&ks, &vs)) return v;
+  SymShape ks, vs;
+  if (!tensor_shape_sym(k, &ks) || !tensor_shape_sym(v, &vs)) return NULL;
+  if (shape_sym_eq(&ks, &vs)) return v;
   /* tinygrad broadcast_axes: the axes added on the left, and the size-1 axes that were stretched */
-  int nleft = vs.ndim - ks.ndim, axes[TG_MAX_DIMS], n = 0;
-  if (nleft < 0) return tensor_err("gradient of shape %s cannot be summed to %s", tensor_fmt_shape(&vs), tensor_fmt_shape(&ks));
+  int nleft = vs.max.ndim - ks.max.ndim, axes[TG_MAX_DIMS], n = 0;
+  if (nleft < 0) {
+    char b1[200], b2[200];
+    return tensor_err("gradient of shape %s cannot be summed to %s", shape_sym_fmt(&vs, b1, sizeof b1), shape_sym_fmt(&ks, b2, sizeof b2));
+  }
   for (int i = 0; i < nleft; i++) axes[n++] = i;
-  for (int i = 0; i < ks.ndim; i++)
-    if (ks.d[i] == 1 && vs.d[nleft + i] != 1) axes[n++] = nleft + i;
+  for (int i = 0; i < ks.max.ndim; i++) {
+    bool k_one = !ks.sym[i] && ks.max.d[i] == 1, v_one = !vs.sym[nleft + i] && vs.max.d[nleft + i] == 1;
+    if (k_one && !v_one) axes[n++] = nleft + i;
+  }
   UOp *acc = tensor_cast(v, dt_sum_acc(v->dtype));
   UOp *sum = n ? tensor_reduce(acc, TG_OP_ADD, axes, n, false) : acc;
-  return tensor_cast(tensor_reshape(sum, ks.d, ks.ndim), v->dtype);
+  return tensor_cast(tensor_reshape_sym(sum, &ks), v->dtype);
 }
 
 typedef struct PathCtx {

@@ -24,8 +24,8 @@ static UOp *grads_of(RwCtx *rw, UOp *root, UOp *const *g, size_t n) {
 
 static UOp *incoming(RwCtx *rw) { return ((GradCtx *)rw->ctx)->grad; }
 
-static bool src_shape(RwCtx *rw, UOp *root, uint32_t i, Shape *s) {
-  if (tensor_shape(root->src[i], s)) return true;
+static bool src_shape(RwCtx *rw, UOp *root, uint32_t i, SymShape *s) {
+  if (tensor_shape_sym(root->src[i], s)) return true;
   ((GradCtx *)rw->ctx)->failed = true;
   return false;
 }
@@ -135,10 +135,10 @@ static UOp *grad_reduce(RwCtx *rw, UOp *root, UOp **m) {
   UOp *ctx = incoming(rw), *x = root->src[0], *g = NULL;
   int n = root->arg.red.naxes, axes[TG_MAX_DIMS];
   for (int i = 0; i < n && i < TG_MAX_DIMS; i++) axes[i] = i;
-  Shape xs;
+  SymShape xs;
   if (!src_shape(rw, root, 0, &xs)) return root;
   switch ((TgOp)root->arg.red.op) {
-  case TG_OP_ADD: g = tensor_broadcast_to(ctx, &xs); break;
+  case TG_OP_ADD: g = tensor_broadcast_to_sym(ctx, &xs); break;
   case TG_OP_MAX: {
     /* the maxima share the gradient equally */
     UOp *mask = tensor_cast(tensor_eq(x, root), ctx->dtype);
@@ -164,9 +164,9 @@ static UOp *grad_reduce(RwCtx *rw, UOp *root, UOp **m) {
 
 static UOp *grad_reshape(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  Shape s;
+  SymShape s;
   if (!src_shape(rw, root, 0, &s)) return root;
-  UOp *g[2] = {tensor_reshape(incoming(rw), s.d, s.ndim), no_grad()};
+  UOp *g[2] = {tensor_reshape_sym(incoming(rw), &s), no_grad()};
   return grads_of(rw, root, g, 2);
 }
 
@@ -177,27 +177,33 @@ static UOp *grad_expand(RwCtx *rw, UOp *root, UOp **m) {
   return grads_of(rw, root, g, 2);
 }
 
-/* PAD(x, begins, sizes): shrink the padding away */
+/* PAD(x, begins, sizes): shrink the padding away (sizes may be symbolic) */
 static UOp *grad_pad(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  Shape s, beg, sz;
+  SymShape s, beg, sz;
   if (!src_shape(rw, root, 0, &s)) return root;
-  if (!uop_marg_pair(root, &beg, &sz)) return root;
-  int64_t bounds[2 * TG_MAX_DIMS];
-  for (int i = 0; i < s.ndim; i++) bounds[2 * i] = beg.d[i], bounds[2 * i + 1] = beg.d[i] + s.d[i];
-  UOp *g[3] = {tensor_shrink(incoming(rw), bounds, s.ndim), no_grad(), no_grad()};
+  if (!uop_marg_pair_sym(root, &beg, &sz)) return root;
+  UOp *bounds[2 * TG_MAX_DIMS];
+  for (int i = 0; i < s.max.ndim; i++) {
+    bounds[2 * i] = shape_sym_dim(&beg, i);
+    bounds[2 * i + 1] = uop_add(bounds[2 * i], shape_sym_dim(&s, i));
+  }
+  UOp *g[3] = {tensor_shrink_sym(incoming(rw), bounds, s.max.ndim), no_grad(), no_grad()};
   return grads_of(rw, root, g, 3);
 }
 
-/* SHRINK(x, offsets, sizes): pad back with zeros */
+/* SHRINK(x, offsets, sizes): pad back with zeros (sizes may be symbolic) */
 static UOp *grad_shrink(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  Shape s, off, sz;
+  SymShape s, off, sz;
   if (!src_shape(rw, root, 0, &s)) return root;
-  if (!uop_marg_pair(root, &off, &sz)) return root;
-  int64_t pads[2 * TG_MAX_DIMS];
-  for (int i = 0; i < s.ndim; i++) pads[2 * i] = off.d[i], pads[2 * i + 1] = s.d[i] - off.d[i] - sz.d[i];
-  UOp *g[3] = {tensor_pad_raw(incoming(rw), pads, s.ndim), no_grad(), no_grad()};
+  if (!uop_marg_pair_sym(root, &off, &sz)) return root;
+  UOp *pads[2 * TG_MAX_DIMS];
+  for (int i = 0; i < s.max.ndim; i++) {
+    pads[2 * i] = shape_sym_dim(&off, i);
+    pads[2 * i + 1] = uop_sub(uop_sub(shape_sym_dim(&s, i), pads[2 * i]), shape_sym_dim(&sz, i));
+  }
+  UOp *g[3] = {tensor_pad_sym(incoming(rw), pads, s.max.ndim), no_grad(), no_grad()};
   return grads_of(rw, root, g, 3);
 }
 

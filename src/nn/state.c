@@ -37,6 +37,11 @@ tg_tensor *nn_finish(tg_scope s, tg_tensor *r) {
 
 tg_tensor *nn_same(const tg_tensor *t) {
   if (!t) return NULL;
+  if (tg_is_symbolic(t)) { /* -1 keeps each size, symbolic ones too */
+    tg_sint keep[TG_MAX_DIMS];
+    for (int i = 0; i < tg_ndim(t); i++) keep[i] = TG_SI(-1);
+    return tg_expand_sym(t, keep, (size_t)tg_ndim(t));
+  }
   return tg_reshape(t, tg_shape(t), (size_t)tg_ndim(t));
 }
 

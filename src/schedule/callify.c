@@ -37,8 +37,9 @@ static tg_status unsupported(const char *what) {
 
 /* x (rewritten) is stored into a new buffer shaped like `orig`; returns the AFTER that stands for it. */
 static UOp *store_into_new_buffer(CallifyCtx *c, UOp *x, UOp *orig, tg_status *st) {
-  Shape sh;
-  if (sched_shape_of(orig, &c->shapes, &sh) != SHAPE_OK) { *st = TG_ERR_INVALID_ARGUMENT; return NULL; }
+  SymShape ssh;
+  if (sched_symshape_of(orig, &c->shapes, &ssh) != SHAPE_OK) { *st = TG_ERR_INVALID_ARGUMENT; return NULL; }
+  Shape sh = ssh.max; /* a symbolic shape is stored into a buffer sized for its maximum, viewed shrunk to it */
   if (dt_is_weak(orig->dtype)) {
     *st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "cannot realize a weak dtype (%s); cast to a concrete dtype first",
                        orig->dtype->name);
@@ -54,6 +55,12 @@ static UOp *store_into_new_buffer(CallifyCtx *c, UOp *x, UOp *orig, tg_status *s
   if (sh.ndim != 1) {
     UOp *src[2] = {buf, shape_to_uop(sh.d, sh.ndim)};
     view = uop_new(TG_OP_RESHAPE, buf->dtype, src, 2, arg_none());
+  }
+  if (shape_sym_is_symbolic(&ssh)) {
+    SymShape zero = shape_sym_from(&sh);
+    memset(zero.max.d, 0, sizeof zero.max.d);
+    UOp *src[3] = {view, shape_sym_to_uop(&zero), shape_sym_to_uop(&ssh)};
+    view = uop_new(TG_OP_SHRINK, buf->dtype, src, 3, arg_none());
   }
   UOp *ss[2] = {view, x};
   UOp *store = uop_new(TG_OP_STORE, DT_VOID, ss, 2, arg_none());
@@ -133,9 +140,9 @@ static UOp *contiguous_view(CallifyCtx *c, UOp *x) {
   bool ok = true;
   while (ok && cur != buf) {
     if (cur->op == TG_OP_DETACH || cur->op == TG_OP_CUSTOM_GRAD) { cur = cur->src[0]; continue; }
-    Shape ps;
+    SymShape ps;
     size_t nn = 0;
-    ok = sched_shape_of(cur->src[0], &c->shapes, &ps) == SHAPE_OK && sched_apply_movement(cur, &ps, idx, n, tmp, &nn);
+    ok = sched_symshape_of(cur->src[0], &c->shapes, &ps) == SHAPE_OK && sched_apply_movement(cur, &ps, idx, n, tmp, &nn);
     for (size_t k = 0; ok && k < nn; k++) idx[k] = tmp[k];
     n = nn;
     cur = cur->src[0];

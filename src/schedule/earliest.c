@@ -174,7 +174,8 @@ static UOp *trace_movement(UOp *x, UOp **idx, size_t *n) {
     Shape ps;
     size_t nn = 0;
     if (cur->op == TG_OP_DETACH || cur->op == TG_OP_CUSTOM_GRAD) { cur = cur->src[0]; continue; }
-    if (!shape_of(cur->src[0], &ps) || !sched_apply_movement(cur, &ps, idx, *n, tmp, &nn)) return NULL;
+    SymShape pss;
+    if (!shape_of(cur->src[0], &ps) || (pss = shape_sym_from(&ps), !sched_apply_movement(cur, &pss, idx, *n, tmp, &nn))) return NULL;
     for (size_t k = 0; k < nn; k++) idx[k] = tmp[k];
     *n = nn;
     cur = cur->src[0];

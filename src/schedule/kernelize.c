@@ -16,6 +16,20 @@
 /* ---------------------------------------------------------------------------------------------------------------
  * shapes of the nodes this stage sees (buffers, stages, views of them); the tensor-graph rule for the rest */
 
+static bool kshape(UOp *u, Shape *s);
+
+/* the same with symbolic sizes (views of buffers: SHRINKs to an expression) */
+static bool kshape_sym(UOp *u, SymShape *s) {
+  switch (uop_op(u)) {
+  case TG_OP_AFTER: case TG_OP_CAST: return kshape_sym(u->src[0], s);
+  case TG_OP_RESHAPE: return uop_as_symshape(u->src[1], s);
+  case TG_OP_STAGE: case TG_OP_BUFFER: case TG_OP_PARAM: break;
+  default: return uop_shape_sym(u, s) == SHAPE_OK;
+  }
+  Shape c; /* these are concrete */
+  return kshape(u, &c) && (*s = shape_sym_from(&c), true);
+}
+
 static bool kshape(UOp *u, Shape *s) {
   switch (uop_op(u)) {
   case TG_OP_STAGE:
@@ -286,9 +300,9 @@ typedef struct AddBufCtx { int64_t next_slot; bool failed; } AddBufCtx;
 static UOp *mop_index(RwCtx *rw, UOp *idx, UOp **m) {
   TG_UNUSED(rw);
   UOp *r = m[0];
-  Shape rs, ps;
-  if (!kshape(r, &rs) || !kshape(r->src[0], &ps)) return NULL;
-  if ((int)idx->nsrc - 1 != rs.ndim) return NULL;
+  SymShape rs, ps;
+  if (!kshape_sym(r, &rs) || !kshape_sym(r->src[0], &ps)) return NULL;
+  if ((int)idx->nsrc - 1 != rs.max.ndim) return NULL;
   UOp *out[SCHED_MAX_IDX];
   size_t nout = 0;
   if (!sched_apply_movement(r, &ps, idx->src + 1, idx->nsrc - 1, out, &nout)) return NULL;

@@ -85,14 +85,35 @@ UOp *sched_apply_reshape(const Shape *in_shape, const Shape *out_shape, UOp *con
   return sink;
 }
 
-static UOp *sub_int(UOp *a, int64_t v) { return uop_sub(a, sched_weak_int(v)); }
 
-bool sched_apply_movement(UOp *x, const Shape *in_shape, UOp *const *rngs, size_t nr, UOp **out, size_t *nout) {
-  Shape a, b;
-  if (!uop_marg_pair(x, &a, &b)) return false;
+/* A reshape with symbolic sizes keeps each one as an axis, in order, with the same product of concrete sizes between
+ * them (the shape rule): each concrete segment reshapes on its own, the symbolic axes map one to one. */
+static bool reshape_segments(const SymShape *in, const SymShape *to, UOp *const *rngs, UOp **out) {
+  int i = 0, k = 0;
+  for (;;) {
+    int i0 = i, k0 = k;
+    while (i < in->max.ndim && !in->sym[i]) i++;
+    while (k < to->max.ndim && !to->sym[k]) k++;
+    Shape si = {i - i0, {0}}, sk = {k - k0, {0}};
+    for (int x = i0; x < i; x++) si.d[x - i0] = in->max.d[x];
+    for (int x = k0; x < k; x++) sk.d[x - k0] = to->max.d[x];
+    if (shape_numel(&si) != shape_numel(&sk)) return false;
+    if (si.ndim) sched_apply_reshape(&si, &sk, rngs + k0, (size_t)sk.ndim, out + i0);
+    if (i == in->max.ndim || k == to->max.ndim) return i == in->max.ndim && k == to->max.ndim;
+    if (in->sym[i] != to->sym[k]) return false;
+    out[i++] = rngs[k++];
+  }
+}
+
+bool sched_apply_movement(UOp *x, const SymShape *in_sym, UOp *const *rngs, size_t nr, UOp **out, size_t *nout) {
+  SymShape as, bs;
+  if (!uop_marg_pair_sym(x, &as, &bs)) return false;
+  const Shape *in_shape = &in_sym->max;
+  Shape a = as.max;
   switch (uop_op(x)) {
   case TG_OP_SHRINK:
-    for (size_t i = 0; i < nr; i++) out[i] = a.d[i] == 0 ? rngs[i] : uop_add(rngs[i], sched_weak_int(a.d[i]));
+    for (size_t i = 0; i < nr; i++)
+      out[i] = as.sym[i] ? uop_add(rngs[i], as.sym[i]) : a.d[i] == 0 ? rngs[i] : uop_add(rngs[i], sched_weak_int(a.d[i]));
     *nout = nr;
     return true;
   case TG_OP_PERMUTE:
@@ -102,8 +123,10 @@ bool sched_apply_movement(UOp *x, const Shape *in_shape, UOp *const *rngs, size_
     *nout = nr;
     return true;
   case TG_OP_FLIP:
-    for (size_t i = 0; i < nr; i++)
-      out[i] = a.d[i] ? uop_add(sched_weak_int(in_shape->d[i] - 1), uop_neg(rngs[i])) : rngs[i];
+    for (size_t i = 0; i < nr; i++) {
+      UOp *last = in_sym->sym[i] ? uop_add(in_sym->sym[i], sched_weak_int(-1)) : sched_weak_int(in_shape->d[i] - 1);
+      out[i] = a.d[i] ? uop_add(last, uop_neg(rngs[i])) : rngs[i];
+    }
     *nout = nr;
     return true;
   case TG_OP_EXPAND:
@@ -112,15 +135,24 @@ bool sched_apply_movement(UOp *x, const Shape *in_shape, UOp *const *rngs, size_
     return true;
   case TG_OP_PAD:
     for (size_t i = 0; i < nr; i++) {
-      int64_t off = a.d[i], sz = b.d[i], sh = in_shape->d[i];
-      if (sz == sh && off == 0) { out[i] = rngs[i]; continue; }
-      UOp *cond = uop_and(uop_not(uop_lt(rngs[i], sched_weak_int(off))), uop_lt(rngs[i], sched_weak_int(sh + off)));
+      UOp *off = shape_sym_dim(&as, (int)i), *sh = shape_sym_dim(in_sym, (int)i), *sz = shape_sym_dim(&bs, (int)i);
+      if (sz == sh && off->op == TG_OP_CONST && off->arg.c.i == 0) { out[i] = rngs[i]; continue; }
+      UOp *cond = uop_and(uop_not(uop_lt(rngs[i], off)), uop_lt(rngs[i], uop_add(sh, off)));
       cond = simplify_with(cond, pad_pm(), "pad");
-      out[i] = uop_where(cond, sub_int(rngs[i], off), uop_invalid());
+      out[i] = uop_where(cond, uop_sub(rngs[i], off), uop_invalid());
     }
     *nout = nr;
     return true;
-  case TG_OP_RESHAPE: {
+  case TG_OP_RESHAPE:
+    if (shape_sym_is_symbolic(in_sym) || shape_sym_is_symbolic(&as)) {
+      if (!reshape_segments(in_sym, &as, rngs, out)) return false;
+      *nout = (size_t)in_sym->max.ndim;
+      return true;
+    }
+    break;
+  default: return false;
+  }
+  { /* a concrete reshape: the flat index of the output ranges, split by the input sizes */
     UOp *sink = uop_simplify(uop_sink(rngs, nr));
     UOpVec rs = {0};
     sched_ranges(sink, &rs);
@@ -142,8 +174,6 @@ bool sched_apply_movement(UOp *x, const Shape *in_shape, UOp *const *rngs, size_
     tg_vec_free(&rs);
     tg_vec_free(&ph);
     return true;
-  }
-  default: return false;
   }
 }
 
@@ -185,9 +215,10 @@ static RangeEntry *range_get(IndexingCtx *c, const UOp *u) {
   return p ? *p : NULL;
 }
 
-static UOp *new_range(IndexingCtx *c, int64_t s, AxisType t) {
-  if (s == 1) return sched_weak_int(0);
-  return uop_range(sched_weak_int(s), c->range_idx++, t);
+/* a range over size i of s (a symbolic size: a range ending at its expression) */
+static UOp *new_range(IndexingCtx *c, const SymShape *s, int i, AxisType t) {
+  if (!s->sym[i] && s->max.d[i] == 1) return sched_weak_int(0);
+  return uop_range(s->sym[i] ? s->sym[i] : sched_weak_int(s->max.d[i]), c->range_idx++, t);
 }
 
 static bool is_invalid_where(const UOp *r) { return r->op == TG_OP_WHERE && uop_is_invalid(r->src[2]); }
@@ -207,16 +238,18 @@ static size_t data_src_count(const UOp *u) {
 static bool is_broadcastable(const UOp *u) { return op_has(uop_op(u), OPP_BINARY | OPP_TERNARY); }
 
 /* out axes of out_shape that src_shape is broadcast along */
-static int broadcast_axes(const Shape *src, const Shape *out, int *axes) {
-  int n = 0, nleft = out->ndim - src->ndim;
+static bool size_one(const SymShape *s, int i) { return !s->sym[i] && s->max.d[i] == 1; }
+
+static int broadcast_axes(const SymShape *src, const SymShape *out, int *axes) {
+  int n = 0, nleft = out->max.ndim - src->max.ndim;
   for (int i = 0; i < nleft; i++) axes[n++] = i;
-  for (int i = 0; i < src->ndim; i++)
-    if (src->d[i] == 1 && out->d[nleft + i] != 1) axes[n++] = nleft + i;
+  for (int i = 0; i < src->max.ndim; i++)
+    if (size_one(src, i) && !size_one(out, nleft + i)) axes[n++] = nleft + i;
   return n;
 }
 
-static bool shape_or_fail(IndexingCtx *c, UOp *u, Shape *s) {
-  if (sched_shape_of(u, &c->shapes, s) == SHAPE_OK) return true;
+static bool shape_or_fail(IndexingCtx *c, UOp *u, SymShape *s) {
+  if (sched_symshape_of(u, &c->shapes, s) == SHAPE_OK) return true;
   c->failed = true;
   return false;
 }
@@ -227,10 +260,10 @@ static size_t broadcast_rngs(IndexingCtx *c, UOp *consumer, UOp *x, UOp *const *
     for (size_t i = 0; i < n; i++) out[i] = rngs[i];
     return n;
   }
-  Shape xs, cs;
+  SymShape xs, cs;
   if (!shape_or_fail(c, x, &xs) || !shape_or_fail(c, consumer, &cs)) return 0;
   int axes[SCHED_MAX_IDX];
-  int na = broadcast_axes(&xs, &cs, axes), nleft = cs.ndim - xs.ndim;
+  int na = broadcast_axes(&xs, &cs, axes), nleft = cs.max.ndim - xs.max.ndim;
   size_t k = 0;
   for (size_t j = (size_t)nleft; j < n; j++) {
     bool b = false;
@@ -273,13 +306,13 @@ static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
   size_t *ncrng = tg_malloc((consumers->len + 1) * sizeof(size_t));
   /* ranges the consumers iterate that this node broadcasts over */
   UOpVec ended = {0}, bcast_ending = {0};
-  Shape xs;
+  SymShape xs;
   bool have_shape = false;
   for (size_t i = 0; i < consumers->len; i++) {
     UOp *cu = consumers->data[i];
     RangeEntry *ce = range_get(c, cu);
     if (!ce || !is_broadcastable(cu)) continue;
-    Shape cs;
+    SymShape cs;
     if (!have_shape && !shape_or_fail(c, x, &xs)) goto out;
     have_shape = true;
     if (!shape_or_fail(c, cu, &cs)) goto out;
@@ -305,11 +338,11 @@ static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
   if (re) {
     if (!have_shape && !shape_or_fail(c, x, &xs)) goto out;
     have_shape = true;
-    for (int i = 0; i < xs.ndim; i++) outr[nout++] = new_range(c, xs.d[i], AXIS_WEAK);
+    for (int i = 0; i < xs.max.ndim; i++) outr[nout++] = new_range(c, &xs, i, AXIS_WEAK);
     ending->len = 0;
     re->listed = true;
-    re->n = xs.ndim;
-    for (int i = 0; i < xs.ndim; i++) re->axes[i] = i;
+    re->n = xs.max.ndim;
+    for (int i = 0; i < xs.max.ndim; i++) re->axes[i] = i;
   } else if (nc == 0) {
     goto out;
   } else if (nc == 1) {
@@ -331,13 +364,13 @@ static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
     } else {
       if (!have_shape && !shape_or_fail(c, x, &xs)) goto out;
       have_shape = true;
-      nout = (size_t)xs.ndim;
+      nout = (size_t)xs.max.ndim;
       realize_add(c, x);
       re = realize_get(c, x);
       re->listed = true;
       re->n = 0;
       for (size_t i = 0; i < nout; i++) {
-        outr[i] = new_range(c, xs.d[i], AXIS_WEAK);
+        outr[i] = new_range(c, &xs, (int)i, AXIS_WEAK);
         re->axes[re->n++] = (int)i;
       }
     }
@@ -363,7 +396,7 @@ static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
       cur->n = na;
       for (int k = 0; k < na; k++) cur->axes[k] = axes[k];
       for (size_t i = 0; i < nout; i++)
-        if (axis_in(cur, (int)i)) outr[i] = new_range(c, xs.d[i], AXIS_WEAK);
+        if (axis_in(cur, (int)i)) outr[i] = new_range(c, &xs, (int)i, AXIS_WEAK);
     }
   }
   for (size_t j = 0; j < bcast_ending.len; j++) tg_vec_push(ending, bcast_ending.data[j]);
@@ -373,18 +406,18 @@ static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
   size_t nin = nout;
   for (size_t i = 0; i < nout; i++) inr[i] = outr[i];
   if (op_has(op, OPP_MOVEMENT)) {
-    Shape ps;
+    SymShape ps;
     if (!shape_or_fail(c, x->src[0], &ps)) goto out;
     if (!sched_apply_movement(x, &ps, outr, nout, inr, &nin)) {
-      tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: rangeify: movement op %s with a symbolic argument", uop_op_name(op));
+      tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: rangeify: movement op %s on these symbolic sizes not supported yet", uop_op_name(op));
       c->failed = true;
       goto out;
     }
     if (op == TG_OP_EXPAND) {
-      Shape ea;
-      uop_marg_pair(x, &ea, NULL);
+      SymShape ea;
+      uop_marg_pair_sym(x, &ea, NULL);
       UOpVec rs = {0};
-      ranges_of_exprs(outr, (size_t)ea.ndim, &rs);
+      ranges_of_exprs(outr, (size_t)ea.max.ndim, &rs);
       for (size_t j = 0; j < rs.len; j++) tg_vec_push(ending, rs.data[j]);
       tg_vec_free(&rs);
     }
@@ -394,10 +427,10 @@ static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
     for (size_t i = 0; i < nin; i++) inr[i] = outr[i + 1];
   }
   if (op == TG_OP_REDUCE && x->arg.red.naxes) {
-    Shape ps;
+    SymShape ps;
     if (!shape_or_fail(c, x->src[0], &ps)) goto out;
     nin = 0;
-    for (int i = 0; i < x->arg.red.naxes; i++) inr[nin++] = new_range(c, ps.d[i], AXIS_REDUCE);
+    for (int i = 0; i < x->arg.red.naxes; i++) inr[nin++] = new_range(c, &ps, i, AXIS_REDUCE);
     for (size_t i = 0; i < nout; i++) inr[nin++] = outr[i];
   }
   RangeEntry *e = ictx_alloc(c, sizeof(RangeEntry));

@@ -37,6 +37,7 @@ int sched_range_cmp(const UOp *a, const UOp *b);        /* order of RANGE args (
 
 /* Shapes of tensor-graph nodes through one cache per pass. */
 ShapeResult sched_shape_of(UOp *u, ShapeCache *c, Shape *out);
+ShapeResult sched_symshape_of(UOp *u, ShapeCache *c, SymShape *out); /* symbolic sizes allowed */
 
 /* Stages (each returns the new graph in the caller's scope, or NULL with tg_last_error set). */
 typedef struct CallifyResult {
@@ -52,7 +53,7 @@ UOp *sched_earliest_rewrites(UOp *sink);
 UOp *sched_run_rangeify(UOp *sink);
 /* The movement op of x applied to index expressions (tinygrad apply_movement_op): in[...] of x's input from the
  * output ranges rngs. Returns false on an unsupported op. */
-bool sched_apply_movement(UOp *x, const Shape *in_shape, UOp *const *rngs, size_t nr, UOp **out, size_t *nout);
+bool sched_apply_movement(UOp *x, const SymShape *in_shape, UOp *const *rngs, size_t nr, UOp **out, size_t *nout);
 UOp *sched_apply_reshape(const Shape *in_shape, const Shape *out_shape, UOp *const *rngs, size_t nr, UOp **out);
 const RuleSet *sched_pm_reduce_simplify(void); /* reduce_unparented + reduce_collapse (reduce_collapse.c) */
 UOp *sched_cleanup(UOp *sink);          /* symbolic + reduce simplify + const buffer folding + remove_bufferize */

@@ -22,14 +22,16 @@ static UOp *promote(UOp *t, const DType *out) {
 static UOp *ralu(TgOp op, UOp *const *src, int n) {
   for (int i = 0; i < n; i++)
     if (!src[i]) return NULL;
-  Shape s, t;
-  if (!tensor_shape(src[0], &s)) return NULL;
+  SymShape s, t;
+  if (!tensor_shape_sym(src[0], &s)) return NULL;
   for (int i = 1; i < n; i++) {
-    if (!tensor_shape(src[i], &t)) return NULL;
-    Shape prev = s;
-    if (!shape_broadcast(&prev, &t, &s))
-      return tensor_err("shapes %s and %s cannot be broadcast (%s, %s)", tensor_fmt_shape(&prev), tensor_fmt_shape(&t), src[0]->dtype->name,
-                  src[i]->dtype->name);
+    if (!tensor_shape_sym(src[i], &t)) return NULL;
+    SymShape prev = s;
+    if (!shape_sym_broadcast(&prev, &t, &s)) {
+      char b1[200], b2[200];
+      return tensor_err("shapes %s and %s cannot be broadcast (%s, %s)", shape_sym_fmt(&prev, b1, sizeof b1),
+                        shape_sym_fmt(&t, b2, sizeof b2), src[0]->dtype->name, src[i]->dtype->name);
+    }
   }
   const DType *dt = uop_derive_dtype(op, src, (size_t)n, NULL);
   if (!dt) {
@@ -65,9 +67,12 @@ UOp *tensor_bitcast(UOp *x, const DType *d) {
   if (!x) return NULL;
   if (dt_is_weak(x->dtype) || dt_is_weak(d) || d == DT_VOID) return tensor_err("bitcast requires concrete dtypes, got %s -> %s", x->dtype->name, d->name);
   if (x->dtype == d) return x;
-  Shape s;
-  if (!tensor_shape(x, &s)) return NULL;
+  SymShape ss;
+  if (!tensor_shape_sym(x, &ss)) return NULL;
+  Shape s = ss.max;
   int isz = dt_itemsize(x->dtype), osz = dt_itemsize(d);
+  if (isz != osz && shape_sym_is_symbolic(&ss)) /* the scheduler's bitcast of a view needs concrete sizes */
+    return tensor_err_unsupported("bitcast to another item size of a symbolic shape");
   if (isz != osz) {
     if (s.ndim == 0) return tensor_err("bitcast of a 0-d %s to %s changes the size", x->dtype->name, d->name);
     if ((s.d[s.ndim - 1] * isz) % osz) return tensor_err("unsupported size in bitcast: %s %s -> %s", tensor_fmt_shape(&s), x->dtype->name, d->name);

@@ -50,9 +50,9 @@ UOp *tensor_reshape(UOp *x, const int64_t *shape, int n) {
 }
 
 UOp *tensor_permute(UOp *x, const int *order, int n) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return tensor_err("order has %d axes, tensor %s has %d", n, tensor_fmt_shape(&s), s.ndim);
+  int nd = x ? tensor_ndim(x) : -1;
+  if (nd < 0) return NULL;
+  if (n != nd) return tensor_err("order has %d axes, tensor has %d", n, nd);
   int64_t ord[TG_MAX_DIMS];
   bool seen[TG_MAX_DIMS] = {0}, ident = true;
   for (int i = 0; i < n; i++) {
@@ -76,35 +76,8 @@ UOp *tensor_transpose(UOp *x, int d0, int d1) {
 }
 
 UOp *tensor_broadcast_to(UOp *x, const Shape *ns) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (shape_eq(&s, ns)) return x;
-  if (s.ndim > ns->ndim) return tensor_err("cannot broadcast tensor to fewer dimensions. shape=%s to %s", tensor_fmt_shape(&s), tensor_fmt_shape(ns));
-  int n_left = ns->ndim - s.ndim;
-  for (int i = 0; i < s.ndim; i++)
-    if (s.d[i] != ns->d[n_left + i] && s.d[i] != 1) return tensor_err("cannot broadcast %s to %s", tensor_fmt_shape(&s), tensor_fmt_shape(ns));
-  int expand_at[TG_MAX_DIMS], kept[TG_MAX_DIMS], ne = 0, nk = 0;
-  for (int i = 0; i < s.ndim; i++) {
-    if (s.d[i] == 1 && ns->d[n_left + i] != 1) expand_at[ne++] = i;
-    else kept[nk++] = i;
-  }
-  int64_t sq[TG_MAX_DIMS], ex[TG_MAX_DIMS];
-  for (int i = 0; i < nk; i++) sq[i] = s.d[kept[i]];
-  for (int i = 0; i < n_left; i++) ex[i] = ns->d[i];
-  for (int i = 0; i < ne; i++) ex[n_left + i] = ns->d[n_left + expand_at[i]];
-  UOp *r = tensor_mop(tensor_reshape(x, sq, nk), TG_OP_EXPAND, ex, NULL, n_left + ne);
-  int perm[TG_MAX_DIMS];
-  for (int i = 0; i < n_left; i++) perm[i] = i;
-  for (int i = 0; i < s.ndim; i++) {
-    int pos = -1;
-    for (int k = 0; k < ne; k++)
-      if (expand_at[k] == i) pos = k;
-    if (pos < 0)
-      for (int k = 0; k < nk; k++)
-        if (kept[k] == i) pos = ne + k;
-    perm[n_left + i] = n_left + pos;
-  }
-  return tensor_permute(r, perm, ns->ndim);
+  SymShape s = shape_sym_from(ns);
+  return tensor_broadcast_to_sym(x, &s);
 }
 
 UOp *tensor_expand(UOp *x, const int64_t *shape, int n) {
@@ -138,34 +111,19 @@ UOp *tensor_flip(UOp *x, const int *axes, int n) {
 }
 
 UOp *tensor_pad_raw(UOp *x, const int64_t *pads, int n) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return tensor_err("ndim=%d != len(pads)=%d", s.ndim, n);
-  int64_t beg[TG_MAX_DIMS], sz[TG_MAX_DIMS];
-  bool same = true;
-  for (int i = 0; i < n; i++) {
-    if (pads[2 * i] < 0 || pads[2 * i + 1] < 0) return tensor_err("negative pad (%lld, %lld) on axis %d", (long long)pads[2 * i], (long long)pads[2 * i + 1], i);
-    beg[i] = pads[2 * i];
-    sz[i] = s.d[i] + pads[2 * i] + pads[2 * i + 1];
-    same = same && sz[i] == s.d[i];
-  }
-  return same ? x : tensor_mop(x, TG_OP_PAD, beg, sz, n);
+  if (!x) return NULL;
+  if (n > TG_MAX_DIMS) return tensor_err("%d dims, at most %d supported", n, TG_MAX_DIMS);
+  UOp *p[2 * TG_MAX_DIMS];
+  for (int i = 0; i < 2 * n; i++) p[i] = uop_const_int(DT_WEAKINT, pads[i]);
+  return tensor_pad_sym(x, p, n);
 }
 
 UOp *tensor_shrink(UOp *x, const int64_t *bounds, int n) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return tensor_err("ndim=%d != len(bounds)=%d", s.ndim, n);
-  int64_t off[TG_MAX_DIMS], sz[TG_MAX_DIMS];
-  bool same = true;
-  for (int i = 0; i < n; i++) {
-    int64_t a = bounds[2 * i], b = bounds[2 * i + 1];
-    if (a < 0 || b < a || b > s.d[i]) return tensor_err("invalid shrink (%lld, %lld) on axis %d of %s", (long long)a, (long long)b, i, tensor_fmt_shape(&s));
-    off[i] = a;
-    sz[i] = b - a;
-    same = same && sz[i] == s.d[i];
-  }
-  return same ? x : tensor_mop(x, TG_OP_SHRINK, off, sz, n);
+  if (!x) return NULL;
+  if (n > TG_MAX_DIMS) return tensor_err("%d dims, at most %d supported", n, TG_MAX_DIMS);
+  UOp *b[2 * TG_MAX_DIMS];
+  for (int i = 0; i < 2 * n; i++) b[i] = uop_const_int(DT_WEAKINT, bounds[i]);
+  return tensor_shrink_sym(x, b, n);
 }
 
 UOp *tensor_shrink_to(UOp *x, const int64_t *shape, int n) {
@@ -275,11 +233,50 @@ UOp *tensor_stack(UOp *const *xs, int n, int dim) {
   return tensor_permute(r, perm, s0.ndim + 1);
 }
 
+/* cat when some size is symbolic: every piece padded to the total on `d` (offsets are expressions), then summed */
+static UOp *cat_sym(UOp *const *xs, int n, int d) {
+  SymShape s0, si;
+  if (!tensor_shape_sym(xs[0], &s0)) return NULL;
+  UOp *total = NULL;
+  for (int i = 0; i < n; i++) {
+    if (!tensor_shape_sym(xs[i], &si)) return NULL;
+    bool ok = si.max.ndim == s0.max.ndim;
+    for (int k = 0; ok && k < s0.max.ndim; k++) ok = k == d || shape_sym_dim_eq(&si, k, &s0, k);
+    if (!ok) {
+      char b1[200], b2[200];
+      return tensor_err("shapes %s and %s cannot be concatenated on dim %d", shape_sym_fmt(&s0, b1, sizeof b1), shape_sym_fmt(&si, b2, sizeof b2), d);
+    }
+    total = total ? uop_add(total, shape_sym_dim(&si, d)) : shape_sym_dim(&si, d);
+  }
+  total = tensor_sint(total);
+  UOp *acc = NULL, *at = uop_const_int(DT_WEAKINT, 0);
+  for (int i = 0; i < n && total; i++) {
+    tensor_shape_sym(xs[i], &si);
+    UOp *pads[2 * TG_MAX_DIMS], *zero = uop_const_int(DT_WEAKINT, 0), *size = shape_sym_dim(&si, d);
+    for (int k = 0; k < 2 * si.max.ndim; k++) pads[k] = zero;
+    pads[2 * d] = tensor_sint(at);
+    pads[2 * d + 1] = tensor_sint(uop_sub(uop_sub(total, at), size));
+    at = uop_add(at, size);
+    UOp *p = pads[2 * d] && pads[2 * d + 1] ? tensor_pad_sym(xs[i], pads, si.max.ndim) : NULL;
+    if (!p) return NULL;
+    acc = acc ? (acc->dtype == DT_BOOL ? tensor_alu(TG_OP_OR, acc, p) : tensor_add(acc, p)) : p;
+  }
+  return acc;
+}
+
 UOp *tensor_cat(UOp *const *xs, int n, int dim) {
   if (n <= 0) return tensor_err("cat needs at least one tensor");
   for (int i = 0; i < n; i++)
     if (!xs[i]) return NULL;
   Shape s0, si;
+  SymShape ss;
+  for (int i = 0; i < n; i++) {
+    if (!tensor_shape_sym(xs[i], &ss)) return NULL;
+    if (shape_sym_is_symbolic(&ss)) {
+      int d;
+      return tensor_resolve_dim(xs[0], dim, false, &d) ? cat_sym(xs, n, d) : NULL;
+    }
+  }
   int d;
   if (!get_shape(xs[0], &s0) || !tensor_resolve_dim(xs[0], dim, false, &d)) return NULL;
   bool same = true;

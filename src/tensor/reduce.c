@@ -4,14 +4,16 @@
  * arange mask, cumsum via a pad + pool + sum, matmul as broadcast multiply + sum, conv2d and pooling via _pool. */
 #include "tensor/tensor.h"
 #include "uop/pattern.h"
+#include "uop/symbolic.h"
 
 #include <math.h>
 #include <stdio.h>
 
 /* resolve and dedup axes (NULL = all); an error names the bad axis */
 static bool resolve_axes(UOp *x, const int *axes, int naxes, bool *red, int *nd) {
-  Shape s;
-  if (!tensor_shape(x, &s)) return false;
+  SymShape ss;
+  if (!tensor_shape_sym(x, &ss)) return false;
+  Shape s = ss.max;
   *nd = s.ndim;
   memset(red, 0, sizeof(bool) * TG_MAX_DIMS);
   if (!axes) {
@@ -27,25 +29,28 @@ static bool resolve_axes(UOp *x, const int *axes, int naxes, bool *red, int *nd)
   return true;
 }
 
-/* UOp._rop */
+/* UOp._rop (a symbolic size is never 1: it is reduced) */
 static UOp *rop(UOp *x, TgOp op, const bool *red) {
-  Shape s;
-  if (!tensor_shape(x, &s)) return NULL;
-  int perm[TG_MAX_DIMS], np = 0, nred = 0, nkeep = 0;
-  int64_t keep[TG_MAX_DIMS];
+  SymShape s, keep;
+  if (!tensor_shape_sym(x, &s)) return NULL;
+  int nd = s.max.ndim, perm[TG_MAX_DIMS], np = 0, nred = 0;
+  memset(&keep, 0, sizeof keep);
   bool same = true;
-  for (int i = 0; i < s.ndim; i++)
-    if (red[i] && s.d[i] != 1) perm[np++] = i, nred++;
-  for (int i = 0; i < s.ndim; i++) {
-    if (!(red[i] && s.d[i] != 1)) perm[np++] = i;
-    if (!red[i]) keep[nkeep++] = s.d[i];
-    if (red[i] && s.d[i] == 1) same = false;
+  for (int i = 0; i < nd; i++) {
+    bool one = !s.sym[i] && s.max.d[i] == 1;
+    if (red[i] && !one) perm[np++] = i, nred++;
   }
-  if (nred == 0) return tensor_reshape(x, keep, nkeep);
-  UOp *p = tensor_permute(x, perm, s.ndim);
+  for (int i = 0; i < nd; i++) {
+    bool one = !s.sym[i] && s.max.d[i] == 1;
+    if (!(red[i] && !one)) perm[np++] = i;
+    if (!red[i]) keep.max.d[keep.max.ndim] = s.max.d[i], keep.sym[keep.max.ndim++] = s.sym[i];
+    if (red[i] && one) same = false;
+  }
+  if (nred == 0) return tensor_reshape_sym(x, &keep);
+  UOp *p = tensor_permute(x, perm, nd);
   if (!p) return NULL;
   UOp *r = uop_new(TG_OP_REDUCE, NULL, &p, 1, arg_reduce(op, nred));
-  return same ? r : tensor_reshape(r, keep, nkeep);
+  return same ? r : tensor_reshape_sym(r, &keep);
 }
 
 /* ReduceMixin._reduce */
@@ -57,11 +62,11 @@ UOp *tensor_reduce(UOp *x, TgOp op, const int *axes, int naxes, bool keepdim) {
   if (!resolve_axes(x, axes, naxes, red, &nd)) return NULL;
   UOp *r = rop(x, op, red);
   if (!keepdim || !r) return r;
-  Shape s;
-  tensor_shape(x, &s);
-  for (int i = 0; i < s.ndim; i++)
-    if (red[i]) s.d[i] = 1;
-  return tensor_reshape(r, s.d, s.ndim);
+  SymShape s;
+  tensor_shape_sym(x, &s);
+  for (int i = 0; i < s.max.ndim; i++)
+    if (red[i]) s.max.d[i] = 1, s.sym[i] = NULL;
+  return tensor_reshape_sym(r, &s);
 }
 
 UOp *tensor_sum(UOp *x, const int *axes, int naxes, bool keepdim, const DType *dtype) {
@@ -77,36 +82,40 @@ UOp *tensor_min(UOp *x, const int *axes, int naxes, bool keepdim) {
   return tensor_inverse(tensor_max(tensor_inverse(x), axes, naxes, keepdim));
 }
 
-/* product of the sizes a reduction over `axes` removes (tinygrad's denominator) */
-static bool reduced_count(UOp *x, const int *axes, int naxes, int64_t *out) {
+/* product of the sizes a reduction over `axes` removes (tinygrad's denominator): a weak int, symbolic or not */
+static UOp *reduced_count(UOp *x, const int *axes, int naxes) {
   bool red[TG_MAX_DIMS];
   int nd;
-  Shape s;
-  if (!resolve_axes(x, axes, naxes, red, &nd) || !tensor_shape(x, &s)) return false;
-  *out = 1;
-  for (int i = 0; i < s.ndim; i++)
-    if (red[i] && s.d[i] != 1) *out *= s.d[i];
-  return true;
+  SymShape s;
+  if (!resolve_axes(x, axes, naxes, red, &nd) || !tensor_shape_sym(x, &s)) return NULL;
+  return tensor_sym_numel(&s, red);
 }
 
 UOp *tensor_mean(UOp *x, const int *axes, int naxes, bool keepdim) {
   if (!x) return NULL;
   const DType *out = dt_is_float(x->dtype) ? x->dtype : DT_FLOAT32;
-  int64_t n;
-  if (!reduced_count(x, axes, naxes, &n)) return NULL;
+  UOp *n = reduced_count(x, axes, naxes);
+  if (!n) return NULL;
   UOp *num = tensor_sum(tensor_cast(x, dt_sum_acc(x->dtype)), axes, naxes, keepdim, NULL);
-  return tensor_cast(tensor_div(num, tensor_weak_int(n), TG_ROUND_NONE), out);
+  return tensor_cast(tensor_div(num, n, TG_ROUND_NONE), out);
 }
 
 UOp *tensor_var(UOp *x, const int *axes, int naxes, bool keepdim, double correction) {
   if (!x) return NULL;
   const DType *out = dt_is_float(x->dtype) ? x->dtype : DT_FLOAT32;
   UOp *sq = tensor_square(tensor_sub(x, tensor_mean(x, axes, naxes, true)));
-  int64_t n;
-  if (!sq || !reduced_count(x, axes, naxes, &n)) return NULL;
+  UOp *n = sq ? reduced_count(x, axes, naxes) : NULL;
+  if (!n) return NULL;
   UOp *num = tensor_sum(tensor_cast(sq, dt_sum_acc(x->dtype)), axes, naxes, keepdim, NULL);
-  double d = (double)n - correction;
-  UOp *den = correction == floor(correction) ? tensor_weak_int(d > 0 ? (int64_t)d : 0) : tensor_weak_float(d > 0 ? d : 0);
+  UOp *den;
+  if (n->op == TG_OP_CONST) {
+    double d = (double)n->arg.c.i - correction;
+    den = correction == floor(correction) ? tensor_weak_int(d > 0 ? (int64_t)d : 0) : tensor_weak_float(d > 0 ? d : 0);
+  } else if (correction == floor(correction)) { /* tinygrad: max(0, n - correction) on the symbolic count */
+    den = uop_simplify(uop_new(TG_OP_MAX, DT_WEAKINT, (UOp *[]){uop_add(n, uop_const_int(DT_WEAKINT, -(int64_t)correction)), uop_const_int(DT_WEAKINT, 0)}, 2, arg_none()));
+  } else {
+    return tensor_err_unsupported("var with a fractional correction over a symbolic size");
+  }
   return tensor_cast(tensor_div(num, den, TG_ROUND_NONE), out);
 }
 
@@ -233,24 +242,30 @@ static UOp *logcumsumexp(UOp *x, int axis) {
 }
 
 UOp *tensor_dot(UOp *x, UOp *w) {
-  Shape xs, ws;
-  if (!x || !w || !tensor_shape(x, &xs) || !tensor_shape(w, &ws)) return NULL;
-  int dx = xs.ndim, dw = ws.ndim;
+  SymShape xs, ws, a;
+  if (!x || !w || !tensor_shape_sym(x, &xs) || !tensor_shape_sym(w, &ws)) return NULL;
+  int dx = xs.max.ndim, dw = ws.max.ndim;
   if (!(dx > 0 && dw > 0)) return tensor_err("both tensors need to be at least 1D, got %dD and %dD", dx, dw);
   int axis_w = -TG_MIN(dw, 2);
-  if (xs.d[dx - 1] != ws.d[dw + axis_w]) return tensor_err("cannot dot %s and %s", tensor_fmt_shape(&xs), tensor_fmt_shape(&ws));
+  if (!shape_sym_dim_eq(&xs, dx - 1, &ws, dw + axis_w)) {
+    char b1[200], b2[200];
+    return tensor_err("cannot dot %s and %s", shape_sym_fmt(&xs, b1, sizeof b1), shape_sym_fmt(&ws, b2, sizeof b2));
+  }
   int ones = TG_MIN(TG_MIN(dx - 1, dw - 1), 1);
-  int64_t a[TG_MAX_DIMS];
-  int n = 0;
-  for (int i = 0; i < dx - 1; i++) a[n++] = xs.d[i];
-  for (int i = 0; i < ones; i++) a[n++] = 1;
-  a[n++] = xs.d[dx - 1];
-  x = tensor_reshape(x, a, n);
-  n = 0;
-  for (int i = 0; i < dw - 2; i++) a[n++] = ws.d[i];
-  for (int i = 0; i < ones; i++) a[n++] = 1;
-  for (int i = dw + axis_w; i < dw; i++) a[n++] = ws.d[i];
-  w = tensor_transpose(tensor_reshape(w, a, n), -1, axis_w);
+#define PUSH(S, k) (a.max.d[a.max.ndim] = (S).max.d[k], a.sym[a.max.ndim++] = (S).sym[k])
+#define PUSH1() (a.max.d[a.max.ndim] = 1, a.sym[a.max.ndim++] = NULL)
+  memset(&a, 0, sizeof a);
+  for (int i = 0; i < dx - 1; i++) PUSH(xs, i);
+  for (int i = 0; i < ones; i++) PUSH1();
+  PUSH(xs, dx - 1);
+  x = tensor_reshape_sym(x, &a);
+  memset(&a, 0, sizeof a);
+  for (int i = 0; i < dw - 2; i++) PUSH(ws, i);
+  for (int i = 0; i < ones; i++) PUSH1();
+  for (int i = dw + axis_w; i < dw; i++) PUSH(ws, i);
+#undef PUSH
+#undef PUSH1
+  w = tensor_transpose(tensor_reshape_sym(w, &a), -1, axis_w);
   if (!x || !w) return NULL;
   int last = -1;
   return tensor_cast(tensor_sum(tensor_mul(x, w), &last, 1, false, NULL), dt_least_upper(x->dtype, w->dtype));

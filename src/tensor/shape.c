@@ -4,6 +4,7 @@
 #include "tensor/shape.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 int64_t shape_numel(const Shape *s) {
   int64_t n = 1;
@@ -41,6 +42,120 @@ bool shape_broadcast(const Shape *a, const Shape *b, Shape *out) {
   }
   *out = r;
   return true;
+}
+
+/* ---- symbolic sizes ---- */
+
+SymShape shape_sym_from(const Shape *s) {
+  SymShape r;
+  memset(&r, 0, sizeof r);
+  r.max = *s;
+  return r;
+}
+
+bool shape_sym_is_symbolic(const SymShape *s) {
+  for (int i = 0; i < s->max.ndim; i++)
+    if (s->sym[i]) return true;
+  return false;
+}
+
+UOp *shape_sym_dim(const SymShape *s, int i) { return s->sym[i] ? s->sym[i] : uop_const_int(DT_WEAKINT, s->max.d[i]); }
+
+bool shape_sym_dim_eq(const SymShape *a, int i, const SymShape *b, int j) {
+  if (a->sym[i] || b->sym[j]) return a->sym[i] == b->sym[j];
+  return a->max.d[i] == b->max.d[j];
+}
+
+bool shape_sym_eq(const SymShape *a, const SymShape *b) {
+  if (a->max.ndim != b->max.ndim) return false;
+  for (int i = 0; i < a->max.ndim; i++)
+    if (!shape_sym_dim_eq(a, i, b, i)) return false;
+  return true;
+}
+
+const char *shape_sym_fmt(const SymShape *s, char *buf, size_t n) {
+  size_t at = 0;
+  if (n == 0) return buf;
+  buf[0] = 0;
+  at += (size_t)snprintf(buf, n, "(");
+  for (int i = 0; i < s->max.ndim && at < n; i++) {
+    if (s->sym[i]) {
+      char *e = uop_render(s->sym[i]);
+      at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? ", " : "", e);
+      free(e);
+    } else at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? ", " : "", (long long)s->max.d[i]);
+  }
+  if (at < n) at += (size_t)snprintf(buf + at, n - at, s->max.ndim == 1 ? ",)" : ")");
+  return buf;
+}
+
+bool shape_sym_broadcast(const SymShape *a, const SymShape *b, SymShape *out) {
+  int nd = TG_MAX(a->max.ndim, b->max.ndim);
+  SymShape r;
+  memset(&r, 0, sizeof r);
+  r.max.ndim = nd;
+  for (int i = 0; i < nd; i++) {
+    int ia = i - (nd - a->max.ndim), ib = i - (nd - b->max.ndim);
+    bool one_a = ia < 0 || (!a->sym[ia] && a->max.d[ia] == 1), one_b = ib < 0 || (!b->sym[ib] && b->max.d[ib] == 1);
+    if (!one_a && !one_b && !shape_sym_dim_eq(a, ia, b, ib)) return false;
+    const SymShape *from = !one_a ? a : b;
+    int k = !one_a ? ia : ib;
+    r.max.d[i] = k >= 0 ? from->max.d[k] : 1;
+    r.sym[i] = k >= 0 ? from->sym[k] : NULL;
+  }
+  *out = r;
+  return true;
+}
+
+bool shape_sym_set_dim(SymShape *s, int i, UOp *size) {
+  if (size->op == TG_OP_CONST) {
+    if (size->arg.c.kind != CK_INT) return false;
+    s->max.d[i] = size->arg.c.i, s->sym[i] = NULL;
+    return true;
+  }
+  if (!dt_is_int(size->dtype) || uop_vmin(size) < 0) return false;
+  s->max.d[i] = (int64_t)uop_vmax(size), s->sym[i] = size;
+  return true;
+}
+
+bool uop_as_symshape(const UOp *arg, SymShape *out) {
+  memset(out, 0, sizeof *out);
+  if (arg->op != TG_OP_STACK) {
+    out->max.ndim = 1;
+    return shape_sym_set_dim(out, 0, (UOp *)arg);
+  }
+  if (arg->nsrc > TG_MAX_DIMS) return false;
+  out->max.ndim = (int)arg->nsrc;
+  for (uint32_t i = 0; i < arg->nsrc; i++)
+    if (!shape_sym_set_dim(out, (int)i, arg->src[i])) return false;
+  return true;
+}
+
+UOp *shape_sym_to_uop(const SymShape *s) {
+  if (!shape_sym_is_symbolic(s)) return shape_to_uop(s->max.d, s->max.ndim);
+  if (s->max.ndim == 1) return s->sym[0];
+  UOp *src[TG_MAX_DIMS];
+  for (int i = 0; i < s->max.ndim; i++) src[i] = shape_sym_dim(s, i);
+  return uop_new(TG_OP_STACK, DT_WEAKINT, src, (size_t)s->max.ndim, arg_none());
+}
+
+bool uop_marg_pair_sym(const UOp *mop, SymShape *first, SymShape *second) {
+  switch (uop_op(mop)) {
+  case TG_OP_RESHAPE: case TG_OP_EXPAND:
+    if (mop->nsrc < 2) return false;
+    if (second) memset(second, 0, sizeof *second);
+    return uop_as_symshape(mop->src[1], first);
+  case TG_OP_PAD: case TG_OP_SHRINK:
+    return mop->nsrc >= 3 && uop_as_symshape(mop->src[1], first) && uop_as_symshape(mop->src[2], second) &&
+           first->max.ndim == second->max.ndim;
+  default: {
+    Shape a;
+    if (!uop_marg_pair(mop, &a, NULL)) return false;
+    *first = shape_sym_from(&a);
+    if (second) memset(second, 0, sizeof *second);
+    return true;
+  }
+  }
 }
 
 bool uop_as_shape(const UOp *arg, Shape *out) {
@@ -89,14 +204,14 @@ bool uop_marg_pair(const UOp *mop, Shape *first, Shape *second) {
 
 /* ---- the per-op rule: `get` gives a source's already computed shape (NULL when it has none) ---- */
 
-typedef struct ShapeSlot { ShapeResult res; Shape s; } ShapeSlot;
+typedef struct ShapeSlot { ShapeResult res; SymShape s; } ShapeSlot;
 
 static ShapeResult fail(const UOp *u, const char *why) {
   tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: %s", uop_op_name(uop_op(u)), why);
   return SHAPE_ERROR;
 }
 
-static ShapeResult src_shape(const UOpMap *m, const UOp *s, Shape *out) {
+static ShapeResult src_shape(const UOpMap *m, const UOp *s, SymShape *out) {
   void **v = uopmap_get(m, s);
   TG_ASSERT(v, "source visited before its user");
   ShapeSlot *slot = *v;
@@ -104,71 +219,100 @@ static ShapeResult src_shape(const UOpMap *m, const UOp *s, Shape *out) {
   return slot->res;
 }
 
-static ShapeResult movement_shape(const UOp *u, const Shape *ps, Shape *out) {
-  Shape a, b;
-  char b1[160], b2[160];
+/* tinygrad checks prod(old) == prod(new) symbolically; here: the same symbolic sizes in the same order, and between
+ * two of them (and before the first, after the last) the same product of concrete sizes. Each symbolic size stays one
+ * axis and concrete axes reshape around it; merging a symbolic size with another (3*i) is refused. */
+static bool same_numel(const SymShape *a, const SymShape *b) {
+  int i = 0, k = 0;
+  for (;;) {
+    int64_t pa = 1, pb = 1;
+    while (i < a->max.ndim && !a->sym[i]) pa *= a->max.d[i++];
+    while (k < b->max.ndim && !b->sym[k]) pb *= b->max.d[k++];
+    if (pa != pb) return false;
+    if (i == a->max.ndim || k == b->max.ndim) return i == a->max.ndim && k == b->max.ndim;
+    if (a->sym[i++] != b->sym[k++]) return false;
+  }
+}
+
+static ShapeResult movement_shape(const UOp *u, const SymShape *ps, SymShape *out) {
+  SymShape a, b;
+  char b1[200], b2[200];
   TgOp op = uop_op(u);
+  memset(out, 0, sizeof *out);
   if (op == TG_OP_REDUCE) {
-    if (u->arg.kind != ARG_REDUCE || u->arg.red.naxes < 0 || u->arg.red.naxes > ps->ndim) return fail(u, "invalid axis count");
-    out->ndim = ps->ndim - u->arg.red.naxes;
-    for (int i = 0; i < out->ndim; i++) out->d[i] = ps->d[i + u->arg.red.naxes];
+    if (u->arg.kind != ARG_REDUCE || u->arg.red.naxes < 0 || u->arg.red.naxes > ps->max.ndim) return fail(u, "invalid axis count");
+    out->max.ndim = ps->max.ndim - u->arg.red.naxes;
+    for (int i = 0; i < out->max.ndim; i++)
+      out->max.d[i] = ps->max.d[i + u->arg.red.naxes], out->sym[i] = ps->sym[i + u->arg.red.naxes];
     return SHAPE_OK;
   }
-  if (!uop_marg_pair(u, &a, &b)) return fail(u, "shape argument is not a constant shape (symbolic shapes not supported yet)");
+  if (!uop_marg_pair_sym(u, &a, &b)) return fail(u, "shape argument is not a shape (sizes must be ints or int expressions of Variables)");
+  int nd = ps->max.ndim;
   switch (op) {
   case TG_OP_RESHAPE:
-    for (int i = 0; i < a.ndim; i++)
-      if (a.d[i] < 0) return fail(u, "negative size");
-    if (shape_numel(&a) != shape_numel(ps)) {
-      tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of RESHAPE: bad reshape %s -> %s", shape_fmt(ps, b1, sizeof b1),
-                   shape_fmt(&a, b2, sizeof b2));
+    for (int i = 0; i < a.max.ndim; i++)
+      if (a.max.d[i] < 0) return fail(u, "negative size");
+    if (!same_numel(ps, &a)) {
+      tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of RESHAPE: bad reshape %s -> %s", shape_sym_fmt(ps, b1, sizeof b1),
+                   shape_sym_fmt(&a, b2, sizeof b2));
       return SHAPE_ERROR;
     }
     *out = a;
     return SHAPE_OK;
   case TG_OP_EXPAND:
-    if (a.ndim + ps->ndim > TG_MAX_DIMS) return fail(u, "too many dimensions");
+    if (a.max.ndim + nd > TG_MAX_DIMS) return fail(u, "too many dimensions");
     *out = a;
-    for (int i = 0; i < ps->ndim; i++) out->d[a.ndim + i] = ps->d[i];
-    out->ndim = a.ndim + ps->ndim;
+    for (int i = 0; i < nd; i++) out->max.d[a.max.ndim + i] = ps->max.d[i], out->sym[a.max.ndim + i] = ps->sym[i];
+    out->max.ndim = a.max.ndim + nd;
     return SHAPE_OK;
   case TG_OP_PERMUTE: {
-    if (a.ndim != ps->ndim) return fail(u, "permutation length differs from ndim");
+    if (a.max.ndim != nd) return fail(u, "permutation length differs from ndim");
     bool seen[TG_MAX_DIMS] = {0};
-    for (int i = 0; i < a.ndim; i++) {
-      if (a.d[i] < 0 || a.d[i] >= a.ndim || seen[a.d[i]]) return fail(u, "invalid permutation");
-      seen[a.d[i]] = true;
-      out->d[i] = ps->d[a.d[i]];
+    for (int i = 0; i < nd; i++) {
+      int64_t k = a.max.d[i];
+      if (k < 0 || k >= nd || seen[k]) return fail(u, "invalid permutation");
+      seen[k] = true;
+      out->max.d[i] = ps->max.d[k], out->sym[i] = ps->sym[k];
     }
-    out->ndim = a.ndim;
+    out->max.ndim = nd;
     return SHAPE_OK;
   }
   case TG_OP_PAD: case TG_OP_SHRINK:
-    if (a.ndim != ps->ndim) return fail(u, "argument length differs from ndim");
-    for (int i = 0; i < a.ndim; i++) {
-      bool ok = op == TG_OP_PAD ? (b.d[i] >= 0 && a.d[i] >= 0 && a.d[i] + ps->d[i] <= b.d[i])
-                                : (a.d[i] >= 0 && b.d[i] >= 0 && a.d[i] + b.d[i] <= ps->d[i]);
+    if (a.max.ndim != nd) return fail(u, "argument length differs from ndim");
+    for (int i = 0; i < nd; i++) {
+      /* concrete: exact; symbolic: what holds for some value in the ranges (a realize checks its bound values) */
+      i128 off = a.sym[i] ? uop_vmin(a.sym[i]) : a.max.d[i], sz = b.sym[i] ? uop_vmin(b.sym[i]) : b.max.d[i];
+      i128 src = ps->max.d[i], lo = ps->sym[i] ? uop_vmin(ps->sym[i]) : src;
+      bool ok = op == TG_OP_PAD ? (sz >= 0 && off >= 0 && off + lo <= b.max.d[i])
+                                : (off >= 0 && sz >= 0 && off + sz <= src);
       if (!ok) {
-        char b3[160];
+        char b3[200];
         tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: invalid (offsets %s, sizes %s) for %s", uop_op_name(op),
-                     shape_fmt(&a, b1, sizeof b1), shape_fmt(&b, b2, sizeof b2), shape_fmt(ps, b3, sizeof b3));
+                     shape_sym_fmt(&a, b1, sizeof b1), shape_sym_fmt(&b, b2, sizeof b2), shape_sym_fmt(ps, b3, sizeof b3));
         return SHAPE_ERROR;
       }
     }
     *out = b;
     return SHAPE_OK;
   case TG_OP_FLIP:
-    if (a.ndim != ps->ndim) return fail(u, "flip flags length differs from ndim");
+    if (a.max.ndim != nd) return fail(u, "flip flags length differs from ndim");
     *out = *ps;
     return SHAPE_OK;
   default: return fail(u, "not a movement op");
   }
 }
 
-static ShapeResult one_shape(UOp *u, const UOpMap *m, Shape *out) {
-  Shape s0, t;
+static void append_dims(SymShape *out, const SymShape *t, int from) {
+  for (int k = from; k < t->max.ndim; k++) {
+    out->max.d[out->max.ndim] = t->max.d[k];
+    out->sym[out->max.ndim++] = t->sym[k];
+  }
+}
+
+static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
+  SymShape s0, t;
   TgOp op = uop_op(u);
-  out->ndim = 0;
+  memset(out, 0, sizeof *out);
   switch (op) {
   case TG_OP_IF: case TG_OP_BARRIER: case TG_OP_SINK: case TG_OP_REWRITE_ERROR: case TG_OP_ENDIF: case TG_OP_GROUP:
   case TG_OP_LINEAR: case TG_OP_PROGRAM: case TG_OP_SOURCE: case TG_OP_TUPLE: case TG_OP_FUNCTION:
@@ -185,35 +329,33 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, Shape *out) {
   }
   case TG_OP_INDEX: {
     if (src_shape(m, u->src[0], &s0) != SHAPE_OK) return fail(u, "indexed source has no shape");
-    int nd = 0;
     for (uint32_t i = 1; i < u->nsrc; i++) {
       if (src_shape(m, u->src[i], &t) != SHAPE_OK) return fail(u, "index has no shape");
-      for (int k = 0; k < t.ndim; k++) {
-        if (nd >= TG_MAX_DIMS) return fail(u, "too many dimensions");
-        out->d[nd++] = t.d[k];
-      }
+      if (out->max.ndim + t.max.ndim > TG_MAX_DIMS) return fail(u, "too many dimensions");
+      append_dims(out, &t, 0);
     }
-    for (int k = (int)u->nsrc - 1; k < s0.ndim; k++) {
-      if (nd >= TG_MAX_DIMS) return fail(u, "too many dimensions");
-      out->d[nd++] = s0.d[k];
-    }
-    out->ndim = nd;
+    int rest = s0.max.ndim - ((int)u->nsrc - 1);
+    if (rest > 0 && out->max.ndim + rest > TG_MAX_DIMS) return fail(u, "too many dimensions");
+    append_dims(out, &s0, (int)u->nsrc - 1);
     return SHAPE_OK;
   }
   case TG_OP_STACK:
     if (u->nsrc == 0) return SHAPE_OK;
     if (src_shape(m, u->src[0], &s0) != SHAPE_OK) return fail(u, "element has no shape");
-    if (s0.ndim + 1 > TG_MAX_DIMS) return fail(u, "too many dimensions");
-    out->ndim = s0.ndim + 1;
-    out->d[0] = u->nsrc;
-    for (int i = 0; i < s0.ndim; i++) out->d[i + 1] = s0.d[i];
+    if (s0.max.ndim + 1 > TG_MAX_DIMS) return fail(u, "too many dimensions");
+    out->max.ndim = 1;
+    out->max.d[0] = u->nsrc;
+    append_dims(out, &s0, 0);
     return SHAPE_OK;
   case TG_OP_CONST: case TG_OP_GETADDR: case TG_OP_RANGE: case TG_OP_SPECIAL: return SHAPE_OK;
-  case TG_OP_BINARY: out->ndim = 1; out->d[0] = u->arg.len; return SHAPE_OK;
-  case TG_OP_BUFFER: case TG_OP_PARAM:
+  case TG_OP_BINARY: out->max.ndim = 1; out->max.d[0] = u->arg.len; return SHAPE_OK;
+  case TG_OP_BUFFER: case TG_OP_PARAM: {
     if (u->nsrc == 0) return SHAPE_OK;
-    if (!uop_as_shape(u->src[0], out)) return fail(u, "size is not constant (symbolic shapes not supported yet)");
+    Shape bs;
+    if (!uop_as_shape(u->src[0], &bs)) return fail(u, "a buffer's size must be concrete (symbolic shapes are views of a buffer sized for the maximum)");
+    out->max = bs;
     return SHAPE_OK;
+  }
   case TG_OP_CUSTOM: case TG_OP_CUSTOMI: {
     if (u->dtype == DT_VOID) return SHAPE_NONE;
     bool any = false;
@@ -222,29 +364,28 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, Shape *out) {
       if (r == SHAPE_ERROR) return r;
       if (r == SHAPE_NONE) continue;
       if (!any) *out = t;
-      else if (!shape_broadcast(out, &t, out)) return fail(u, "sources cannot be broadcast");
+      else if (!shape_sym_broadcast(out, &t, out)) return fail(u, "sources cannot be broadcast");
       any = true;
     }
     return any ? SHAPE_OK : SHAPE_NONE;
   }
   case TG_OP_STAGE: {
     if (src_shape(m, u->src[0], &s0) != SHAPE_OK) return fail(u, "source has no shape");
-    int nd = 0;
-    for (uint32_t i = 1; i < u->nsrc; i++) out->d[nd++] = (int64_t)uop_vmax(u->src[i]) + 1;
-    if (nd + s0.ndim > TG_MAX_DIMS) return fail(u, "too many dimensions");
-    for (int i = 0; i < s0.ndim; i++) out->d[nd++] = s0.d[i];
-    out->ndim = nd;
+    if ((int)u->nsrc - 1 + s0.max.ndim > TG_MAX_DIMS) return fail(u, "too many dimensions");
+    for (uint32_t i = 1; i < u->nsrc; i++) out->max.d[out->max.ndim++] = (int64_t)uop_vmax(u->src[i]) + 1;
+    append_dims(out, &s0, 0);
     return SHAPE_OK;
   }
   case TG_OP_WMMA: {
-    Shape a, b, c;
+    SymShape a, b, c;
     if (u->nsrc < 3 || src_shape(m, u->src[0], &a) != SHAPE_OK || src_shape(m, u->src[1], &b) != SHAPE_OK ||
-        src_shape(m, u->src[2], &c) != SHAPE_OK || !a.ndim || !b.ndim || !c.ndim)
+        src_shape(m, u->src[2], &c) != SHAPE_OK || !a.max.ndim || !b.max.ndim || !c.max.ndim)
       return fail(u, "sources need shapes");
-    int64_t last = c.d[c.ndim - 1];
-    a.ndim--, b.ndim--, c.ndim--;
-    if (!shape_broadcast(&a, &b, out) || !shape_broadcast(out, &c, out)) return fail(u, "sources cannot be broadcast");
-    out->d[out->ndim++] = last;
+    int64_t last = c.max.d[c.max.ndim - 1];
+    a.max.ndim--, b.max.ndim--, c.max.ndim--;
+    if (!shape_sym_broadcast(&a, &b, out) || !shape_sym_broadcast(out, &c, out)) return fail(u, "sources cannot be broadcast");
+    out->sym[out->max.ndim] = NULL;
+    out->max.d[out->max.ndim++] = last;
     return SHAPE_OK;
   }
   case TG_OP_MSTACK: case TG_OP_MSELECT: case TG_OP_DETACH: case TG_OP_CUSTOM_GRAD: case TG_OP_CONTIGUOUS: case TG_OP_CONTIGUOUS_BACKWARD:
@@ -254,9 +395,11 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, Shape *out) {
     ShapeResult r = src_shape(m, u->src[0], out);
     if (r != SHAPE_OK) return r;
     int osz = dt_itemsize(u->dtype), isz = dt_itemsize(u->src[0]->dtype);
-    if (osz != isz && out->ndim > 0) {
-      if ((out->d[out->ndim - 1] * isz) % osz) return fail(u, "unsupported size in bitcast");
-      out->d[out->ndim - 1] = out->d[out->ndim - 1] * isz / osz;
+    if (osz != isz && out->max.ndim > 0) {
+      int last = out->max.ndim - 1;
+      if (out->sym[last]) return fail(u, "bitcast to another item size on a symbolic last axis not supported yet");
+      if ((out->max.d[last] * isz) % osz) return fail(u, "unsupported size in bitcast");
+      out->max.d[last] = out->max.d[last] * isz / osz;
     }
     return SHAPE_OK;
   }
@@ -265,7 +408,7 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, Shape *out) {
     return fail(u, "multi-device UNSHARD not supported yet");
   case TG_OP_RESHAPE:
     if (u->src[0]->op == TG_OP_NOOP) {
-      if (!uop_as_shape(u->src[1], out)) return fail(u, "shape argument is not constant");
+      if (!uop_as_symshape(u->src[1], out)) return fail(u, "shape argument is not a shape");
       return SHAPE_OK;
     }
     break;
@@ -288,10 +431,10 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, Shape *out) {
       if (r == SHAPE_ERROR) return r;
       if (r == SHAPE_NONE) return fail(u, "source without a shape");
       if (i == 0) *out = t;
-      else if (!shape_broadcast(out, &t, out)) {
-        char b1[160], b2[160];
+      else if (!shape_sym_broadcast(out, &t, out)) {
+        char b1[200], b2[200];
         tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: shapes %s and %s cannot be broadcast", uop_op_name(op),
-                     shape_fmt(out, b1, sizeof b1), shape_fmt(&t, b2, sizeof b2));
+                     shape_sym_fmt(out, b1, sizeof b1), shape_sym_fmt(&t, b2, sizeof b2));
         return SHAPE_ERROR;
       }
     }
@@ -316,7 +459,7 @@ void shape_cache_free(ShapeCache *c) {
 /* do not descend into nodes whose shape is known already */
 static bool not_cached(const UOp *u, void *ctx) { return uopmap_get(&((ShapeCache *)ctx)->map, u) == NULL; }
 
-ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out) {
+ShapeResult uop_shape_sym_cached(UOp *u, ShapeCache *c, SymShape *out) {
   void **hit = uopmap_get(&c->map, u);
   if (!hit) {
     UOpVec order = {0};
@@ -334,17 +477,45 @@ ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out) {
   }
   ShapeSlot *slot = *hit;
   if (slot->res == SHAPE_OK) *out = slot->s;
-  else out->ndim = 0;
+  else memset(out, 0, sizeof *out);
   return slot->res;
 }
 
-void shape_cache_seed(ShapeCache *c, UOp *u, const Shape *s) {
+ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out) {
+  SymShape s;
+  ShapeResult r = uop_shape_sym_cached(u, c, &s);
+  out->ndim = 0;
+  if (r != SHAPE_OK) return r;
+  if (shape_sym_is_symbolic(&s)) {
+    char b[200];
+    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: the symbolic shape %s is not supported here yet",
+                 shape_sym_fmt(&s, b, sizeof b));
+    return SHAPE_ERROR;
+  }
+  *out = s.max;
+  return SHAPE_OK;
+}
+
+void shape_cache_seed_sym(ShapeCache *c, UOp *u, const SymShape *s) {
   if (uopmap_get(&c->map, u)) return;
   ShapeSlot *slot = tg_malloc(sizeof *slot);
   slot->res = SHAPE_OK;
   slot->s = *s;
   tg_vec_push(&c->owned, (void *)slot);
   uopmap_put(&c->map, u, slot);
+}
+
+void shape_cache_seed(ShapeCache *c, UOp *u, const Shape *s) {
+  SymShape ss = shape_sym_from(s);
+  shape_cache_seed_sym(c, u, &ss);
+}
+
+ShapeResult uop_shape_sym(UOp *u, SymShape *out) {
+  ShapeCache c;
+  shape_cache_init(&c);
+  ShapeResult r = uop_shape_sym_cached(u, &c, out);
+  shape_cache_free(&c);
+  return r;
 }
 
 ShapeResult uop_shape(UOp *u, Shape *out) {

@@ -19,10 +19,24 @@ static size_t live_count;
 typedef TG_VEC(tg_tensor *) HandleVec;
 static TG_VEC(HandleVec) scopes;
 
-static tg_tensor *handle_new(UOp *u, const Shape *s, const char *device) {
+static void handle_set_shape(tg_tensor *t, const SymShape *s) {
+  t->shape = s->max;
+  for (int i = 0; i < s->max.ndim; i++) {
+    t->sym[i] = s->sym[i] ? uop_keep(s->sym[i]) : NULL;
+    t->symbolic |= s->sym[i] != NULL;
+  }
+}
+
+SymShape tensor_handle_shape(const tg_tensor *t) {
+  SymShape s = shape_sym_from(&t->shape);
+  for (int i = 0; i < t->shape.ndim; i++) s.sym[i] = t->sym[i];
+  return s;
+}
+
+static tg_tensor *handle_new_sym(UOp *u, const SymShape *s, const char *device) {
   tg_tensor *t = tg_calloc(1, sizeof *t);
   t->uop = uop_keep(u);
-  t->shape = *s;
+  handle_set_shape(t, s);
   t->rc = 1;
   t->device = device;
   t->next = live_head;
@@ -33,14 +47,19 @@ static tg_tensor *handle_new(UOp *u, const Shape *s, const char *device) {
   return t;
 }
 
-tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device) { return handle_new(u, s, device); }
+tg_tensor *tensor_handle_known_sym(UOp *u, const SymShape *s, const char *device) { return handle_new_sym(u, s, device); }
+
+tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device) {
+  SymShape ss = shape_sym_from(s);
+  return handle_new_sym(u, &ss, device);
+}
 
 tg_tensor *tensor_handle_internal(UOp *u) {
-  Shape s;
-  if (!u || !tensor_shape(u, &s)) return NULL;
+  SymShape s;
+  if (!u || !tensor_shape_sym(u, &s)) return NULL;
   tg_tensor *t = tg_calloc(1, sizeof *t);
   t->uop = uop_keep(u);
-  t->shape = s;
+  handle_set_shape(t, &s);
   t->rc = 1;
   t->device = tensor_device_name(u);
   t->internal = true;
@@ -58,6 +77,8 @@ static void handle_free(tg_tensor *t) {
   if (!t->internal) live_count--;
   UOpScope s = uop_scope_begin();
   uop_drop(t->uop);
+  for (int i = 0; i < t->shape.ndim; i++)
+    if (t->sym[i]) uop_drop(t->sym[i]);
   uop_scope_end(s);
   tg_free(t);
 }
@@ -132,8 +153,8 @@ static void ctx_close(void) {
 
 tg_tensor *tensor_ctx_end(UOp *result) {
   tg_tensor *t = NULL;
-  Shape s;
-  if (result && tensor_shape(result, &s)) t = handle_new(result, &s, tensor_device_name(result));
+  SymShape s;
+  if (result && tensor_shape_sym(result, &s)) t = handle_new_sym(result, &s, tensor_device_name(result));
   ctx_close();
   return t;
 }
@@ -170,22 +191,39 @@ UOp *tensor_in(const tg_tensor *t, int i) {
     if (tg_last_status() == TG_OK) tensor_err("argument %d is NULL", i);
     return NULL;
   }
-  shape_cache_seed(&ctx.cache, t->uop, &t->shape);
+  SymShape ts = tensor_handle_shape(t);
+  shape_cache_seed_sym(&ctx.cache, t->uop, &ts);
   uopmap_put(&ctx.device, t->uop, t->device ? (void *)t->device : (void *)&no_device);
   return t->uop;
 }
 
+bool tensor_shape_sym(UOp *u, SymShape *out) {
+  if (!u) return false;
+  ShapeResult r = uop_shape_sym_cached(u, &ctx.cache, out);
+  if (r == SHAPE_OK) return true;
+  if (r == SHAPE_NONE) tensor_err("%s has no shape", uop_op_name(uop_op(u)));
+  return false;
+}
+
 bool tensor_shape(UOp *u, Shape *out) {
   if (!u) return false;
-  ShapeResult r = uop_shape_cached(u, &ctx.cache, out);
+  SymShape ss;
+  ShapeResult r = uop_shape_sym_cached(u, &ctx.cache, &ss);
+  if (r == SHAPE_OK && shape_sym_is_symbolic(&ss)) {
+    char b[200];
+    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: %s: symbolic shape %s not supported by this op yet", tensor_ctx_op(),
+                 shape_sym_fmt(&ss, b, sizeof b));
+    return false;
+  }
+  *out = ss.max;
   if (r == SHAPE_OK) return true;
   if (r == SHAPE_NONE) tensor_err("%s has no shape", uop_op_name(uop_op(u)));
   return false;
 }
 
 int tensor_ndim(UOp *u) {
-  Shape s;
-  return tensor_shape(u, &s) ? s.ndim : -1;
+  SymShape s;
+  return tensor_shape_sym(u, &s) ? s.max.ndim : -1;
 }
 
 static bool device_unknown(const UOp *u, void *unused) {
@@ -384,6 +422,14 @@ static UOp *t_full(const Shape *s, Const fill, const DType *dt, bool buffer, boo
   return uop_new(TG_OP_AFTER, NULL, af, 2, arg_none());
 }
 
+tg_tensor *tg_empty_sym(const tg_sint *shape, size_t ndim, tg_dtype dtype) {
+  tensor_ctx_begin("tg_empty_sym");
+  SymShape s;
+  const DType *dt;
+  bool ok = tensor_sym_shape_arg(shape, ndim, false, &s) && user_dtype(dtype, dt_default_float(), &dt);
+  return tensor_ctx_end(ok ? tensor_empty_sym(&s, dt) : NULL);
+}
+
 tg_tensor *tg_empty(const int64_t *shape, size_t ndim, tg_dtype dtype) { return tg_empty_on(shape, ndim, dtype, NULL); }
 
 tg_tensor *tg_empty_on(const int64_t *shape, size_t ndim, tg_dtype dtype, const char *device) {
@@ -506,9 +552,9 @@ tg_tensor *tg_variable(const char *name, int64_t min, int64_t max) {
 /* A Variable and its bind are 0-d and device-less by construction: the handle needs no shape or device walk (a loop
  * re-binding a Variable every step pays for a node, not a graph search). */
 static tg_tensor *tctx_end_scalar(UOp *result) {
-  Shape s;
+  SymShape s;
   memset(&s, 0, sizeof s);
-  tg_tensor *t = result ? handle_new(result, &s, false) : NULL;
+  tg_tensor *t = result ? handle_new_sym(result, &s, NULL) : NULL;
   ctx_close();
   return t;
 }
@@ -759,6 +805,13 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
     st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_to_host: reading a value during JIT capture is not allowed (it would be baked in)");
     goto done;
   }
+  if (t->symbolic) { /* tinygrad: a symbolic shape cannot be read either */
+    SymShape ss = tensor_handle_shape(t);
+    char b[200];
+    st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_to_host: symbolic shape %s: shrink it to concrete sizes first",
+                      shape_sym_fmt(&ss, b, sizeof b));
+    goto done;
+  }
   if (dt_is_weak(x->dtype)) x = tensor_cast(x, dt_strong(x->dtype));
   size_t need = (size_t)shape_numel(&t->shape) * (size_t)dt_itemsize(x->dtype);
   if (nbytes != need) {
@@ -815,10 +868,11 @@ static tg_status item_bytes(tg_tensor *t, unsigned char out[16], const DType **d
     if (tg_last_status() == TG_OK) tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_item: argument 1 is NULL");
     return tg_last_status();
   }
-  if (shape_numel(&t->shape) != 1) {
-    char b[160];
+  if (t->symbolic || shape_numel(&t->shape) != 1) {
+    SymShape ss = tensor_handle_shape(t);
+    char b[200];
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_item: must have one element, shape is %s",
-                        shape_fmt(&t->shape, b, sizeof b));
+                        shape_sym_fmt(&ss, b, sizeof b));
   }
   *dt = dt_strong(t->uop->dtype);
   return tg_to_host(t, out, (size_t)dt_itemsize(*dt));
@@ -867,7 +921,8 @@ tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
     goto done;
   }
   if (dst == src) goto done;
-  src = tensor_broadcast_to(src, &t->shape);
+  SymShape ts = tensor_handle_shape(t);
+  src = tensor_broadcast_to_sym(src, &ts);
   if (src && dt_is_weak(src->dtype)) src = tensor_cast(src, dt_least_upper(dst->dtype, src->dtype));
   if (!src) { st = tg_last_status(); goto done; }
   if (src->dtype != dst->dtype) {

@@ -13,7 +13,9 @@
 
 struct tg_tensor {
   UOp *uop;           /* kept (uop_keep) while the handle lives */
-  Shape shape;
+  Shape shape;        /* the sizes; a symbolic one holds its maximum */
+  UOp *sym[TG_MAX_DIMS]; /* the expression of each symbolic size (kept while the handle lives), NULL when concrete */
+  bool symbolic;      /* some size is symbolic */
   int32_t rc;         /* references: the creator's (scope or caller) + tg_retain's */
   const char *device; /* "CPU", "CUDA:1" (interned, lives for the process); NULL for device-less values (weak
                          scalars, consts) */
@@ -35,6 +37,7 @@ tg_tensor *tensor_ctx_end_owned(UOp *result);
 tg_tensor *tensor_handle_internal(UOp *u);
 /* A new handle on u with a known shape and device (owned like any op result): the JIT's outputs on replay. */
 tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device);
+tg_tensor *tensor_handle_known_sym(UOp *u, const SymShape *s, const char *device);
 /* Whole-handle assign, tinygrad's t.assign(src) (same shape and dtype, checked by the caller): t's node becomes
  * AFTER(t, STORE(t, src)); the store runs with the next realize that reads t. */
 void tensor_assign_node(tg_tensor *t, UOp *src);
@@ -48,7 +51,13 @@ UOp *tensor_err_unsupported(const char *what);
 const char *tensor_ctx_op(void);
 
 /* ---- queries on built nodes (within a context) ---- */
+/* The shape; a symbolic shape is an error naming the op ("... not supported by this op yet"): code that reads sizes
+ * as numbers calls this one. */
 bool tensor_shape(UOp *u, Shape *out);
+/* The shape with symbolic sizes allowed (code written for them). */
+bool tensor_shape_sym(UOp *u, SymShape *out);
+/* The handle's shape with its symbolic sizes. */
+SymShape tensor_handle_shape(const tg_tensor *t);
 int tensor_ndim(UOp *u);
 bool tensor_has_device(UOp *u);                 /* has a device (some BUFFER below) */
 /* tinygrad's UOp.device: a BUFFER's own, a COPY's target, else the first source's that has one; NULL for none.
@@ -94,6 +103,22 @@ UOp *tensor_strip_custom_grad(UOp *root);
 UOp *tensor_pad_constant(UOp *x, const int64_t *pads, int n, Const value); /* pads may be negative */
 UOp *tensor_pad_mode(UOp *x, const int64_t *pads, int n, tg_pad_mode mode, Const value);
 UOp *tensor_getitem(UOp *x, const tg_index *idx, size_t n);
+
+/* ---- symbolic sizes (symshape.c): sizes are weak-int UOps (CONST or an expression of bound Variables) ---- */
+/* The size expression checked: an int, or an int expression whose leaves are bound Variables and CONSTs. */
+UOp *tensor_sint(UOp *e);
+/* Its value with every bound Variable at its bound value (false: not evaluable). */
+bool tensor_sint_value(UOp *e, int64_t *out);
+UOp *tensor_reshape_sym(UOp *x, const SymShape *to);
+UOp *tensor_broadcast_to_sym(UOp *x, const SymShape *ns);
+UOp *tensor_shrink_sym(UOp *x, UOp *const *bounds, int n); /* (start, end) per axis */
+UOp *tensor_pad_sym(UOp *x, UOp *const *pads, int n);      /* (before, after) per axis, zero fill */
+/* Storage for the maximum of s (on the default device), viewed shrunk to s (tinygrad's Tensor.empty(3, vi)). */
+UOp *tensor_empty_sym(const SymShape *s, const DType *dt);
+/* A public tg_sint shape (keep_ok: -1 allowed); errors name the axis. */
+bool tensor_sym_shape_arg(const tg_sint *shape, size_t ndim, bool keep_ok, SymShape *out);
+/* The product of the sizes of s on the axes red[i] (NULL: all), a weak-int UOp. */
+UOp *tensor_sym_numel(const SymShape *s, const bool *red);
 
 /* ---- elementwise (tinygrad ElementwiseMixin) ---- */
 UOp *tensor_alu(TgOp op, UOp *a, UOp *b);          /* promote both (_broadcasted) then op */
