@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # run_gpu.sh — `make bench-gpu`: the GPU issue's figures, ours (build/bench_gpu and build/bench_train on DEV=CUDA) and
 # PyTorch on CUDA (bench/peer_torch_gpu.py, the GPU machine's python3) side by side in one run. One line per figure:
-#   bench <name> ours=<v> <unit> <peer>=<v> ratio=<ours/peer>
+#   bench <name> ours=<v> <unit> <peer>=<v> ratio=<r>, r > 1: we are r times faster (throughput ours/peer, time peer/ours)
 # The memory-bound figures are also given against the device-to-device copy (torch's copy_, the roofline):
 # relu(a*b+c) and sum over 2^28 float32 (target >= 0.92x copy). Matmuls run with the heuristic and with BEAM=2
 # (`_beam2` lines; BENCH_BEAM=0 skips them, BENCH_BEAM_FIGURES picks the figures, BENCH_BEAM_TIMEOUT caps the run).
 # The JIT on CUDA: train_cnn_jit (the CNN step replayed), jit_replay_{1,50}_graph (CUDA graphs vs JIT=2's direct
-# launches, per kernel) and _vs_eager. Needs a CUDA device: without one it says so and exits 1.
+# launches, per kernel) and _vs_eager (times: ratio = peer/ours). Needs a CUDA device: without one it says so and exits 1.
 set -u
 B=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,6 +16,13 @@ value() { echo "$2" | awk -v k="$1" '$1 == k { print $2; exit }'; }
 line() { # name ours peer unit peer_name
   if [ -n "$2" ] && [ -n "$3" ]; then
     echo "bench $1 ours=$2 $4 $5=$3 ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.3f", a / b }')"
+  else
+    echo "bench $1 ours=${2:-n/a} $4 $5=${3:-n/a} ratio=n/a"
+  fi
+}
+line_time() { # the same for a time (lower is better): ratio = peer/ours
+  if [ -n "$2" ] && [ -n "$3" ]; then
+    echo "bench $1 ours=$2 $4 $5=$3 ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.3f", b / a }')"
   else
     echo "bench $1 ours=${2:-n/a} $4 $5=${3:-n/a} ratio=n/a"
   fi
@@ -54,13 +61,13 @@ line train_cnn "$(value train_cnn "$train")" "$(value train_cnn "$peer")" steps/
 line train_cnn_jit "$(value train_cnn_jit "$train")" "$(value train_cnn "$peer")" steps/s torch
 line train_cnn_jit_vs_eager "$(value train_cnn_jit "$train")" "$(value train_cnn "$train")" steps/s eager
 echo "bench train_cnn_jit_overhead ours=$(value train_cnn_jit_overhead "$train") ms/step"
-# the JIT's replay on CUDA: CUDA graphs (JIT=1) against one launch per kernel (JIT=2), per kernel (lower is better:
-# the ratio is graph time / direct time), and the graph replay against the eager realize of the same chain
+# the JIT's replay on CUDA: CUDA graphs (JIT=1) against one launch per kernel (JIT=2), per kernel (a time: the ratio
+# is direct time / graph time), and the graph replay against the eager realize of the same chain
 graph=$("$B/bench_train" 0 0 20000 2>&1)
 direct=$(JIT=2 "$B/bench_train" 0 0 20000 2>&1)
 echo "$graph$direct" | grep -E "bench_train:" | sed 's/^/bench: ours: /'
 for k in 1 50; do
   unit=us; [ $k -gt 1 ] && unit=us/kernel
-  line "jit_replay_${k}_graph" "$(value jit_replay_$k "$graph")" "$(value jit_replay_$k "$direct")" "$unit" direct
-  line "jit_replay_${k}_vs_eager" "$(value jit_replay_$k "$graph")" "$(value eager_chain_$k "$graph")" "$unit" eager
+  line_time "jit_replay_${k}_graph" "$(value jit_replay_$k "$graph")" "$(value jit_replay_$k "$direct")" "$unit" direct
+  line_time "jit_replay_${k}_vs_eager" "$(value jit_replay_$k "$graph")" "$(value eager_chain_$k "$graph")" "$unit" eager
 done
