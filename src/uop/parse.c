@@ -106,7 +106,8 @@ static UOp *make_node(TgOp op, const DType *dt, const char *at, UOp **src, size_
     const DType *din = k == 6 ? dtype_named(tok[3]) : NULL, *dout = k == 6 ? dtype_named(tok[4]) : NULL;
     if (!din || !dout) return NULL;
     int64_t w[9] = {atoll(tok[0]), atoll(tok[1]), atoll(tok[2]), din->id, dout->id, atoll(tok[5]), 0, 0, 0};
-    arg = arg_ints(ARG_WMMA, w, 9);
+    memcpy(ints, w, sizeof w); /* the arg points at ints, which lives until uop_new copies it */
+    arg = arg_ints(ARG_WMMA, ints, 9);
   } else if (strncmp(buf, "perm:", 5) == 0 || strncmp(buf, "flip:", 5) == 0) {
     size_t k = 0;
     for (char *tok = strtok(buf + 5, ","); tok && k < 16; tok = strtok(NULL, ",")) ints[k++] = atoll(tok);
