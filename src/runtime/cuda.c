@@ -13,7 +13,8 @@
  *             drained before and the destination's after)
  *   compile   NVRTC to cubin (--gpu-architecture=<arch>, --minimal from NVRTC 12.4 as tinygrad), a batch on threads,
  *             cubins cached on disk by NVRTC version + options + name + source; cuModuleLoadData, cuModuleGetFunction
- *   launch    cuLaunchKernel with kernelParams (pointers, then values at their declared width); with `seconds`, two
+ *   launch    cuLaunchKernel with kernelParams (pointers, then values at their declared width) and the dynamic shared
+ *             memory a source declares (`#define TG_DYNAMIC_SMEM_BYTES n`, the GEMM templates); with `seconds`, two
  *             events around it and their elapsed time (DEBUG=2's tm)
  *   graphs    cuGraph of kernel nodes (the JIT's replay): cuGraphAddKernelNode with the dependencies device.c found,
  *             cuGraphInstantiateWithFlags once, cuGraphExecKernelNodeSetParams per changed node, cuGraphLaunch on
@@ -38,6 +39,7 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUevent;
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define CU_MEMHOSTALLOC_PORTABLE 1
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 
 /* Every symbol is looked up as name_v2 first, then name (the driver keeps old ABIs under the plain names). */
 #define CU_FUNCS(X)                                                                                               \
@@ -61,6 +63,7 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUevent;
   X(cuMemcpyPeerAsync, (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s))     \
   X(cuModuleLoadData, (CUmodule * m, const void *image))                                                         \
   X(cuModuleGetFunction, (CUfunction * f, CUmodule m, const char *name))                                         \
+  X(cuFuncSetAttribute, (CUfunction f, int attr, int value))                                                     \
   X(cuLaunchKernel, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,  \
                      unsigned smem, CUstream s, void **params, void **extra))                                    \
   X(cuEventCreate, (CUevent * e, unsigned flags))                                                                \
@@ -592,6 +595,14 @@ static tg_status program_load(RtDevice *d, const NvrtcJob *j, const char *key, R
   if (st == TG_OK && (r = p_cuModuleLoadData(&mod, j->cubin)) != CUDA_SUCCESS) st = cu_fail("cuModuleLoadData", r);
   if (st == TG_OK && (r = p_cuModuleGetFunction(&fn, mod, j->name)) != CUDA_SUCCESS)
     st = cu_fail("cuModuleGetFunction (is the kernel extern \"C\" __global__?)", r);
+  /* dynamic shared memory: a source that declares `#define TG_DYNAMIC_SMEM_BYTES n` (the GEMM templates) is launched
+   * with n bytes, allowed past the 48 KiB default by the function attribute */
+  int dyn_smem = 0;
+  const char *ds = strstr(j->src, "#define TG_DYNAMIC_SMEM_BYTES ");
+  if (ds) dyn_smem = atoi(ds + strlen("#define TG_DYNAMIC_SMEM_BYTES "));
+  if (st == TG_OK && dyn_smem > 0 &&
+      (r = p_cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn_smem)) != CUDA_SUCCESS)
+    st = cu_fail("cuFuncSetAttribute (dynamic shared memory)", r);
   if (st != TG_OK) {
     rt_parsed_free(&ps);
     return st;
@@ -603,6 +614,7 @@ static tg_status program_load(RtDevice *d, const NvrtcJob *j, const char *key, R
   p->device = d;
   p->module = mod;
   p->function = fn;
+  p->dyn_smem = dyn_smem;
   p->nparams = (int)ps.len;
   p->params = tg_calloc(ps.len ? ps.len : 1, sizeof *p->params);
   p->core_id_param = -1;
@@ -708,7 +720,8 @@ static tg_status cuda_launch(RtDevice *d, const RtProgram *p, const uint64_t *bu
   CU_CHECK(use_ctx(c), "cuCtxSetCurrent");
   if (!seconds) {
     CUresult r = p_cuLaunchKernel(p->function, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
-                                  (unsigned)block[0], (unsigned)block[1], (unsigned)block[2], 0, c->stream, params, NULL);
+                                  (unsigned)block[0], (unsigned)block[1], (unsigned)block[2], (unsigned)p->dyn_smem, c->stream,
+                                  params, NULL);
     return r == CUDA_SUCCESS ? TG_OK : cu_fail("cuLaunchKernel", r);
   }
   /* timed: events around the launch on the stream, then wait for the second (tinygrad cu_time_execution) */
@@ -718,8 +731,8 @@ static tg_status cuda_launch(RtDevice *d, const RtProgram *p, const uint64_t *bu
   CUresult r = p_cuEventRecord(c->ev_start, c->stream);
   if (r != CUDA_SUCCESS) st = cu_fail("cuEventRecord", r);
   if (st == TG_OK && (r = p_cuLaunchKernel(p->function, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
-                                           (unsigned)block[0], (unsigned)block[1], (unsigned)block[2], 0, c->stream,
-                                           params, NULL)) != CUDA_SUCCESS)
+                                           (unsigned)block[0], (unsigned)block[1], (unsigned)block[2],
+                                           (unsigned)p->dyn_smem, c->stream, params, NULL)) != CUDA_SUCCESS)
     st = cu_fail("cuLaunchKernel", r);
   if (st == TG_OK && (r = p_cuEventRecord(c->ev_end, c->stream)) != CUDA_SUCCESS) st = cu_fail("cuEventRecord", r);
   if (st == TG_OK && (r = p_cuEventSynchronize(c->ev_end)) != CUDA_SUCCESS) st = cu_fail("kernel execution", r);

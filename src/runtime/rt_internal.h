@@ -81,6 +81,7 @@ struct RtProgram {
   RtDevice *device;   /* CUDA: the device whose context loaded it; NULL for the CPU (any CPU device runs it) */
   RtEntryFn entry;    /* CPU */
   void *module, *function; /* CUDA: CUmodule, CUfunction */
+  int dyn_smem;       /* CUDA: dynamic shared memory bytes per block (the source's TG_DYNAMIC_SMEM_BYTES), else 0 */
   int nparams;
   RtParam *params;
   int core_id_param;  /* the scalar parameter named core_id, or -1 */
