@@ -24,13 +24,13 @@ static Variant variants[256];
 static int nvariants;
 
 static void add(GemmConfig c) {
-  if (nvariants >= 256 || gemm_unsupported(&c)) {
-    if (gemm_unsupported(&c)) fprintf(stderr, "probe: skipped a variant: %s\n", gemm_unsupported(&c));
+  if (nvariants >= 256 || render_gemm_unsupported(&c)) {
+    if (render_gemm_unsupported(&c)) fprintf(stderr, "probe: skipped a variant: %s\n", render_gemm_unsupported(&c));
     return;
   }
   Variant *v = &variants[nvariants++];
   v->c = c;
-  gemm_kernel_name(&c, v->name, sizeof v->name);
+  render_gemm_kernel_name(&c, v->name, sizeof v->name);
 }
 
 /* the variants timed at m = n = k = s */
@@ -161,7 +161,7 @@ static void run_problem(RtDevice *d, int first, bool *done) {
     rt_copyin(bc, 0, hc, nc * eo);
     int64_t grid[3], block[3];
     int smem;
-    gemm_launch_dims(&var->c, grid, block, &smem);
+    render_gemm_launch_dims(&var->c, grid, block, &smem);
     uint64_t bufs[3] = {rt_buffer_addr(bc), rt_buffer_addr(ba), rt_buffer_addr(bb)};
     double sec;
     if (rt_device_launch(d, var->prog, bufs, NULL, 3, grid, block, &sec) != TG_OK || rt_copyout(bc, 0, hc, nc * eo) != TG_OK) {
@@ -191,7 +191,7 @@ static void run_problem(RtDevice *d, int first, bool *done) {
     Variant *var = &variants[v];
     int64_t grid[3], block[3];
     int smem;
-    gemm_launch_dims(&var->c, grid, block, &smem);
+    render_gemm_launch_dims(&var->c, grid, block, &smem);
     uint64_t bufs[3] = {rt_buffer_addr(bc), rt_buffer_addr(ba), rt_buffer_addr(bb)};
     double t[12];
     bool ok = wrong[v] >= 0;
@@ -199,7 +199,7 @@ static void run_problem(RtDevice *d, int first, bool *done) {
     double tf = 0;
     if (ok) {
       qsort(t + 2, 10, sizeof(double), cmp_double);
-      tf = gemm_flops(&var->c) / t[7] / 1e12;
+      tf = render_gemm_flops(&var->c) / t[7] / 1e12;
     }
     char status[64];
     if (wrong[v] == 0) snprintf(status, sizeof status, "ok");
@@ -235,7 +235,7 @@ int main(int argc, char **argv) {
       if (!want_dtype(dts, names[e])) continue;
       for (int lay = 0; lay < 4; lay++) {
         GemmConfig c;
-        gemm_default_config(elems[e], elems[e], 512, 768, 256, lay & 1, (lay >> 1) & 1, &c);
+        render_gemm_default_config(elems[e], elems[e], 512, 768, 256, lay & 1, (lay >> 1) & 1, &c);
         if (elems[e] != GEMM_ELEM_F32) c.bn = 128;
         add(c);
         if (elems[e] != GEMM_ELEM_F32) { /* f32 output from 16-bit inputs */
@@ -252,7 +252,7 @@ int main(int argc, char **argv) {
   RtProgram **progs = calloc((size_t)nvariants, sizeof *progs);
   for (int v = 0; v < nvariants; v++) {
     ks[v].name = variants[v].name;
-    ks[v].src = gemm_render(&variants[v].c, variants[v].name);
+    ks[v].src = render_gemm_render(&variants[v].c, variants[v].name);
     const char *dump = getenv("GEMM_PROBE_DUMP"); /* a folder: write every variant's source there, run nothing */
     if (dump && *dump) {
       char path[512];

@@ -32,7 +32,7 @@
 
 #define GEMM_SMEM_MAX (227 * 1024) /* dynamic shared memory a block can have on sm_90 */
 
-GemmKind gemm_kind(const GemmConfig *c) { return c->in == GEMM_ELEM_F32 ? GEMM_KIND_SIMT : GEMM_KIND_WGMMA; }
+GemmKind render_gemm_kind(const GemmConfig *c) { return c->in == GEMM_ELEM_F32 ? GEMM_KIND_SIMT : GEMM_KIND_WGMMA; }
 
 static const char *elem_tag(GemmElem e) { return e == GEMM_ELEM_F16 ? "h" : e == GEMM_ELEM_BF16 ? "b" : "f"; }
 
@@ -41,17 +41,17 @@ static int simt_threads(const GemmConfig *c) { return (c->bm / TG_MAX(c->tm, 1))
 static int wg_stage_bytes(const GemmConfig *c) { return (c->bm + c->bn) * c->bk * 2; }
 
 static int smem_bytes(const GemmConfig *c) {
-  if (gemm_kind(c) == GEMM_KIND_WGMMA) return c->stages * wg_stage_bytes(c) + 1024; /* + alignment slack */
+  if (render_gemm_kind(c) == GEMM_KIND_WGMMA) return c->stages * wg_stage_bytes(c) + 1024; /* + alignment slack */
   return 2 * (c->bm + c->bn) * c->bk * 4;
 }
 
-const char *gemm_unsupported(const GemmConfig *c) {
+const char *render_gemm_unsupported(const GemmConfig *c) {
   if (c->m <= 0 || c->n <= 0 || c->k <= 0) return "empty shape";
   if (c->bm <= 0 || c->bn <= 0 || c->bk <= 0 || c->m % c->bm || c->n % c->bn || c->k % c->bk)
     return "shape not a multiple of the tile";
   if (c->m > (1 << 20) || c->n > (1 << 20) || c->k > (1 << 20)) return "dimension over 2^20";
   if (c->group_m < 1) return "group_m < 1";
-  if (gemm_kind(c) == GEMM_KIND_WGMMA) {
+  if (render_gemm_kind(c) == GEMM_KIND_WGMMA) {
     if (c->out != GEMM_ELEM_F16 && c->out != GEMM_ELEM_BF16 && c->out != GEMM_ELEM_F32) return "output dtype";
     if (c->bk != 64) return "wgmma template: BK must be 64 (one 128-byte swizzle span)";
     if (c->warpgroups < 1 || c->warpgroups > 3) return "wgmma template: 1 to 3 warpgroups";
@@ -76,7 +76,7 @@ const char *gemm_unsupported(const GemmConfig *c) {
 }
 
 /* Chosen from tools/gemm_probe.c's runs on the H200 (see the report in gemm_probe.c's header). */
-bool gemm_default_config(GemmElem in, GemmElem out, int64_t m, int64_t n, int64_t k, bool a_k_major, bool b_k_major,
+bool render_gemm_default_config(GemmElem in, GemmElem out, int64_t m, int64_t n, int64_t k, bool a_k_major, bool b_k_major,
                          GemmConfig *cfg) {
   GemmConfig c = {.in = in, .out = out, .m = m, .n = n, .k = k, .a_k_major = a_k_major, .b_k_major = b_k_major,
                   .group_m = 8};
@@ -88,15 +88,15 @@ bool gemm_default_config(GemmElem in, GemmElem out, int64_t m, int64_t n, int64_
     if (sscanf(tile, "%dx%dx%d:%d", &bm, &bn, &bk, &st) >= 3) c.bm = bm, c.bn = bn, c.bk = bk, c.stages = st;
   }
   /* smaller tiles for shapes the big one does not divide */
-  if (gemm_unsupported(&c) && in != GEMM_ELEM_F32 && !(tile && *tile)) c.bn = 128;
-  if (gemm_unsupported(&c) && in != GEMM_ELEM_F32 && !(tile && *tile)) c.bm = 128, c.bn = 64;
-  if (gemm_unsupported(&c) && in == GEMM_ELEM_F32 && !(tile && *tile)) c.bm = 64, c.bn = 64, c.tm = 4, c.tn = 4;
+  if (render_gemm_unsupported(&c) && in != GEMM_ELEM_F32 && !(tile && *tile)) c.bn = 128;
+  if (render_gemm_unsupported(&c) && in != GEMM_ELEM_F32 && !(tile && *tile)) c.bm = 128, c.bn = 64;
+  if (render_gemm_unsupported(&c) && in == GEMM_ELEM_F32 && !(tile && *tile)) c.bm = 64, c.bn = 64, c.tm = 4, c.tn = 4;
   *cfg = c;
-  return gemm_unsupported(&c) == NULL;
+  return render_gemm_unsupported(&c) == NULL;
 }
 
-void gemm_kernel_name(const GemmConfig *c, char *buf, size_t n) {
-  if (gemm_kind(c) == GEMM_KIND_WGMMA)
+void render_gemm_kernel_name(const GemmConfig *c, char *buf, size_t n) {
+  if (render_gemm_kind(c) == GEMM_KIND_WGMMA)
     snprintf(buf, n, "gemm_%s%s_%lldx%lldx%lld_%c%c_%dx%dx%d_s%dw%dg%d", elem_tag(c->in), elem_tag(c->out),
              (long long)c->m, (long long)c->n, (long long)c->k, c->a_k_major ? 'k' : 'm', c->b_k_major ? 'k' : 'n',
              c->bm, c->bn, c->bk, c->stages, c->warpgroups, c->group_m);
@@ -106,13 +106,13 @@ void gemm_kernel_name(const GemmConfig *c, char *buf, size_t n) {
              c->bm, c->bn, c->bk, c->tm, c->tn, c->group_m);
 }
 
-void gemm_launch_dims(const GemmConfig *c, int64_t grid[3], int64_t block[3], int *dyn_smem) {
+void render_gemm_launch_dims(const GemmConfig *c, int64_t grid[3], int64_t block[3], int *dyn_smem) {
   grid[0] = (c->m / c->bm) * (c->n / c->bn), grid[1] = 1, grid[2] = 1;
-  block[0] = gemm_kind(c) == GEMM_KIND_WGMMA ? wg_threads(c) : simt_threads(c), block[1] = 1, block[2] = 1;
+  block[0] = render_gemm_kind(c) == GEMM_KIND_WGMMA ? wg_threads(c) : simt_threads(c), block[1] = 1, block[2] = 1;
   *dyn_smem = smem_bytes(c);
 }
 
-double gemm_flops(const GemmConfig *c) { return 2.0 * (double)c->m * (double)c->n * (double)c->k; }
+double render_gemm_flops(const GemmConfig *c) { return 2.0 * (double)c->m * (double)c->n * (double)c->k; }
 
 static const char *out_ctype(GemmElem e) { return e == GEMM_ELEM_F32 ? "float" : "unsigned short"; }
 
@@ -342,15 +342,15 @@ static void put_simt_kernel(StrBuf *b, const GemmConfig *c, const char *name) {
             c->tm, ty_n * 4, c->tn / 4, (long long)c->n, tx_n * 4);
 }
 
-char *gemm_render(const GemmConfig *c, const char *name) {
-  const char *why = gemm_unsupported(c);
+char *render_gemm_render(const GemmConfig *c, const char *name) {
+  const char *why = render_gemm_unsupported(c);
   if (why) {
     tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: GEMM template %s: %s", name, why);
     return NULL;
   }
   StrBuf b;
   sb_init(&b);
-  if (gemm_kind(c) == GEMM_KIND_WGMMA) put_wgmma_kernel(&b, c, name);
+  if (render_gemm_kind(c) == GEMM_KIND_WGMMA) put_wgmma_kernel(&b, c, name);
   else put_simt_kernel(&b, c, name);
   return sb_take(&b);
 }

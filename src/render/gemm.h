@@ -33,22 +33,22 @@ typedef struct GemmConfig {
 } GemmConfig;
 
 /* The kind a config's input dtype takes (f32 -> SIMT, f16/bf16 -> WGMMA). */
-GemmKind gemm_kind(const GemmConfig *c);
+GemmKind render_gemm_kind(const GemmConfig *c);
 /* NULL when the template can render c, else why not (a static string): shape not a multiple of the tile, a tile the
  * template cannot split over its threads, shared memory over the 227 KiB a block can have... */
-const char *gemm_unsupported(const GemmConfig *c);
+const char *render_gemm_unsupported(const GemmConfig *c);
 /* The default configuration for (in, out, m, n, k, layouts) on an H200 (the probe's best: tools/gemm_probe.c);
  * false when none fits the shape. GEMM_TILE="BMxBNxBK:stages" overrides the tile (tests, tuning). */
-bool gemm_default_config(GemmElem in, GemmElem out, int64_t m, int64_t n, int64_t k, bool a_k_major, bool b_k_major,
+bool render_gemm_default_config(GemmElem in, GemmElem out, int64_t m, int64_t n, int64_t k, bool a_k_major, bool b_k_major,
                          GemmConfig *out_cfg);
 /* The kernel's name: "gemm_<in><out>_<m>x<n>x<k>_<layout>_<tile>" (a C identifier; distinct configs, distinct names). */
-void gemm_kernel_name(const GemmConfig *c, char *buf, size_t n);
-/* The CUDA C source of kernel `name` (heap; NULL with tg_last_error() when gemm_unsupported). Parameters
+void render_gemm_kernel_name(const GemmConfig *c, char *buf, size_t n);
+/* The CUDA C source of kernel `name` (heap; NULL with tg_last_error() when render_gemm_unsupported). Parameters
  * (out*, A*, B*) in that order. */
-char *gemm_render(const GemmConfig *c, const char *name);
+char *render_gemm_render(const GemmConfig *c, const char *name);
 /* Launch dimensions (blocks, threads per block) and dynamic shared memory bytes. */
-void gemm_launch_dims(const GemmConfig *c, int64_t grid[3], int64_t block[3], int *dyn_smem);
+void render_gemm_launch_dims(const GemmConfig *c, int64_t grid[3], int64_t block[3], int *dyn_smem);
 /* 2*m*n*k. */
-double gemm_flops(const GemmConfig *c);
+double render_gemm_flops(const GemmConfig *c);
 
 #endif
