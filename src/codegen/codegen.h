@@ -18,6 +18,7 @@
 #ifndef TG_CODEGEN_H
 #define TG_CODEGEN_H
 
+#include "../render/gemm.h"
 #include "../render/render.h"
 
 /* Lower one kernel. Returns the lowered SINK (owned by the caller's scope), or NULL with tg_last_error() set
@@ -28,6 +29,15 @@ UOp *cg_lower(UOp *kernel_sink, const Renderer *ren);
 /* The first half alone (movement ops, split / simplify ranges, symbolic, opts): the kernel AST the opts produce,
  * its SINK carrying tinygrad's kernel name ("E_256", "r_256_4_512"; colors stripped). For tests and DEBUG. */
 UOp *cg_optimize(UOp *kernel_sink, const Renderer *ren);
+
+/* The GEMM template route (gemm_route.c): when `kernel_sink` is one plain matmul the templates take on a device of
+ * `arch` ("sm_90a"), NULL and *out = the template config and the PARAM slots of (C, A, B), the kernel's parameters in
+ * that order; else why not (a static string) and the normal path stays. GEMM_TEMPLATE=0: always refused. */
+typedef struct CgGemmMatch {
+  GemmConfig cfg;
+  int64_t slot[3];
+} CgGemmMatch;
+const char *cg_gemm_match(UOp *kernel_sink, const char *arch, CgGemmMatch *out);
 
 /* The transcendental decompositions (tinygrad codegen/decomp/transcendental.py): d is float16/32/64 x. */
 UOp *cg_xexp2(UOp *d);

@@ -2,7 +2,9 @@
  * kernel with its device's renderer, compile them per device in one batch (the CPU: one compiler process; CUDA:
  * NVRTC on threads), allocate the buffers on their devices and run the CALLs in order through the device
  * interface: kernels as launches (grid/block from the kernel's SPECIAL indices; the CPU's core_id pieces as
- * grid[0]), COPY calls as device copies (host to device, device to host, device to device).
+ * grid[0]), COPY calls as device copies (host to device, device to host, device to device). A plain matmul on an
+ * sm_90a device takes the GEMM template route instead of opts/lower/render (codegen gemm_route.c, GEMM_TEMPLATE=0
+ * off): its kernel's source is the template's, the rest of the path is the same.
  *
  * Device memory: every global BUFFER node owns at most one runtime buffer, kept in a side table keyed by the node and
  * released by uop.c's buffer free hook when the node dies. Compiled kernels are cached by their (interned) kernel
@@ -225,10 +227,39 @@ static const char *kernel_device(UOp *ast) {
 
 /* Lower, linearize and render one kernel AST with its device's renderer; the program is compiled later with the
  * rest of the batch. Host devices (the CPU) call kernels through a fixed-ABI entry compiled with them. */
+/* A matmul the GEMM templates take (codegen gemm_route.c): the template's source, launch dims and (C, A, B) params. */
+static Kernel *template_kernel(UOp *ast, RtDevice *dev) {
+  CgGemmMatch gm;
+  if (rt_device_is_host(dev) || cg_gemm_match(ast, rt_device_arch(dev), &gm) != NULL) return NULL;
+  Kernel *k = tg_calloc(1, sizeof *k);
+  render_gemm_kernel_name(&gm.cfg, k->name, sizeof k->name);
+  k->src = render_gemm_render(&gm.cfg, k->name);
+  if (!k->src) {
+    tg_free(k);
+    return NULL;
+  }
+  int smem;
+  render_gemm_launch_dims(&gm.cfg, k->global, k->local, &smem);
+  k->ast = uop_keep(ast);
+  k->dev = dev;
+  k->nparams = 3;
+  k->param_slot = tg_malloc(4 * sizeof(int64_t));
+  k->value_name = tg_calloc(4, sizeof *k->value_name);
+  for (int i = 0; i < 3; i++) k->param_slot[i] = gm.slot[i];
+  k->core_param = -1;
+  k->ncores = 1;
+  k->flops = render_gemm_flops(&gm.cfg);
+  return k;
+}
+
 static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
   RtDevice *dev;
   tg_status st = rt_device_open(kernel_device(ast), &dev);
   if (st != TG_OK) return st;
+  if ((*out = template_kernel(ast, dev))) {
+    *entry_src = NULL;
+    return TG_OK;
+  }
   const Renderer *ren = renderer_for_device(rt_device_name(dev));
   if (!ren) return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_UNSUPPORTED;
   UOpScope sc = uop_scope_begin();

@@ -75,22 +75,36 @@ const char *render_gemm_unsupported(const GemmConfig *c) {
   return NULL;
 }
 
-/* Chosen from tools/gemm_probe.c's runs on the H200 (see the report in gemm_probe.c's header). */
+/* The tiles tried in order, the first that divides the shape wins. The first of each is the best of
+ * tools/gemm_probe.c on the H200 (2026-12-02, TFLOPS at 4096 / 8192, cuBLAS in the same run 661 / 721 fp16, 670 / 748
+ * bf16, 48.8 fp32 at 4096): fp16 128x256x64 4 stages 2 warpgroups 571 / 610, bf16 585 / 634 (3 stages 464 / 480;
+ * 128x128 486 / 483; 256x128 555 / 520); fp32 256x128x16 8x8 per thread 46.3 / 46.4 (128x128x8 37.6). */
+static const int wg_tiles[][4] = {{128, 256, 4, 2}, {256, 128, 4, 2}, {128, 128, 6, 2}, {128, 64, 6, 2}, {64, 64, 6, 1}};
+static const int simt_tiles[][5] = {{256, 128, 16, 8, 8}, {128, 128, 16, 8, 8}, {128, 64, 16, 8, 4}, {64, 64, 16, 4, 4}};
+
 bool render_gemm_default_config(GemmElem in, GemmElem out, int64_t m, int64_t n, int64_t k, bool a_k_major, bool b_k_major,
                          GemmConfig *cfg) {
   GemmConfig c = {.in = in, .out = out, .m = m, .n = n, .k = k, .a_k_major = a_k_major, .b_k_major = b_k_major,
                   .group_m = 8};
-  if (in == GEMM_ELEM_F32) c.bm = 128, c.bn = 128, c.bk = 8, c.tm = 8, c.tn = 8, c.stages = 2;
-  else c.bm = 128, c.bn = 256, c.bk = 64, c.stages = 4, c.warpgroups = 2;
   const char *tile = getenv("GEMM_TILE");
-  if (tile && *tile) {
-    int bm, bn, bk, st = c.stages;
-    if (sscanf(tile, "%dx%dx%d:%d", &bm, &bn, &bk, &st) >= 3) c.bm = bm, c.bn = bn, c.bk = bk, c.stages = st;
+  int bm, bn, bk, st = 4;
+  bool forced = tile && sscanf(tile, "%dx%dx%d:%d", &bm, &bn, &bk, &st) >= 3;
+  size_t n_tiles = in == GEMM_ELEM_F32 ? TG_ARRAY_LEN(simt_tiles) : TG_ARRAY_LEN(wg_tiles);
+  for (size_t i = 0; i < n_tiles; i++) {
+    if (in == GEMM_ELEM_F32) {
+      const int *t = simt_tiles[i];
+      c.bm = t[0], c.bn = t[1], c.bk = t[2], c.tm = t[3], c.tn = t[4];
+    } else {
+      const int *t = wg_tiles[i];
+      c.bm = t[0], c.bn = t[1], c.bk = 64, c.stages = t[2], c.warpgroups = t[3];
+    }
+    if (forced) {
+      c.bm = bm, c.bn = bn, c.bk = bk, c.stages = st;
+      if (in == GEMM_ELEM_F32) c.tm = bm >= 128 ? 8 : 4, c.tn = bn >= 128 ? 8 : 4;
+      else c.warpgroups = bm >= 128 ? 2 : 1;
+    }
+    if (!render_gemm_unsupported(&c) || forced) break;
   }
-  /* smaller tiles for shapes the big one does not divide */
-  if (render_gemm_unsupported(&c) && in != GEMM_ELEM_F32 && !(tile && *tile)) c.bn = 128;
-  if (render_gemm_unsupported(&c) && in != GEMM_ELEM_F32 && !(tile && *tile)) c.bm = 128, c.bn = 64;
-  if (render_gemm_unsupported(&c) && in == GEMM_ELEM_F32 && !(tile && *tile)) c.bm = 64, c.bn = 64, c.tm = 4, c.tn = 4;
   *cfg = c;
   return render_gemm_unsupported(&c) == NULL;
 }
