@@ -66,7 +66,8 @@ $(B)/%: examples/%.c $(B)/libtinygrad.a
 # the symbolic fuzzer, the GGUF fuzzer (fixed seed, ASan+UBSan), the Python package's tests (python/run_tests.sh);
 # one closing line with the totals. make test-fast: the optimized build's quick subset (TG_TEST_QUICK=1), what to run
 # before each commit. Both keep the kernel cache in $(B)/cache.db unless CACHEDB is set.
-test: $(B)/libtinygrad.a $(B)/libtinygrad.so $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic $(B)/fuzz_gguf_san
+test: $(B)/libtinygrad.a $(B)/libtinygrad.so $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic $(B)/fuzz_gguf_san \
+      $(B)/test_llm_serve
 	@bash tests/run_all.sh $(B)
 
 test-gpu: $(B)/run_tests_gpu
@@ -127,6 +128,12 @@ fuzz-gguf: $(B)/fuzz_gguf
 	  $(B)/fuzz_gguf_corpus tests/fixtures/gguf
 $(B)/fuzz_gguf_san: tools/fuzz_gguf.c $(SAN_LIB_OBJ)
 	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(SAN) -O1 -o $@ tools/fuzz_gguf.c $(SAN_LIB_OBJ) $(LDLIBS)
+
+# tg-llm's OpenAI-compatible server (tools/llm/serve.c) is the only user of libmicrohttpd and cJSON: they link into
+# tg-llm and the server's test (tests/llm/test_serve.c, ASan+UBSan, run by make test), never into the library
+SERVE_LIBS := -lmicrohttpd -lcjson -lm -lpthread
+$(B)/test_llm_serve: tests/llm/test_serve.c tools/llm/serve.c tools/llm/serve.h
+	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(SAN) -O1 -o $@ tests/llm/test_serve.c tools/llm/serve.c $(SERVE_LIBS)
 
 clean:
 	rm -rf $(B)

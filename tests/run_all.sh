@@ -82,6 +82,7 @@ else
     job "$logs/fuzz.log" "$B/fuzz_symbolic" 20000 1
     job "$logs/python.log" bash "$T/../python/run_tests.sh" "$B"
     job "$logs/fuzz_gguf.log" env ASAN_OPTIONS=detect_leaks=1 "$B/fuzz_gguf_san" -n 3000
+    job "$logs/serve.log" env ASAN_OPTIONS=detect_leaks=1 "$B/test_llm_serve"
     job "$logs/san2.log" "${san[@]}" $(others "$SAN_LANE")
   } &
   wait
@@ -94,6 +95,12 @@ else
   # the GGUF fuzzer's fixed-seed pass under ASan+UBSan (tools/fuzz_gguf.c): one more check
   tail -3 "$logs/fuzz_gguf.log"
   if [ "$(cat "$logs/fuzz_gguf.log.rc")" -eq 0 ]; then pass=$((pass+1)); else fail=$((fail+1)); rc=1; fi
+  # tg-llm's HTTP server over loopback (tests/llm/test_serve.c, ASan+UBSan): its checks join the totals
+  grep -v -E '^[0-9]+ passed, [0-9]+ failed$' "$logs/serve.log"
+  last=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logs/serve.log" | tail -1)
+  if [ -n "$last" ]; then pass=$((pass + ${last%% *})); fail=$((fail + $(echo "$last" | cut -d' ' -f3))); fi
+  if [ -z "$last" ] || [ "$(cat "$logs/serve.log.rc")" -ne 0 ]; then
+    echo "  FAIL: the server test ($logs/serve.log) did not pass"; fail=$((fail+1)); rc=1; fi
   echo "make test: $(secs "$t_all" "$(now)") s wall; lane 1: asan+ubsan $SAN_LANE $(cat "$logs/san1.log.time") s;" \
        "lane 2: optimized $(cat "$logs/opt.log.time") s, fuzzer $(cat "$logs/fuzz.log.time") s, python" \
        "$(cat "$logs/python.log.time") s, asan+ubsan (the" \
