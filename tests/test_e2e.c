@@ -140,7 +140,42 @@ static void test_assign_runs_once(void) {
   tg_scope_end(sc);
 }
 
+/* 8/16-bit integer arithmetic wraps before it is compared or divided, as in torch (uint8 0-1 is 255): C computes
+ * these in int, so the renderer must not leave (a-b) unwrapped inside a comparison (render/c.c inline_it) */
+static void test_narrow_int_wraps(void) {
+  tg_scope sc = tg_scope_begin();
+  int64_t sh[1] = {4};
+  uint8_t u[4] = {0, 1, 5, 200}, one[4] = {1, 1, 1, 1}, ten[4] = {10, 10, 10, 10};
+  tg_tensor *x = tg_from_data(u, TG_UINT8, sh, 1), *o = tg_from_data(one, TG_UINT8, sh, 1);
+  tg_tensor *t = tg_from_data(ten, TG_UINT8, sh, 1);
+  bool lt[4] = {true, true, true, true};
+  CHECK(tg_to_host(tg_lt(tg_sub(x, o), t), lt, sizeof lt) == TG_OK);
+  CHECK(!lt[0] && lt[1] && lt[2] && !lt[3]);            /* 255, 0, 4, 199 < 10 */
+  bool sq[4] = {false};
+  uint8_t sixteen[4] = {16, 15, 0, 17};
+  tg_tensor *s16 = tg_from_data(sixteen, TG_UINT8, sh, 1);
+  CHECK(tg_to_host(tg_lt(tg_mul(s16, s16), t), sq, sizeof sq) == TG_OK);
+  CHECK(sq[0] && !sq[1] && sq[2] && !sq[3]);            /* 256 -> 0, 225, 0, 289 -> 33 */
+  int8_t i8[4] = {127, 0, -128, 5}, i1[4] = {1, 1, 1, 1};
+  tg_tensor *a = tg_from_data(i8, TG_INT8, sh, 1), *b = tg_from_data(i1, TG_INT8, sh, 1);
+  tg_tensor *zero = tg_from_data((int8_t[4]){0, 0, 0, 0}, TG_INT8, sh, 1);
+  bool neg[4] = {false};
+  CHECK(tg_to_host(tg_lt(tg_add(a, b), zero), neg, sizeof neg) == TG_OK);
+  CHECK(neg[0] && !neg[1] && neg[2] && !neg[3]);        /* 127+1 -> -128 < 0 */
+  bool nz[4] = {false};
+  CHECK(tg_to_host(tg_lt(tg_neg(a), zero), nz, sizeof nz) == TG_OK);
+  CHECK(nz[0] && !nz[1] && nz[2] && nz[3]);             /* -127, 0, -(-128) -> -128, -5 */
+  uint16_t w[2] = {0, 7}, w1[2] = {1, 1}, big[2] = {1000, 1000};
+  int64_t sh2[1] = {2};
+  bool gt[2] = {false};
+  tg_tensor *ww = tg_from_data(w, TG_UINT16, sh2, 1), *one16 = tg_from_data(w1, TG_UINT16, sh2, 1);
+  CHECK(tg_to_host(tg_lt(tg_from_data(big, TG_UINT16, sh2, 1), tg_sub(ww, one16)), gt, sizeof gt) == TG_OK);
+  CHECK(gt[0] && !gt[1]);                                /* 1000 < 65535 */
+  tg_scope_end(sc);
+}
+
 void suite_e2e(void) {
+  test_narrow_int_wraps();
   test_assign_runs_once();
   test_elementwise_broadcast();
   test_reduce();

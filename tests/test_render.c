@@ -56,6 +56,7 @@ static void check_tinygrad_cases(void) {
     plain.c_dialect = RENDER_C_DIALECT_CLANG; /* tinygrad's ClangRenderer text, whichever compiler CC names */
     plain.reduce_vectorize_hint = false;
     plain.pointer_plus_terms = false;
+    plain.inline_narrow_ints = true;
     char *src = render_c(&plain, lin);
     CHECK_MSG(src && strcmp(src, c_render_cases[i].source) == 0, "%s: C source\n  got\n%s\n  expected\n%s", name,
               src ? src : tg_last_error(), c_render_cases[i].source);
@@ -63,6 +64,7 @@ static void check_tinygrad_cases(void) {
     Renderer hint_only = *renderer_clang();
     hint_only.c_dialect = RENDER_C_DIALECT_CLANG;
     hint_only.pointer_plus_terms = false;
+    hint_only.inline_narrow_ints = true;
     char *hinted = render_c(&hint_only, lin);
     if (src && hinted) {
       StrBuf stripped;
@@ -413,7 +415,9 @@ static void check_cuda_cases(void) {
       char *lines = linear_lines(lin);
       CHECK_MSG(strcmp(lines, want_linear) == 0, "%s: linear order\n  got\n%s\n  expected\n%s", name, lines, want_linear);
       tg_free(lines);
-      char *src = render_cuda(renderer_cuda(), lin);
+      Renderer cuda_text = *renderer_cuda();
+      cuda_text.inline_narrow_ints = true;   /* tinygrad's text */
+      char *src = render_cuda(&cuda_text, lin);
       char *got = src ? without_half_defs(src) : NULL, *want = without_half_defs(want_src);
       /* a flat-id kernel declares any block (render.h render_flat_ids): tinygrad's __launch_bounds__(1) fails them */
       char *bound1 = render_flat_ids(lin) ? strstr(want, "__launch_bounds__(1) ") : NULL;

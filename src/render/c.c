@@ -691,6 +691,13 @@ static bool inline_it(CRender *cr, const UOp *u) {
   if (op == TG_OP_LOAD && aspace(cr, u->src[0]) == ADDR_REG && uses == 1) return true;
   if ((op == TG_OP_CAST || op == TG_OP_BITCAST) && is_mem_space(aspace(cr, u))) return true;
   bool cheap = op == TG_OP_STACK || op == TG_OP_CAST || op == TG_OP_BITCAST || (op_is_alu(op) && op != TG_OP_WHERE);
+  /* Deviation from tinygrad (whose C inlines these too): C computes a scalar 8/16-bit integer ALU in int, so an
+   * inlined (val0-val1) of two uint8 is -1, not 255, inside a comparison or a division. A result that can leave its
+   * dtype's range gets its own line, whose typed assignment wraps it as the dtype does (torch: 0-1 -> 255 < 10 false). */
+  if (!cr->ren->inline_narrow_ints && op_is_alu(op) && dt_is_int(u->dtype) && u->dtype->count == 1 && u->dtype->bitsize < 32 &&
+      (op == TG_OP_ADD || op == TG_OP_SUB || op == TG_OP_MUL || op == TG_OP_NEG || op == TG_OP_SHL ||
+       op == TG_OP_CDIV || op == TG_OP_MULACC))
+    return false;
   return cheap && uses == 1 && !tg_getenv_int("EXPAND_SSA", 0); /* EXPAND_SSA=1: every value on its own line */
 }
 

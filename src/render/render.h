@@ -45,6 +45,8 @@ struct Renderer {
                                   else 16); the CPU heuristic tiles matmul-like kernels to it */
   bool reduce_vectorize_hint;  /* mark contiguous scalar reduce loops for the compiler's loop vectorizer (c.c) */
   bool pointer_plus_terms;     /* write an access at x + c as buf+x+c, not buf+(x+c) (c.c put_index_terms) */
+  bool inline_narrow_ints;     /* tinygrad's text: inline 8/16-bit integer ALU results (C then computes them in int,
+                                  unwrapped: c.c inline_it); false (every renderer) gives them a wrapping line */
   RenderCDialect c_dialect;     /* the C renderer's dialect (CPU only) */
   OpSet code_for_op;           /* ALU ops rendered natively (the keys of tinygrad's code_for_op) */
   uint32_t supported_dtypes;   /* bit (1u << TgDTypeId) per scalar dtype the device computes in */
