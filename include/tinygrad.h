@@ -823,6 +823,42 @@ void tg_embedding_free(tg_embedding_layer *l);
 tg_tensor *tg_embedding_forward(const tg_embedding_layer *l, const tg_tensor *idx);
 tg_status tg_embedding_state(const tg_embedding_layer *l, const char *prefix, tg_state_dict *sd);
 
+
+/* ====================================================================================================== attention
+ *
+ * Attention as tensor functions (src/nn/attention.c), laid out like torch's SDPA: q (B, H, T, D), k (B, KVH, S, D),
+ * v (B, KVH, S, Dv), result (B, H, T, Dv) in q's dtype; scores are computed in float32 (float64 for float64 inputs).
+ * GQA: KVH must divide H and query head h uses kv head h / (H/KVH) (torch's enable_gqa, repeat_interleave), without
+ * a repeated copy of k and v. T and S may be symbolic (a KV-cache view of length start_pos + T: tg_shrink_sym); the
+ * other sizes must be concrete. Options (zero-initialized, or NULL: plain softmax(q k^T / sqrt(D)) v):
+ *   scale   0: 1/sqrt(D)
+ *   causal  query i, at position start + i, sees the keys at positions <= start + i (start 0: torch's is_causal)
+ *   start   the position of query 0 (KV-cache decode and chunked prefill: start_pos, a tg_sint)
+ *   window  > 0 (with causal): query p sees only the keys [p - window + 1, p] (gpt-oss sliding layers)
+ *   sinks   (H,) float logits, one per head, added to the softmax denominator only (gpt-oss): the weights are
+ *           exp(s_j - m) / (sum_j exp(s_j - m) + exp(sink - m)), no value row for the sink
+ *   mask    bool (false = masked out) or additive float, broadcastable to (B, H, T, S); with a symbolic T or S its
+ *           size there must be 1
+ *   block   tg_flash_attention's keys per block (0: 128); tg_attention ignores it
+ * A query that sees no key (and has no sink) gives NaN, as in torch. Errors name the op and the shapes. */
+typedef struct tg_attention_opts {
+  double scale;
+  bool causal;
+  tg_sint start;
+  int64_t window;
+  const tg_tensor *sinks;
+  const tg_tensor *mask;
+  int64_t block;
+} tg_attention_opts;
+/* The plain attention: the (T, S) scores are materialized and softmaxed (the oracle of tg_flash_attention). */
+tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, const tg_attention_opts *opts);
+/* The same result by blocks of `block` keys (flash-decoding): per block the running max m_b, l_b = sum exp(s - m_b)
+ * and o_b = exp(s - m_b) v, merged as sum_b exp(m_b - M) o_b / (sum_b exp(m_b - M) l_b [+ exp(sink - M)]), M the
+ * max over blocks (and the sink). Equal to tg_attention within float32 rounding; a symbolic S loops over the
+ * ceil(S/block) blocks it needs. Made of tensor ops: gradients flow to q, k, v and sinks. */
+tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
+                              const tg_attention_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif
