@@ -859,6 +859,56 @@ tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor 
 tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
                               const tg_attention_opts *opts);
 
+
+/* ============================================================================================ mixture of experts
+ *
+ * The MoE pieces of tinygrad's llm/model.py and gpt-oss (src/nn/moe.c), as tensor functions.
+ *
+ * tg_topk: the k largest (largest) or smallest elements along axis, in order, as tinygrad's Tensor.topk (a stable
+ * sort: equal elements keep their index order; torch.topk's order among equal values is unspecified, its stable
+ * sort's is this one). Returns the values; *indices (when not NULL) receives a second new int32 tensor with their
+ * positions. The ranking compares all pairs along the axis: meant for router widths, not vocabularies. */
+tg_tensor *tg_topk(const tg_tensor *x, int64_t k, int axis, bool largest, tg_tensor **indices);
+
+/* Gating (tinygrad's ExpertGating): how router logits (..., E) become the k experts' weights. */
+typedef enum tg_moe_gating {
+  TG_MOE_SOFTMAX_TOPK = 0, /* top-k of the logits, softmax over those k (gpt-oss; tinygrad SOFTMAX_WEIGHT) */
+  TG_MOE_SOFTMAX,          /* softmax over all E, then top-k of the probabilities (qwen3-moe, mixtral) */
+  TG_MOE_SIGMOID,          /* sigmoid scores, top-k (deepseek-v3 style) */
+  TG_MOE_SQRT_SOFTPLUS     /* sqrt(softplus(logits)), top-k */
+} tg_moe_gating;
+typedef enum tg_moe_act {
+  TG_MOE_SWIGLU = 0,       /* silu(gate) * up */
+  TG_MOE_SWIGLU_OAI        /* gpt-oss: g = min(gate, limit), u = clamp(up, -limit, limit), g*sigmoid(alpha*g)*(u+1) */
+} tg_moe_act;
+/* Options (zero-initialized = gpt-oss routing with k to be set, plain SwiGLU, no biases):
+ *   k            experts per token, 1..E
+ *   gating       above; select_bias (E,) is added to the scores for choosing only (tinygrad's exp_probs_b)
+ *   normalize    divide the k weights by their sum (norm_topk_prob); scale multiplies them (0: 1)
+ *   router_bias  (E,) added to the router logits (gpt-oss's gate bias)
+ *   act, alpha, limit   activation; alpha 0: 1.702, limit 0: 7.0 (gpt-oss's constants)
+ *   gate_bias, up_bias (E, hidden), down_bias (E, D): per-expert biases (gpt-oss), gathered with the weights */
+typedef struct tg_moe_opts {
+  int64_t k;
+  tg_moe_gating gating;
+  bool normalize;
+  double scale;
+  const tg_tensor *select_bias, *router_bias;
+  tg_moe_act act;
+  double alpha, limit;
+  const tg_tensor *gate_bias, *up_bias, *down_bias;
+} tg_moe_opts;
+/* The router: from logits (..., E) the k weights (..., k) float32 (the result) and the chosen experts *sel
+ * (..., k) int32, best first. */
+tg_tensor *tg_moe_router(const tg_tensor *logits, const tg_moe_opts *opts, tg_tensor **sel);
+/* The MoE feed-forward of x (..., D): logits = x router_w^T (+ router_bias), router as above, then for each token
+ * and chosen expert e: down_e(act(gate_e x, up_e x)) weighted and summed over the k. Expert weights are (E, out, in)
+ * like GGUF's ffn_*_exps (gate_w, up_w (E, hidden, D); down_w (E, D, hidden)); any float tensors, GGUF quantized
+ * ones included (their dequantization is lazy): each token's k experts are gathered (tinygrad's weight[sel]), and the
+ * gather becomes an indexed load, so only the selected experts' weights are read. Result in x's dtype. */
+tg_tensor *tg_moe_ffn(const tg_tensor *x, const tg_tensor *router_w, const tg_tensor *gate_w, const tg_tensor *up_w,
+                      const tg_tensor *down_w, const tg_moe_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif
