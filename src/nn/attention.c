@@ -193,6 +193,8 @@ tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor 
     tg_tensor *m = grouped_mask(o->mask, &sh);
     sc = tg_get_dtype(m) == TG_BOOL ? tg_where(m, sc, tg_const_float(-INFINITY)) : tg_add(sc, tg_cast(m, sh.acc));
   }
+  /* the scores are stored once: left lazy, every output column of p v would recompute its q k dot products */
+  sc = tg_contiguous(sc);
   tg_tensor *p;
   if (o->sinks) {
     /* softmax over the keys and the sink, the sink's column dropped */
@@ -204,7 +206,8 @@ tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor 
   } else {
     p = tg_softmax(sc, -1);
   }
-  return nn_finish(s, ungroup(tg_matmul(p, vg), &sh));
+  /* the weights are stored too (each exp once, not once per output column of p v) */
+  return nn_finish(s, ungroup(tg_matmul(tg_contiguous(p), vg), &sh));
 }
 
 tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
@@ -265,11 +268,13 @@ tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_t
     }
     sc = tg_get_dtype(m) == TG_BOOL ? tg_where(m, sc, tg_const_float(-INFINITY)) : tg_add(sc, tg_cast(m, sh.acc));
   }
-  /* per block: running max (floored), sum of exponentials, partial output */
+  /* stored once (see tg_attention); per block: running max (floored), sum of exponentials, partial output */
+  sc = tg_contiguous(sc);
   tg_tensor *mb = tg_maximum(tg_max(sc, TG_AXES(-1), true), tg_const_float(ATTN_MAX_FLOOR));
-  tg_tensor *e = tg_exp(tg_sub(sc, mb));
+  tg_tensor *e = tg_contiguous(tg_exp(tg_sub(sc, mb)));     /* stored: each exp once, not once per output column */
   tg_tensor *lb = tg_sum(e, TG_AXES(-1), true);            /* (B, KVH, G, nb, T, 1) */
-  tg_tensor *ob = tg_matmul(e, vp);                         /* (B, KVH, G, nb, T, Dv) */
+  /* stored: merged lazily, the two reductions fuse into one long one over all keys, which runs serially */
+  tg_tensor *ob = tg_contiguous(tg_matmul(e, vp));          /* (B, KVH, G, nb, T, Dv) */
   /* merge the blocks: rescale each by exp(m_b - M) */
   tg_tensor *mx = tg_max(mb, TG_AXES(3), true);             /* (B, KVH, G, 1, T, 1) */
   tg_tensor *sk = NULL;
