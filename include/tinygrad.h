@@ -823,6 +823,92 @@ void tg_embedding_free(tg_embedding_layer *l);
 tg_tensor *tg_embedding_forward(const tg_embedding_layer *l, const tg_tensor *idx);
 tg_status tg_embedding_state(const tg_embedding_layer *l, const char *prefix, tg_state_dict *sd);
 
+
+/* ====================================================================================================== attention
+ *
+ * Attention as tensor functions (src/nn/attention.c), laid out like torch's SDPA: q (B, H, T, D), k (B, KVH, S, D),
+ * v (B, KVH, S, Dv), result (B, H, T, Dv) in q's dtype; scores are computed in float32 (float64 for float64 inputs).
+ * GQA: KVH must divide H and query head h uses kv head h / (H/KVH) (torch's enable_gqa, repeat_interleave), without
+ * a repeated copy of k and v. T and S may be symbolic (a KV-cache view of length start_pos + T: tg_shrink_sym); the
+ * other sizes must be concrete. Options (zero-initialized, or NULL: plain softmax(q k^T / sqrt(D)) v):
+ *   scale   0: 1/sqrt(D)
+ *   causal  query i, at position start + i, sees the keys at positions <= start + i (start 0: torch's is_causal)
+ *   start   the position of query 0 (KV-cache decode and chunked prefill: start_pos, a tg_sint)
+ *   window  > 0 (with causal): query p sees only the keys [p - window + 1, p] (gpt-oss sliding layers)
+ *   sinks   (H,) float logits, one per head, added to the softmax denominator only (gpt-oss): the weights are
+ *           exp(s_j - m) / (sum_j exp(s_j - m) + exp(sink - m)), no value row for the sink
+ *   mask    bool (false = masked out) or additive float, broadcastable to (B, H, T, S); with a symbolic T or S its
+ *           size there must be 1
+ *   block   tg_flash_attention's keys per block (0: 128); tg_attention ignores it
+ * A query that sees no key (and has no sink) gives NaN, as in torch. Errors name the op and the shapes. */
+typedef struct tg_attention_opts {
+  double scale;
+  bool causal;
+  tg_sint start;
+  int64_t window;
+  const tg_tensor *sinks;
+  const tg_tensor *mask;
+  int64_t block;
+} tg_attention_opts;
+/* The plain attention: the (T, S) scores are materialized and softmaxed (the oracle of tg_flash_attention). */
+tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, const tg_attention_opts *opts);
+/* The same result by blocks of `block` keys (flash-decoding): per block the running max m_b, l_b = sum exp(s - m_b)
+ * and o_b = exp(s - m_b) v, merged as sum_b exp(m_b - M) o_b / (sum_b exp(m_b - M) l_b [+ exp(sink - M)]), M the
+ * max over blocks (and the sink). Equal to tg_attention within float32 rounding; a symbolic S loops over the
+ * ceil(S/block) blocks it needs. Made of tensor ops: gradients flow to q, k, v and sinks. */
+tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
+                              const tg_attention_opts *opts);
+
+
+/* ============================================================================================ mixture of experts
+ *
+ * The MoE pieces of tinygrad's llm/model.py and gpt-oss (src/nn/moe.c), as tensor functions.
+ *
+ * tg_topk: the k largest (largest) or smallest elements along axis, in order, as tinygrad's Tensor.topk (a stable
+ * sort: equal elements keep their index order; torch.topk's order among equal values is unspecified, its stable
+ * sort's is this one). Returns the values; *indices (when not NULL) receives a second new int32 tensor with their
+ * positions. The ranking compares all pairs along the axis: meant for router widths, not vocabularies. */
+tg_tensor *tg_topk(const tg_tensor *x, int64_t k, int axis, bool largest, tg_tensor **indices);
+
+/* Gating (tinygrad's ExpertGating): how router logits (..., E) become the k experts' weights. */
+typedef enum tg_moe_gating {
+  TG_MOE_SOFTMAX_TOPK = 0, /* top-k of the logits, softmax over those k (gpt-oss; tinygrad SOFTMAX_WEIGHT) */
+  TG_MOE_SOFTMAX,          /* softmax over all E, then top-k of the probabilities (qwen3-moe, mixtral) */
+  TG_MOE_SIGMOID,          /* sigmoid scores, top-k (deepseek-v3 style) */
+  TG_MOE_SQRT_SOFTPLUS     /* sqrt(softplus(logits)), top-k */
+} tg_moe_gating;
+typedef enum tg_moe_act {
+  TG_MOE_SWIGLU = 0,       /* silu(gate) * up */
+  TG_MOE_SWIGLU_OAI        /* gpt-oss: g = min(gate, limit), u = clamp(up, -limit, limit), g*sigmoid(alpha*g)*(u+1) */
+} tg_moe_act;
+/* Options (zero-initialized = gpt-oss routing with k to be set, plain SwiGLU, no biases):
+ *   k            experts per token, 1..E
+ *   gating       above; select_bias (E,) is added to the scores for choosing only (tinygrad's exp_probs_b)
+ *   normalize    divide the k weights by their sum (norm_topk_prob); scale multiplies them (0: 1)
+ *   router_bias  (E,) added to the router logits (gpt-oss's gate bias)
+ *   act, alpha, limit   activation; alpha 0: 1.702, limit 0: 7.0 (gpt-oss's constants)
+ *   gate_bias, up_bias (E, hidden), down_bias (E, D): per-expert biases (gpt-oss), gathered with the weights */
+typedef struct tg_moe_opts {
+  int64_t k;
+  tg_moe_gating gating;
+  bool normalize;
+  double scale;
+  const tg_tensor *select_bias, *router_bias;
+  tg_moe_act act;
+  double alpha, limit;
+  const tg_tensor *gate_bias, *up_bias, *down_bias;
+} tg_moe_opts;
+/* The router: from logits (..., E) the k weights (..., k) float32 (the result) and the chosen experts *sel
+ * (..., k) int32, best first. */
+tg_tensor *tg_moe_router(const tg_tensor *logits, const tg_moe_opts *opts, tg_tensor **sel);
+/* The MoE feed-forward of x (..., D): logits = x router_w^T (+ router_bias), router as above, then for each token
+ * and chosen expert e: down_e(act(gate_e x, up_e x)) weighted and summed over the k. Expert weights are (E, out, in)
+ * like GGUF's ffn_*_exps (gate_w, up_w (E, hidden, D); down_w (E, D, hidden)); any float tensors, GGUF quantized
+ * ones included (their dequantization is lazy): each token's k experts are gathered (tinygrad's weight[sel]), and the
+ * gather becomes an indexed load, so only the selected experts' weights are read. Result in x's dtype. */
+tg_tensor *tg_moe_ffn(const tg_tensor *x, const tg_tensor *router_w, const tg_tensor *gate_w, const tg_tensor *up_w,
+                      const tg_tensor *down_w, const tg_moe_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif
