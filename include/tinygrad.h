@@ -744,6 +744,12 @@ tg_status tg_gguf_writer_add_string(tg_gguf_writer *w, const char *key, const ch
  * must be the size the type and ne give. */
 tg_status tg_gguf_writer_add_tensor(tg_gguf_writer *w, const char *name, int type, const int64_t *ne, size_t ndim,
                                     const void *data, size_t nbytes);
+/* A tensor whose bytes are produced when the file is written (models larger than memory): fill(user, row, dst,
+ * row_bytes) writes row `row` (ne[0] elements, row_bytes bytes of the type) into dst; a status other than TG_OK stops
+ * the write with that error (fill sets it). tg_gguf_writer_write streams the file (one chunk of rows in memory). */
+typedef tg_status (*tg_gguf_fill_fn)(void *user, uint64_t row, void *dst, size_t row_bytes);
+tg_status tg_gguf_writer_add_tensor_fill(tg_gguf_writer *w, const char *name, int type, const int64_t *ne,
+                                         size_t ndim, tg_gguf_fill_fn fill, void *user);
 tg_status tg_gguf_writer_write(const tg_gguf_writer *w, const char *path);
 tg_status tg_gguf_writer_write_buffer(const tg_gguf_writer *w, uint8_t **out, size_t *size); /* tg_buffer_free */
 
@@ -804,6 +810,26 @@ int32_t tg_llm_sample(tg_llm_sampler *s, const float *logits, size_t n);
 /* Generation: prefill ids (the cache restarts at position 0), then up to max_tokens tokens, each passed to cb as it
  * is made; it stops at the end-of-generation token (config eos, unless ignore_eos; the eos itself is passed to cb),
  * when cb returns false, or when the context is full. stats (may be NULL) receives counts and timings. */
+/* Random-weight models of the real architectures (src/nn/llm_mkmodel.c, the tool tg-mkmodel): every tensor and key
+ * tg_llm_load reads, weights drawn from a seeded generator (N(0, 1/in) approximately; norms near 1) and written
+ * in `type` (F32, F16, Q8_0, Q4_0, Q4_1: the matrices; norms and biases F32; the embedding too unless F32/F16/Q8_0/
+ * Q4_0/Q4_1 as well), plus a byte-level BPE vocabulary (tokenizer.ggml.model gpt2: the 256 GPT-2 byte tokens, then
+ * merges of earlier tokens, then <|begin_of_text|> / <|end_of_text|> as control tokens that are bos / eos). llama gets
+ * llama-3 rope scaling (rope_freqs.weight) when llama3_rope. The file is streamed (never all in memory). */
+typedef struct tg_llm_model_spec {
+  const char *arch;              /* "llama", "qwen2", "qwen3" */
+  int n_layer, dim, n_head, n_kv_head, head_dim, ffn_dim, vocab;  /* head_dim 0: dim / n_head */
+  int64_t ctx;
+  int type;                      /* tg_ggml_type of the matrices */
+  bool tied, llama3_rope;
+  double rope_base;              /* 0: 10000 (llama) / 1000000 (qwen) */
+  uint64_t seed;
+} tg_llm_model_spec;
+/* Presets by name: "tiny" (2 layers, dim 64, vocab 512), "small" (4 layers, dim 256, vocab 4096), "1b" (Llama-3.2-1B's
+ * shape: 16 layers, dim 2048, 32/8 heads, ffn 8192, vocab 128256, tied, llama-3 rope). false for another name. */
+bool tg_llm_model_preset(const char *name, tg_llm_model_spec *out);
+tg_status tg_llm_write_random_model(const tg_llm_model_spec *spec, const char *path);
+
 typedef bool (*tg_llm_token_cb)(void *user, int32_t token);
 typedef struct tg_llm_gen_params {
   tg_llm_sampling sampling;

@@ -331,6 +331,89 @@ static void test_generate(void) {
   tg_llm_free(m);
 }
 
+/* ---- random models (tg-mkmodel) ---- */
+static float tensor_amax(tg_tensor *t, float *vals, size_t n) {
+  float mx = 0;
+  if (tg_to_host(tg_cast(t, TG_FLOAT32), vals, n * sizeof(float)) != TG_OK) return -1;
+  for (size_t i = 0; i < n; i++) mx = fmaxf(mx, fabsf(vals[i]));
+  return mx;
+}
+
+static void test_mkmodel(void) {
+  tg_scope sc = tg_scope_begin();
+  char path[5][128];
+  const int types[5] = {TG_GGML_F32, TG_GGML_F16, TG_GGML_Q8_0, TG_GGML_Q4_0, TG_GGML_Q4_1};
+  const char *arch[5] = {"llama", "qwen2", "qwen3", "llama", "qwen2"};
+  tg_llm_model_spec s;
+  CHECK(tg_llm_model_preset("tiny", &s) && !tg_llm_model_preset("huge", &s));
+  float *ref = malloc(64 * 128 * sizeof(float)), *got = malloc(64 * 128 * sizeof(float));
+  for (int i = 0; i < 5; i++) {
+    CHECK(tg_llm_model_preset("tiny", &s));
+    s.type = types[i], s.seed = 77, s.arch = arch[i], s.llama3_rope = i == 0, s.tied = i == 3;
+    snprintf(path[i], sizeof path[i], "/tmp/tg_test_mk_%d_%d.gguf", (int)getpid(), i);
+    tg_status st = tg_llm_write_random_model(&s, path[i]);
+    CHECK_MSG(st == TG_OK, "mkmodel %s: %s", tg_ggml_type_name(types[i]), tg_last_error());
+    tg_llm *m = NULL;
+    CHECK_MSG(st == TG_OK && tg_llm_load(path[i], NULL, &m) == TG_OK, "load %s: %s", path[i], tg_last_error());
+    if (!m) continue;
+    const tg_llm_config *c = tg_llm_get_config(m);
+    CHECK(!strcmp(c->arch, arch[i]) && c->weight_type == types[i] && c->vocab == 512 && c->dim == 64);
+    CHECK(c->bos == 510 && c->eos == 511 && c->tied_output == (i == 3) && c->rope_freq_factors == (i == 0));
+    /* the tokenizer metadata: gpt2 BPE, unique tokens, merges of existing tokens */
+    const tg_gguf *g = tg_llm_gguf(m);
+    const char *model = NULL;
+    CHECK(tg_gguf_get_string(g, "tokenizer.ggml.model", &model, NULL) == TG_OK && model && !strcmp(model, "gpt2"));
+    const tg_gguf_value *tv = tg_gguf_get(g, "tokenizer.ggml.tokens"), *mv = tg_gguf_get(g, "tokenizer.ggml.merges");
+    CHECK(tv && tv->type == TG_GGUF_ARRAY && tv->v.arr.len == 512 && mv && mv->v.arr.len == 512 - 258);
+    if (i == 0 && tv && mv && mv->v.arr.len > 10) {
+      const tg_gguf_value *m10 = &mv->v.arr.items[10], *t266 = &tv->v.arr.items[266];
+      const char *sp = memchr(m10->v.str.s, ' ', m10->v.str.len);
+      size_t l = sp ? (size_t)(sp - m10->v.str.s) : 0;
+      bool ok = sp && l + (m10->v.str.len - l - 1) == t266->v.str.len && !memcmp(t266->v.str.s, m10->v.str.s, l) &&
+                !memcmp(t266->v.str.s + l, sp + 1, m10->v.str.len - l - 1);
+      CHECK_MSG(ok, "merge 10 does not make token 266");
+      int dups = 0;
+      for (int a = 0; a < 512; a++)
+        for (int b = a + 1; b < 512; b++)
+          dups += tv->v.arr.items[a].v.str.len == tv->v.arr.items[b].v.str.len &&
+                  !memcmp(tv->v.arr.items[a].v.str.s, tv->v.arr.items[b].v.str.s, tv->v.arr.items[a].v.str.len);
+      CHECK_EQ_INT(dups, 0);
+    }
+    /* the quantized weights are the F32 weights (same seed) within the format's step */
+    if (i == 0) {
+      CHECK(tensor_amax(tg_gguf_tensor(g, "blk.0.ffn_up.weight", TG_GGUF_COPY), ref, 64 * 128) > 0);
+    } else {
+      float amax = tensor_amax(tg_gguf_tensor(g, "blk.0.ffn_up.weight", TG_GGUF_COPY), got, 64 * 128);
+      double err = 0, tol = types[i] == TG_GGML_F16 ? 1e-3 * amax : types[i] == TG_GGML_Q8_0 ? amax / 127 : amax / 7.5;
+      for (int j = 0; j < 64 * 128; j++) err = fmax(err, fabs((double)got[j] - ref[j]));
+      CHECK_MSG(err <= tol, "%s: |deq - f32| %g > %g", tg_ggml_type_name(types[i]), err, tol);
+    }
+    /* it runs: greedy generation is deterministic and matches a second model instance's */
+    int32_t ids[4] = {1, 2, 3, 4};
+    Collect a = {0}, b = {0};
+    tg_llm_gen_params gp = {{0, 0, 1.0, 0}, 4, true};
+    CHECK_MSG(tg_llm_generate(m, ids, 4, &gp, collect, &a, NULL) == TG_OK, "%s", tg_last_error());
+    CHECK(tg_llm_generate(m, ids, 4, &gp, collect, &b, NULL) == TG_OK);
+    CHECK(a.n == 4 && memcmp(a.toks, b.toks, sizeof a.toks) == 0);
+    tg_llm_free(m);
+    unlink(path[i]);
+  }
+  free(ref), free(got);
+  /* bad specs */
+  CHECK(tg_llm_model_preset("tiny", &s));
+  s.arch = "gpt2";
+  CHECK(tg_llm_write_random_model(&s, "/tmp/x.gguf") == TG_ERR_UNSUPPORTED && has(tg_last_error(), "gpt2"));
+  CHECK(tg_llm_model_preset("tiny", &s));
+  s.type = TG_GGML_Q6_K;
+  CHECK(tg_llm_write_random_model(&s, "/tmp/x.gguf") == TG_ERR_UNSUPPORTED && has(tg_last_error(), "q6_K"));
+  CHECK(tg_llm_model_preset("tiny", &s));
+  s.n_kv_head = 3;
+  CHECK(tg_llm_write_random_model(&s, "/tmp/x.gguf") == TG_ERR_INVALID_ARGUMENT);
+  CHECK(tg_llm_model_preset("tiny", &s));
+  CHECK(tg_llm_write_random_model(&s, "/nonexistent-dir/x.gguf") == TG_ERR_IO);
+  tg_scope_end(sc);
+}
+
 void suite_llm(void) {
   size_t live0 = tg_live_tensors();
   test_config();
@@ -342,5 +425,6 @@ void suite_llm(void) {
   test_bad_args();
   test_sampler();
   test_generate();
+  test_mkmodel();
   CHECK_EQ_INT(tg_live_tensors(), live0);
 }
