@@ -32,6 +32,11 @@ static char *slurp(const char *path, size_t *len) {
   return s;
 }
 
+/* A generated vocabulary's ids back to the real vocabulary's (tinygrad.fixture.original_ids), NULL for none. */
+static const uint32_t *orig_map;
+static size_t orig_n;
+static uint32_t *orig_copy;
+
 static tg_tokenizer *open_tok(const char *rel) {
   tg_gguf *g = NULL;
   tg_tokenizer *t = NULL;
@@ -40,6 +45,18 @@ static tg_tokenizer *open_tok(const char *rel) {
   if (st != TG_OK) return NULL;
   st = tg_tokenizer_from_gguf(g, &t);
   CHECK_MSG(st == TG_OK && t, "%s: %s", rel, tg_last_error());
+  free(orig_copy);
+  orig_copy = NULL;
+  orig_map = NULL;
+  orig_n = 0;
+  const tg_gguf_value *m = tg_gguf_get(g, "tinygrad.fixture.original_ids");
+  if (m && m->type == TG_GGUF_ARRAY && m->v.arr.type == TG_GGUF_UINT32) {
+    orig_n = (size_t)m->v.arr.len;
+    orig_copy = malloc((orig_n ? orig_n : 1) * sizeof *orig_copy);
+    memcpy(orig_copy, m->v.arr.data, orig_n * sizeof *orig_copy);
+    orig_map = orig_copy;
+    CHECK(orig_n == tg_tokenizer_vocab_size(t));
+  }
   tg_gguf_close(g);
   return t;
 }
@@ -56,10 +73,15 @@ static bool check_case(tg_tokenizer *t, const char *name, const char *text, size
   int32_t *ids = NULL;
   size_t n = 0;
   tg_status st = tg_tokenizer_encode(t, text, len, flags, &ids, &n);
-  bool ok = st == TG_OK && n == nw && (n == 0 || memcmp(ids, want, n * sizeof *ids) == 0);
+  int32_t *ours = ids;
+  if (st == TG_OK && orig_map && n) {  /* compare in the real vocabulary's ids */
+    ours = malloc(n * sizeof *ours);
+    for (size_t i = 0; i < n; i++) ours[i] = (size_t)ids[i] < orig_n ? (int32_t)orig_map[ids[i]] : -1;
+  }
+  bool ok = st == TG_OK && n == nw && (n == 0 || memcmp(ours, want, n * sizeof *ids) == 0);
   CHECK_MSG(ok, "%s: encoding \"%.*s\" (%zu bytes): %s", name, (int)(len > 60 ? 60 : len), text, len,
             st == TG_OK ? "ids differ" : tg_last_error());
-  if (!ok && st == TG_OK) { print_ids("got ", ids, n); print_ids("want", want, nw); }
+  if (!ok && st == TG_OK) { print_ids("got ", ours, n); print_ids("want", want, nw); }
   if (ok && roundtrip) {
     char *back = NULL;
     size_t bl = 0;
@@ -68,6 +90,7 @@ static bool check_case(tg_tokenizer *t, const char *name, const char *text, size
               (int)(len > 60 ? 60 : len), text, back ? back : "(error)");
     tg_buffer_free(back);
   }
+  if (ours != ids) free(ours);
   tg_buffer_free(ids);
   return ok;
 }
@@ -90,13 +113,12 @@ static size_t parse_ids(const char *s, size_t len, int32_t **out) {
 }
 
 /* llama.cpp's vocab test: the .inp texts against the .out ids. */
-static void vocab_file(const char *name, bool roundtrip) {
-  char rel[256], inp_path[1024], out_path[1024];
-  snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", name);
-  tg_tokenizer *t = open_tok(rel);
+static void vocab_test(const char *name, const char *gguf_rel, const char *test_rel, bool roundtrip) {
+  char inp_path[1024], out_path[1024];
+  tg_tokenizer *t = open_tok(gguf_rel);
   if (!t) return;
-  snprintf(inp_path, sizeof inp_path, "%s.inp", data_path(rel));
-  snprintf(out_path, sizeof out_path, "%s.out", data_path(rel));
+  snprintf(inp_path, sizeof inp_path, "%s.inp", data_path(test_rel));
+  snprintf(out_path, sizeof out_path, "%s.out", data_path(test_rel));
   size_t il = 0, ol = 0;
   char *inp = slurp(inp_path, &il), *out = slurp(out_path, &ol);
   CHECK_MSG(inp && out, "%s: cannot read %s / %s", name, inp_path, out_path);
@@ -124,9 +146,59 @@ static void vocab_file(const char *name, bool roundtrip) {
   tg_tokenizer_free(t);
 }
 
+static void vocab_file(const char *name, bool roundtrip) {
+  char rel[256];
+  snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", name);
+  vocab_test(name, rel, rel, roundtrip);
+}
+
+static int hexval(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
+/* tests/data/tokenizer/cases.txt: VOCAB, FLAGS, the text in hex, the expected (original) ids, tab-separated. */
+static void generated_cases(const char *vocab, int min_cases) {
+  char rel[256];
+  snprintf(rel, sizeof rel, "tokenizer/%s.gguf", vocab);
+  tg_tokenizer *t = open_tok(rel);
+  size_t len = 0;
+  char *all = slurp(data_path("tokenizer/cases.txt"), &len);
+  CHECK_MSG(all != NULL, "cannot read tokenizer/cases.txt");
+  if (!t || !all) { tg_tokenizer_free(t); free(all); return; }
+  int cases = 0;
+  size_t vl = strlen(vocab);
+  for (char *line = all; line && *line;) {
+    char *eol = strchr(line, '\n');
+    if (eol) *eol = 0;
+    char *f1 = strchr(line, '\t'), *f2 = f1 ? strchr(f1 + 1, '\t') : NULL, *f3 = f2 ? strchr(f2 + 1, '\t') : NULL;
+    if (line[0] != '#' && f3 && (size_t)(f1 - line) == vl && memcmp(line, vocab, vl) == 0) {
+      unsigned flags = (unsigned)atoi(f1 + 1);
+      size_t hl = (size_t)(f3 - f2 - 1);
+      char *text = malloc(hl / 2 + 1);
+      for (size_t i = 0; i + 1 < hl; i += 2) text[i / 2] = (char)(hexval(f2[1 + i]) * 16 + hexval(f2[2 + i]));
+      int32_t *want;
+      size_t nw = parse_ids(f3 + 1, strlen(f3 + 1), &want);
+      check_case(t, vocab, text, hl / 2, flags, want, nw, flags == 0);
+      free(want);
+      free(text);
+      cases++;
+    }
+    line = eol ? eol + 1 : NULL;
+  }
+  CHECK_MSG(cases >= min_cases, "%s: %d generated cases", vocab, cases);
+  free(all);
+  tg_tokenizer_free(t);
+}
+
 void suite_tokenizer(void);
 void suite_tokenizer(void) {
   vocab_file("gpt-2", true);
   vocab_file("llama-spm", true);
   vocab_file("phi-3", true);
+  /* llama-3: llama.cpp's texts and Meta's ids on the generated (cut) llama-3 vocabulary */
+  vocab_test("llama-bpe", "tokenizer/llama3.gguf", "tokenizer/ggml-vocab-llama-bpe.gguf", true);
+  generated_cases("llama3", 70);
+  generated_cases("qwen2", 70);
+  generated_cases("o200k", 70);
+  free(orig_copy);
+  orig_copy = NULL;
+  orig_map = NULL;
 }
