@@ -843,6 +843,53 @@ typedef struct tg_llm_stats {
 tg_status tg_llm_generate(tg_llm *m, const int32_t *ids, size_t n, const tg_llm_gen_params *p, tg_llm_token_cb cb,
                           void *user, tg_llm_stats *stats);
 
+/* ---- tokenizer (from a GGUF file's tokenizer.ggml.* metadata; src/nn/tokenizer*.c) ----
+ * tokenizer.ggml.model "gpt2" is byte-level BPE: the text is split by the pre-tokenizer of tokenizer.ggml.pre
+ * (gpt-2 and its aliases; llama3/llama-v3/llama-bpe/falcon3; gpt-4o/o200k/gpt-oss), each word mapped to GPT-2's byte
+ * alphabet and merged by the ranks of tokenizer.ggml.merges (llama-3's whole-word shortcut included). "llama" is
+ * SentencePiece-style: spaces become U+2581, a space is prefixed (tokenizer.ggml.add_space_prefix, default true),
+ * adjacent pieces merge by tokenizer.ggml.scores (highest first), characters without a piece fall back to <0xXX>
+ * byte tokens. Special tokens are matched in the text before that: user-defined ones always, control ones with
+ * TG_TOKENIZE_PARSE_SPECIAL (the longest at each position). This is llama.cpp's behaviour (src/llama-vocab.cpp). */
+typedef struct tg_tokenizer tg_tokenizer;
+typedef enum tg_token_type {  /* tokenizer.ggml.token_type values */
+  TG_TOKEN_UNDEFINED = 0, TG_TOKEN_NORMAL = 1, TG_TOKEN_UNKNOWN = 2, TG_TOKEN_CONTROL = 3, TG_TOKEN_USER_DEFINED = 4,
+  TG_TOKEN_UNUSED = 5, TG_TOKEN_BYTE = 6
+} tg_token_type;
+enum {
+  TG_TOKENIZE_ADD_SPECIAL = 1u,   /* encode: add BOS / EOS as the vocabulary asks (add_bos_token, add_eos_token) */
+  TG_TOKENIZE_PARSE_SPECIAL = 2u, /* encode: control tokens written in the text become those tokens */
+  TG_DETOKENIZE_SPECIAL = 4u      /* decode: write control and unknown tokens' text (else they give nothing) */
+};
+/* Errors: missing or inconsistent tokenizer metadata (TG_ERR_IO, naming the key), a model or pre-tokenizer not
+ * supported (TG_ERR_UNSUPPORTED). The tokenizer copies what it needs: g may be closed afterwards. */
+tg_status tg_tokenizer_from_gguf(const tg_gguf *g, tg_tokenizer **out);
+void tg_tokenizer_free(tg_tokenizer *t);  /* NULL ok */
+/* text[0..len) (any bytes: invalid UTF-8 is tokenized byte by byte) -> *ids (malloc'ed, free with tg_buffer_free;
+ * NULL when *n is 0). Texts over 1 GiB are TG_ERR_INVALID_ARGUMENT. */
+tg_status tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, unsigned flags, int32_t **ids,
+                              size_t *n);
+/* ids -> the bytes they stand for (*text malloc'ed and NUL-terminated, free with tg_buffer_free). A SentencePiece
+ * vocabulary's prefixed space is removed from the first piece. An id out of range is TG_ERR_INVALID_ARGUMENT. */
+tg_status tg_tokenizer_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, unsigned flags, char **text,
+                              size_t *len);
+/* The bytes token id stands for (owned by t; NULL for an id out of range); the token's text in the vocabulary. */
+const char *tg_tokenizer_piece(const tg_tokenizer *t, int32_t id, size_t *len);
+const char *tg_tokenizer_token_text(const tg_tokenizer *t, int32_t id, size_t *len);
+tg_token_type tg_tokenizer_token_type(const tg_tokenizer *t, int32_t id);  /* TG_TOKEN_UNDEFINED out of range */
+int32_t tg_tokenizer_find(const tg_tokenizer *t, const char *text, size_t len);  /* the id of that text, or -1 */
+size_t tg_tokenizer_vocab_size(const tg_tokenizer *t);
+int32_t tg_tokenizer_bos(const tg_tokenizer *t);  /* -1 when the vocabulary has none */
+int32_t tg_tokenizer_eos(const tg_tokenizer *t);
+int32_t tg_tokenizer_eot(const tg_tokenizer *t);  /* end of turn (<|eot_id|>, <|im_end|>...), else -1 */
+/* Whether generation stops at id: EOS, EOT, EOM, and control tokens that end a turn (<|eot_id|>, <|eom_id|>,
+ * <|im_end|>, <|endoftext|>, <|end|>, <end_of_turn>, and harmony's <|return|> and <|call|>, where <|end|> only ends
+ * a message). */
+bool tg_tokenizer_is_eog(const tg_tokenizer *t, int32_t id);
+const char *tg_tokenizer_model(const tg_tokenizer *t);  /* "gpt2" or "llama" */
+const char *tg_tokenizer_pre(const tg_tokenizer *t);    /* tokenizer.ggml.pre as given ("default" when absent) */
+const char *tg_tokenizer_chat_template(const tg_tokenizer *t);  /* tokenizer.chat_template, or NULL */
+
 /* ---- layers: structs holding their parameters (realized at creation, default inits as tinygrad's) ----
  * Each has _new (NULL + error on bad arguments), _free, _forward, and _state (adds its tensors to a state dict under
  * prefix + "." + tinygrad's attribute name: "weight", "bias", "running_mean", ...; prefix NULL or "" for none). */
