@@ -890,6 +890,29 @@ const char *tg_tokenizer_model(const tg_tokenizer *t);  /* "gpt2" or "llama" */
 const char *tg_tokenizer_pre(const tg_tokenizer *t);    /* tokenizer.ggml.pre as given ("default" when absent) */
 const char *tg_tokenizer_chat_template(const tg_tokenizer *t);  /* tokenizer.chat_template, or NULL */
 
+/* Streaming decode: feed ids one at a time, get the text that is complete UTF-8 so far; an incomplete sequence at
+ * the end is held back until the bytes completing it arrive (or flush writes what is left, bytes that can never
+ * complete as U+FFFD). *text stays valid until the next call on s. */
+typedef struct tg_token_stream tg_token_stream;
+tg_token_stream *tg_token_stream_new(const tg_tokenizer *t, unsigned flags);  /* flags: TG_DETOKENIZE_SPECIAL */
+void tg_token_stream_free(tg_token_stream *s);  /* NULL ok */
+tg_status tg_token_stream_feed(tg_token_stream *s, int32_t id, const char **text, size_t *len);
+tg_status tg_token_stream_flush(tg_token_stream *s, const char **text, size_t *len);
+
+/* Chat templates, written in C (no Jinja): "llama3" (<|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|>,
+ * as llama.cpp's built-in llama-3 template), "chatml" (<|im_start|>role\ncontent<|im_end|>\n) and "gpt-oss"
+ * (OpenAI's harmony format: a system message with the model identity, date and reasoning effort; a "system" role
+ * becomes the developer message; assistant turns on the final channel). The text starts without BOS: encode it with TG_TOKENIZE_ADD_SPECIAL | TG_TOKENIZE_PARSE_SPECIAL. */
+typedef struct tg_chat_message { const char *role, *content; } tg_chat_message;
+/* The template a tokenizer's vocabulary or tokenizer.chat_template calls for, or NULL when none is known. */
+const char *tg_chat_template_name(const tg_tokenizer *t);
+/* Renders n messages (roles system, user, assistant; llama3 accepts any role) and, with add_generation_prompt, the
+ * opening of the assistant's turn. *out is malloc'ed (tg_buffer_free). An unknown template name or role is
+ * TG_ERR_INVALID_ARGUMENT. gpt-oss's "Current date:" is today's UTC date; its system (or developer) message must come
+ * first. */
+tg_status tg_chat_render(const char *template_name, const tg_chat_message *msgs, size_t n,
+                         bool add_generation_prompt, char **out);
+
 /* ---- layers: structs holding their parameters (realized at creation, default inits as tinygrad's) ----
  * Each has _new (NULL + error on bad arguments), _free, _forward, and _state (adds its tensors to a state dict under
  * prefix + "." + tinygrad's attribute name: "weight", "bias", "running_mean", ...; prefix NULL or "" for none). */

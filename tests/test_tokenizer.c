@@ -188,6 +188,401 @@ static void generated_cases(const char *vocab, int min_cases) {
   tg_tokenizer_free(t);
 }
 
+
+/* ---- special tokens, the chat templates ---- */
+static int32_t find_s(tg_tokenizer *t, const char *s) { return tg_tokenizer_find(t, s, strlen(s)); }
+
+/* ids of text with flags appended to v (returns the new count) */
+static size_t append_enc(tg_tokenizer *t, const char *text, unsigned flags, int32_t *v, size_t n) {
+  int32_t *ids = NULL;
+  size_t k = 0;
+  CHECK(tg_tokenizer_encode(t, text, strlen(text), flags, &ids, &k) == TG_OK);
+  for (size_t i = 0; i < k; i++) v[n + i] = ids[i];
+  tg_buffer_free(ids);
+  return n + k;
+}
+
+static void test_specials_llama3(void) {
+  tg_tokenizer *t = open_tok("tokenizer/llama3.gguf");
+  if (!t) return;
+  orig_map = NULL;  /* compare in this file's ids */
+  CHECK_EQ_STR(tg_tokenizer_model(t), "gpt2");
+  CHECK_EQ_STR(tg_tokenizer_pre(t), "llama-bpe");
+  int32_t bos = find_s(t, "<|begin_of_text|>"), eot = find_s(t, "<|eot_id|>"), sh = find_s(t, "<|start_header_id|>"),
+          eh = find_s(t, "<|end_header_id|>");
+  CHECK(bos >= 0 && eot >= 0 && sh >= 0 && eh >= 0);
+  CHECK_EQ_INT(tg_tokenizer_bos(t), bos);
+  CHECK_EQ_INT(tg_tokenizer_eot(t), eot);
+  CHECK_EQ_INT(tg_tokenizer_token_type(t, eot), TG_TOKEN_CONTROL);
+  CHECK_EQ_INT(tg_tokenizer_token_type(t, -1), TG_TOKEN_UNDEFINED);
+  CHECK(tg_tokenizer_is_eog(t, eot) && tg_tokenizer_is_eog(t, tg_tokenizer_eos(t)) && !tg_tokenizer_is_eog(t, sh));
+  CHECK(find_s(t, "no such token at all") == -1);
+  const char *text = "<|start_header_id|>user<|end_header_id|>\n\nHello world<|eot_id|>";
+  int32_t want[64];
+  size_t nw = 0;
+  want[nw++] = bos;
+  want[nw++] = sh;
+  nw = append_enc(t, "user", 0, want, nw);
+  want[nw++] = eh;
+  nw = append_enc(t, "\n\nHello world", 0, want, nw);
+  want[nw++] = eot;
+  check_case(t, "llama3 specials", text, strlen(text), TG_TOKENIZE_ADD_SPECIAL | TG_TOKENIZE_PARSE_SPECIAL, want, nw,
+             false);
+  /* without parse_special the markup is text: no control token comes out */
+  int32_t *ids = NULL;
+  size_t n = 0;
+  CHECK(tg_tokenizer_encode(t, text, strlen(text), 0, &ids, &n) == TG_OK && n > 10);
+  bool any_control = false;
+  for (size_t i = 0; i < n; i++) any_control |= tg_tokenizer_token_type(t, ids[i]) == TG_TOKEN_CONTROL;
+  CHECK(!any_control);
+  tg_buffer_free(ids);
+  /* decode: control tokens are hidden unless asked for */
+  char *back = NULL;
+  size_t bl = 0;
+  CHECK(tg_tokenizer_decode(t, want, nw, 0, &back, &bl) == TG_OK);
+  CHECK_EQ_STR(back, "user\n\nHello world");
+  tg_buffer_free(back);
+  CHECK(tg_tokenizer_decode(t, want, nw, TG_DETOKENIZE_SPECIAL, &back, &bl) == TG_OK);
+  CHECK(bl == strlen(text) + 17 && strncmp(back, "<|begin_of_text|>", 17) == 0 && strcmp(back + 17, text) == 0);
+  tg_buffer_free(back);
+  size_t pl;
+  const char *piece = tg_tokenizer_piece(t, find_s(t, "\xc4\xa0world"), &pl);  /* GPT-2 alphabet: U+0120 is ' ' */
+  CHECK(piece && pl == 6 && memcmp(piece, " world", 6) == 0);
+  CHECK(tg_tokenizer_piece(t, (int32_t)tg_tokenizer_vocab_size(t), &pl) == NULL && pl == 0);
+
+  /* chat: the llama-3 template, exactly, and through the tokenizer */
+  CHECK_EQ_STR(tg_chat_template_name(t), "llama3");
+  tg_chat_message msgs[] = {{"system", "Be brief. "}, {"user", "  Hello world\n"}, {"assistant", "Hi"}};
+  char *chat = NULL;
+  CHECK(tg_chat_render("llama3", msgs, 3, true, &chat) == TG_OK);
+  CHECK_EQ_STR(chat, "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+                     "<|start_header_id|>user<|end_header_id|>\n\nHello world<|eot_id|>"
+                     "<|start_header_id|>assistant<|end_header_id|>\n\nHi<|eot_id|>"
+                     "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  CHECK(chat && tg_tokenizer_encode(t, chat, strlen(chat), TG_TOKENIZE_ADD_SPECIAL | TG_TOKENIZE_PARSE_SPECIAL, &ids,
+                                    &n) == TG_OK);
+  int headers = 0, eots = 0;
+  for (size_t i = 0; i < n; i++) { headers += ids[i] == sh; eots += ids[i] == eot; }
+  CHECK(n > 0 && ids[0] == bos && headers == 4 && eots == 3 && ids[n - 1] != eot);
+  tg_buffer_free(ids);
+  tg_buffer_free(chat);
+  CHECK(tg_chat_render("chatml", msgs + 1, 1, true, &chat) == TG_OK);
+  CHECK_EQ_STR(chat, "<|im_start|>user\n  Hello world\n<|im_end|>\n<|im_start|>assistant\n");
+  tg_buffer_free(chat);
+  CHECK(tg_chat_render("vicuna", msgs, 1, true, &chat) == TG_ERR_INVALID_ARGUMENT && chat == NULL &&
+        strstr(tg_last_error(), "vicuna"));
+  tg_chat_message bad[] = {{"user", NULL}};
+  CHECK(tg_chat_render("llama3", bad, 1, true, &chat) == TG_ERR_INVALID_ARGUMENT);
+  tg_tokenizer_free(t);
+}
+
+static void test_harmony(void) {
+  tg_tokenizer *t = open_tok("tokenizer/o200k.gguf");
+  if (!t) return;
+  CHECK_EQ_STR(tg_chat_template_name(t), "gpt-oss");
+  int32_t start = find_s(t, "<|start|>"), msg = find_s(t, "<|message|>"), end = find_s(t, "<|end|>"),
+          ret = find_s(t, "<|return|>"), call = find_s(t, "<|call|>"), chan = find_s(t, "<|channel|>");
+  CHECK(start >= 0 && msg >= 0 && end >= 0 && ret >= 0 && call >= 0 && chan >= 0);
+  CHECK(tg_tokenizer_is_eog(t, ret) && tg_tokenizer_is_eog(t, call) && !tg_tokenizer_is_eog(t, end));
+  tg_chat_message msgs[] = {{"system", "Answer in French."}, {"user", "Hello"}, {"assistant", "Bonjour"},
+                            {"user", "Thanks"}};
+  char *chat = NULL;
+  CHECK(tg_chat_render("gpt-oss", msgs, 4, true, &chat) == TG_OK);
+  char date[32], want[1024];
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(date, sizeof date, "%Y-%m-%d", &tm);
+  snprintf(want, sizeof want,
+           "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+           "Knowledge cutoff: 2024-06\nCurrent date: %s\n\nReasoning: medium\n\n# Valid channels: analysis, "
+           "commentary, final. Channel must be included for every message.<|end|>"
+           "<|start|>developer<|message|># Instructions\n\nAnswer in French.\n\n<|end|>"
+           "<|start|>user<|message|>Hello<|end|>"
+           "<|start|>assistant<|channel|>final<|message|>Bonjour<|end|>"
+           "<|start|>user<|message|>Thanks<|end|><|start|>assistant", date);
+  CHECK_EQ_STR(chat, want);
+  int32_t *ids = NULL;
+  size_t n = 0;
+  CHECK(chat && tg_tokenizer_encode(t, chat, strlen(chat), TG_TOKENIZE_ADD_SPECIAL | TG_TOKENIZE_PARSE_SPECIAL, &ids,
+                                    &n) == TG_OK);
+  int starts = 0, ends = 0;
+  for (size_t i = 0; i < n; i++) { starts += ids[i] == start; ends += ids[i] == end; }
+  CHECK(n > 2 && ids[0] == start && ids[n - 1] != start && starts == 6 && ends == 5);  /* add_bos_token false */
+  tg_buffer_free(ids);
+  tg_buffer_free(chat);
+  CHECK(tg_chat_render("gpt-oss", msgs + 1, 2, false, &chat) == TG_OK && chat &&
+        strstr(chat, "Bonjour<|return|>") && !strstr(chat, "developer"));
+  tg_buffer_free(chat);
+  tg_chat_message late[] = {{"user", "Hi"}, {"system", "late"}};
+  CHECK(tg_chat_render("gpt-oss", late, 2, true, &chat) == TG_ERR_INVALID_ARGUMENT && strstr(tg_last_error(), "system"));
+  tg_tokenizer_free(t);
+}
+
+/* SentencePiece with a user-defined token (phi-3's </s> is one): matched without parse_special, and the text after
+ * it gets its own prefix space (llama.cpp). */
+static void test_specials_spm(void) {
+  tg_tokenizer *t = open_tok("vocab/ggml-vocab-phi-3.gguf");
+  if (!t) return;
+  CHECK_EQ_STR(tg_tokenizer_model(t), "llama");
+  int32_t eos_ud = find_s(t, "</s>");
+  CHECK(eos_ud >= 0 && tg_tokenizer_token_type(t, eos_ud) == TG_TOKEN_USER_DEFINED);
+  int32_t want[64];
+  size_t nw = append_enc(t, "Hello", 0, want, 0);
+  want[nw++] = eos_ud;
+  nw = append_enc(t, "world", 0, want, nw);
+  check_case(t, "phi-3 user-defined", "Hello</s>world", 14, 0, want, nw, false);
+  /* add_bos: <s> first; the control <s> in the text is text unless parse_special */
+  int32_t bos = tg_tokenizer_bos(t);
+  int32_t *ids = NULL;
+  size_t n = 0;
+  CHECK(tg_tokenizer_encode(t, "<s>Hi", 5, TG_TOKENIZE_ADD_SPECIAL, &ids, &n) == TG_OK && n >= 3 && ids[0] == bos &&
+        ids[1] != bos);
+  tg_buffer_free(ids);
+  CHECK(tg_tokenizer_encode(t, "<s>Hi", 5, TG_TOKENIZE_ADD_SPECIAL | TG_TOKENIZE_PARSE_SPECIAL, &ids, &n) == TG_OK &&
+        n >= 3 && ids[0] == bos && ids[1] == bos);
+  tg_buffer_free(ids);
+  CHECK(tg_tokenizer_encode(t, "", 0, TG_TOKENIZE_ADD_SPECIAL, &ids, &n) == TG_OK && n == 1 && ids[0] == bos);
+  tg_buffer_free(ids);
+  CHECK(tg_tokenizer_encode(t, NULL, 0, 0, &ids, &n) == TG_OK && n == 0 && ids == NULL);
+  tg_tokenizer_free(t);
+}
+
+/* ---- streaming decode ---- */
+static bool valid_utf8(const char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    unsigned c = (unsigned char)s[i];
+    size_t l = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (!l || i + l > n) return false;
+    for (size_t k = 1; k < l; k++)
+      if (((unsigned char)s[i + k] & 0xC0) != 0x80) return false;
+    i += l;
+  }
+  return true;
+}
+
+static void stream_case(tg_tokenizer *t, const char *name, const char *text) {
+  int32_t *ids = NULL;
+  size_t n = 0;
+  CHECK(tg_tokenizer_encode(t, text, strlen(text), 0, &ids, &n) == TG_OK);
+  char *whole = NULL;
+  size_t wl = 0;
+  CHECK(tg_tokenizer_decode(t, ids, n, 0, &whole, &wl) == TG_OK);
+  tg_token_stream *s = tg_token_stream_new(t, 0);
+  CHECK(s != NULL);
+  char acc[4096];
+  size_t al = 0;
+  bool chunks_valid = true;
+  int held = 0;
+  for (size_t i = 0; s && i < n; i++) {
+    const char *p;
+    size_t l;
+    CHECK(tg_token_stream_feed(s, ids[i], &p, &l) == TG_OK);
+    chunks_valid &= valid_utf8(p, l) && strlen(p) == l;
+    held += l == 0;
+    if (al + l < sizeof acc) { memcpy(acc + al, p, l); al += l; }
+  }
+  const char *p = NULL;
+  size_t l = 1;
+  CHECK(s && tg_token_stream_flush(s, &p, &l) == TG_OK && l == 0);
+  CHECK_MSG(chunks_valid && al == wl && memcmp(acc, whole, wl) == 0, "%s: streamed text differs for \"%s\"", name, text);
+  CHECK_MSG(held > 0, "%s: no token of \"%s\" was held back", name, text);  /* the texts split characters */
+  tg_token_stream_free(s);
+  tg_buffer_free(whole);
+  tg_buffer_free(ids);
+}
+
+static void test_stream(void) {
+  const char *names[] = {"vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-llama-spm.gguf", "tokenizer/o200k.gguf"};
+  for (size_t k = 0; k < 3; k++) {
+    tg_tokenizer *t = open_tok(names[k]);
+    if (!t) continue;
+    stream_case(t, names[k], " this is 🦙.cpp 🚀 (normal) 😶‍🌫️ កាន់តែពិសេសអាចខលចេញ");
+    tg_tokenizer_free(t);
+  }
+  /* bytes that cannot become UTF-8 come out as U+FFFD; a sequence cut at the end too, on flush */
+  tg_tokenizer *t = open_tok("vocab/ggml-vocab-gpt-2.gguf");
+  if (!t) return;
+  int32_t ff = -1, e2 = -1;
+  for (int32_t i = 0; i < (int32_t)tg_tokenizer_vocab_size(t) && (ff < 0 || e2 < 0); i++) {
+    size_t l;
+    const char *p = tg_tokenizer_piece(t, i, &l);
+    if (l == 1 && (unsigned char)p[0] == 0xFF) ff = i;
+    if (l == 1 && (unsigned char)p[0] == 0xE2) e2 = i;
+  }
+  CHECK(ff >= 0 && e2 >= 0);
+  tg_token_stream *s = tg_token_stream_new(t, 0);
+  const char *p;
+  size_t l;
+  CHECK(tg_token_stream_feed(s, ff, &p, &l) == TG_OK && l == 3 && memcmp(p, "\xEF\xBF\xBD", 3) == 0);
+  CHECK(tg_token_stream_feed(s, e2, &p, &l) == TG_OK && l == 0);
+  CHECK(tg_token_stream_flush(s, &p, &l) == TG_OK && l == 3 && memcmp(p, "\xEF\xBF\xBD", 3) == 0);
+  CHECK(tg_token_stream_feed(s, -5, &p, &l) == TG_ERR_INVALID_ARGUMENT && l == 0);
+  CHECK(tg_token_stream_feed(NULL, 0, &p, &l) == TG_ERR_INVALID_ARGUMENT);
+  CHECK(tg_token_stream_new(NULL, 0) == NULL && tg_token_stream_new(t, 0x100) == NULL);
+  tg_token_stream_free(s);
+  tg_token_stream_free(NULL);
+  tg_tokenizer_free(t);
+}
+
+/* ---- robustness: any bytes encode and decode back; bad calls are errors ---- */
+static void test_robust(void) {
+  const char *names[] = {"vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-llama-spm.gguf", "tokenizer/llama3.gguf",
+                         "tokenizer/qwen2.gguf", "tokenizer/o200k.gguf"};
+  size_t big = tg_test_light() ? 20000 : 400000;
+  unsigned char *buf = malloc(big);
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    tg_tokenizer *t = open_tok(names[k]);
+    if (!t) continue;
+    bool spm = strcmp(tg_tokenizer_model(t), "llama") == 0;
+    /* every single byte, and invalid UTF-8 */
+    bool all = true;
+    for (int b = 0; b < 256; b++) {
+      char one[2] = {(char)b, 0};
+      int32_t *ids = NULL;
+      size_t n = 0;
+      char *back = NULL;
+      size_t bl = 0;
+      all &= tg_tokenizer_encode(t, one, 1, 0, &ids, &n) == TG_OK && n >= 1 &&
+             tg_tokenizer_decode(t, ids, n, 0, &back, &bl) == TG_OK && bl == 1 && (unsigned char)back[0] == b;
+      tg_buffer_free(ids);
+      tg_buffer_free(back);
+    }
+    CHECK_MSG(all, "%s: some single byte does not round-trip", names[k]);
+    static const char bad[] = "\xff\xfe abc \xc3 \xe2\x82 \xed\xa0\x80 \xf4\x90\x80\x80 \xc0\xaf x\x80y";
+    int32_t *ids = NULL;
+    size_t n = 0;
+    char *back = NULL;
+    size_t bl = 0;
+    CHECK(tg_tokenizer_encode(t, bad, sizeof bad - 1, 0, &ids, &n) == TG_OK &&
+          tg_tokenizer_decode(t, ids, n, 0, &back, &bl) == TG_OK && bl == sizeof bad - 1 &&
+          memcmp(back, bad, bl) == 0);
+    tg_buffer_free(ids);
+    tg_buffer_free(back);
+    /* a long random text (fixed seed; no leading space so that SentencePiece's round trip is exact) and one long
+     * word */
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < big; i++) {
+      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      buf[i] = (unsigned char)(i % 7 == 0 ? ' ' : (x >> 24) % 5 == 0 ? (x >> 32) & 0xFF : 'a' + (x >> 40) % 26);
+    }
+    buf[0] = 'a';
+    for (int round = 0; round < 2; round++) {
+      if (round == 1) memset(buf, spm ? 'a' : 'A', big);
+      CHECK(tg_tokenizer_encode(t, (const char *)buf, big, 0, &ids, &n) == TG_OK && n > 0 && n <= big &&
+            tg_tokenizer_decode(t, ids, n, 0, &back, &bl) == TG_OK && bl == big && memcmp(back, buf, big) == 0);
+      tg_buffer_free(ids);
+      tg_buffer_free(back);
+    }
+    /* bad calls */
+    CHECK(tg_tokenizer_encode(t, "x", ((size_t)1 << 30) + 1, 0, &ids, &n) == TG_ERR_INVALID_ARGUMENT && !ids && !n);
+    CHECK(tg_tokenizer_encode(t, NULL, 3, 0, &ids, &n) == TG_ERR_INVALID_ARGUMENT);
+    CHECK(tg_tokenizer_encode(t, "x", 1, 0x80, &ids, &n) == TG_ERR_INVALID_ARGUMENT && strstr(tg_last_error(), "flags"));
+    CHECK(tg_tokenizer_encode(NULL, "x", 1, 0, &ids, &n) == TG_ERR_INVALID_ARGUMENT);
+    int32_t oob[] = {0, (int32_t)tg_tokenizer_vocab_size(t)};
+    CHECK(tg_tokenizer_decode(t, oob, 2, 0, &back, &bl) == TG_ERR_INVALID_ARGUMENT && back == NULL &&
+          strstr(tg_last_error(), "outside the vocabulary"));
+    tg_tokenizer_free(t);
+  }
+  free(buf);
+  tg_tokenizer_free(NULL);
+}
+
+/* ---- malformed tokenizer metadata: each is an error naming the key ---- */
+static tg_status from_writer(tg_gguf_writer *w, tg_tokenizer **t) {
+  uint8_t *img = NULL;
+  size_t size = 0;
+  tg_gguf *g = NULL;
+  *t = NULL;
+  tg_status st = tg_gguf_writer_write_buffer(w, &img, &size);
+  if (st == TG_OK) st = tg_gguf_open_buffer(img, size, &g);
+  if (st == TG_OK) st = tg_tokenizer_from_gguf(g, t);
+  tg_gguf_close(g);
+  tg_buffer_free(img);
+  tg_gguf_writer_free(w);
+  return st;
+}
+
+static tg_gguf_writer *vocab_writer(const char *model, const char *pre, size_t ntok, bool with_bytes) {
+  tg_gguf_writer *w = tg_gguf_writer_new(0);
+  tg_gguf_writer_add_string(w, "tokenizer.ggml.model", model);
+  if (pre) tg_gguf_writer_add_string(w, "tokenizer.ggml.pre", pre);
+  static char texts[300][8];
+  static tg_gguf_value items[300];
+  size_t n = 0;
+  if (with_bytes)  /* the GPT-2 byte alphabet: printable bytes as themselves, the others as U+0100.. */
+    for (unsigned b = 0, k = 0; b < 256; b++) {
+      bool own = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+      unsigned cp = own ? b : 256 + k++;
+      if (cp < 0x80) { texts[n][0] = (char)cp; texts[n][1] = 0; }
+      else { texts[n][0] = (char)(0xC0 | (cp >> 6)); texts[n][1] = (char)(0x80 | (cp & 0x3F)); texts[n][2] = 0; }
+      n++;
+    }
+  while (n < ntok && n < 300) { snprintf(texts[n], sizeof texts[n], "t%u", (unsigned)n % 1000u); n++; }
+  for (size_t i = 0; i < n; i++) {
+    items[i].type = TG_GGUF_STRING;
+    items[i].v.str.s = texts[i];
+    items[i].v.str.len = strlen(texts[i]);
+  }
+  tg_gguf_value arr = {.type = TG_GGUF_ARRAY};
+  arr.v.arr.type = TG_GGUF_STRING;
+  arr.v.arr.len = n;
+  arr.v.arr.items = items;
+  if (ntok) tg_gguf_writer_add(w, "tokenizer.ggml.tokens", &arr);
+  return w;
+}
+
+static void add_merges(tg_gguf_writer *w, const char *m) {
+  tg_gguf_value item = {.type = TG_GGUF_STRING}, arr = {.type = TG_GGUF_ARRAY};
+  item.v.str.s = m;
+  item.v.str.len = strlen(m);
+  arr.v.arr.type = TG_GGUF_STRING;
+  arr.v.arr.len = 1;
+  arr.v.arr.items = &item;
+  tg_gguf_writer_add(w, "tokenizer.ggml.merges", &arr);
+}
+
+#define BAD_VOCAB(w, status, needle)                                                                        \
+  do {                                                                                                      \
+    tg_tokenizer *t_;                                                                                       \
+    tg_status st_ = from_writer((w), &t_);                                                                  \
+    CHECK_MSG(st_ == (status) && !t_ && strstr(tg_last_error(), (needle)), "want %s: got %d \"%s\"", needle, \
+              (int)st_, tg_last_error());                                                                   \
+    tg_tokenizer_free(t_);                                                                                  \
+  } while (0)
+
+static void test_bad_metadata(void) {
+  tg_tokenizer *t = NULL;
+  CHECK(tg_tokenizer_from_gguf(NULL, &t) == TG_ERR_INVALID_ARGUMENT && !t);
+  BAD_VOCAB(tg_gguf_writer_new(0), TG_ERR_IO, "tokenizer.ggml.model");
+  BAD_VOCAB(vocab_writer("bert", NULL, 300, true), TG_ERR_UNSUPPORTED, "bert");
+  BAD_VOCAB(vocab_writer("gpt2", "starcoder", 300, true), TG_ERR_UNSUPPORTED, "starcoder");
+  BAD_VOCAB(vocab_writer("gpt2", "gpt-2", 0, true), TG_ERR_IO, "tokenizer.ggml.tokens");
+  BAD_VOCAB(vocab_writer("gpt2", "gpt-2", 300, false), TG_ERR_IO, "byte");
+  BAD_VOCAB(vocab_writer("gpt2", "gpt-2", 300, true), TG_ERR_IO, "tokenizer.ggml.merges");
+  tg_gguf_writer *w = vocab_writer("gpt2", "gpt-2", 300, true);
+  add_merges(w, "nospace");
+  BAD_VOCAB(w, TG_ERR_IO, "merges");
+  w = vocab_writer("llama", NULL, 300, false);
+  tg_gguf_writer_add_uint32(w, "tokenizer.ggml.bos_token_id", 300);
+  BAD_VOCAB(w, TG_ERR_IO, "bos_token_id");
+  w = vocab_writer("llama", NULL, 300, false);
+  BAD_VOCAB(w, TG_ERR_IO, "bos");  /* SentencePiece adds BOS by default: one must be named */
+  w = vocab_writer("llama", NULL, 300, false);
+  tg_gguf_writer_add_uint32(w, "tokenizer.ggml.bos_token_id", 1);
+  tg_gguf_writer_add_uint32(w, "tokenizer.ggml.token_type", 1);
+  BAD_VOCAB(w, TG_ERR_IO, "token_type");
+  w = vocab_writer("llama", NULL, 300, false);
+  tg_gguf_writer_add_uint32(w, "tokenizer.ggml.bos_token_id", 1);
+  tg_gguf_writer_add_float32(w, "tokenizer.ggml.scores", 1.0f);
+  BAD_VOCAB(w, TG_ERR_IO, "scores");
+  /* a minimal valid one: gpt2 with one merge */
+  w = vocab_writer("gpt2", "gpt-2", 300, true);
+  add_merges(w, "t t");
+  CHECK(from_writer(w, &t) == TG_OK && t && tg_tokenizer_vocab_size(t) == 300 && tg_tokenizer_bos(t) == -1);
+  tg_tokenizer_free(t);
+}
+
 void suite_tokenizer(void);
 void suite_tokenizer(void) {
   vocab_file("gpt-2", true);
@@ -198,6 +593,12 @@ void suite_tokenizer(void) {
   generated_cases("llama3", 70);
   generated_cases("qwen2", 70);
   generated_cases("o200k", 70);
+  test_specials_llama3();
+  test_harmony();
+  test_specials_spm();
+  test_stream();
+  test_robust();
+  test_bad_metadata();
   free(orig_copy);
   orig_copy = NULL;
   orig_map = NULL;
