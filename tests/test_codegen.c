@@ -205,10 +205,12 @@ static void test_cuda_cases(void) {
       test_setenv("GPU_WIDE_GROUPTOP", "0");
       test_setenv("GPU_LATE_GROUP", "0");
       test_setenv("GPU_EW_FLAT", "0");
+      test_setenv("GPU_GROUP_FIRST", "0");
       UOp *opt = cg_optimize(ast, ren);
       test_unsetenv("GPU_WIDE_GROUPTOP");
       test_unsetenv("GPU_LATE_GROUP");
       test_unsetenv("GPU_EW_FLAT");
+      test_unsetenv("GPU_GROUP_FIRST");
       StrBuf picked;
       sb_init(&picked);
       for (int k = 0; opt && opt->arg.kind == ARG_KERNEL && k < opt->arg.kernel->applied_opts; k++) {

@@ -1517,6 +1517,9 @@ static void test_gpu_heuristic_steps(void) {
   /* the small-output GROUPTOP: 8 outputs get 256 threads each (tinygrad: 16) */
   gpu_step("row sum 8x4096", tg_sum(fl(8, 4096), &ax1, 1, false), "GROUPTOP:0:256", "GPU_WIDE_GROUPTOP",
            "GROUPTOP:0:16");
+  /* gpu_group_first: 2304 outputs summing 2048 each are split over 16 threads before any upcast */
+  gpu_step("matmul 48x2048x48", tg_matmul(fl(48, 2048), fl(2048, 48)), "LOCAL:0:16,GROUP:0:16,UPCAST:0:3",
+           "GPU_GROUP_FIRST", "UPCAST:1:3,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16,GROUPTOP:0:8");
   /* gpu_late_group: a 64x64x256 matmul upcast 4x4 and blocked 8x16 runs 256 threads; the reduce is split over a
    * group as well (GROUPTOP: B reads K with a stride), by 4: 8 would fill 64 KiB of shared memory */
   gpu_step("matmul 64x256x64", tg_matmul(fl(64, 256), fl(256, 64)),

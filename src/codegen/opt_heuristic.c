@@ -7,7 +7,7 @@
  * GPU adaptations (measured on the H200, bench/bench_gpu): 256-thread blocks for elementwise kernels (gpu_locals: a
  * neg over 2^28 1.7 -> 4.1 TB/s, relu(a*b+c) 3.3 -> 4.4), a warp per row for contiguous row reduces
  * (gpu_row_reduce: sum over 2^28 2.1 -> 4.1 TB/s, softmax 4096x4096 0.17 -> 1.2 TB/s), enough threads to fill the
- * GPU for reduces with few outputs (a wider small-output GROUPTOP, gpu_late_group), and flat ids for elementwise
+ * GPU for reduces with few outputs (a wider small-output GROUPTOP, gpu_group_first, gpu_late_group), flat ids for elementwise
  * kernels with a narrow inner axis. beautiful_mnist's CNN train step (bench_train on DEV=CUDA, JIT): with the
  * multi-axis row reduce, the two group steps and the flat ids 197 steps/s against 151 with all four off (same run),
  * the step's kernel time (JIT=2 DEBUG=2) 8.32 -> 5.06 ms. */
@@ -769,6 +769,52 @@ static bool gpu_row_reduce(OptScheduler *s, Shape *sh) {
   return ok;
 }
 
+/* GPU group first (not tinygrad's): an output of 2K-64K elements each summing 2048 or more (a conv's weight gradient,
+ * [64, 64, 3, 3, r512, r6, r6] in the CNN step) is split over a group before any upcast: LOCAL 32 (or the largest of
+ * 16 ... 2 that divides it) on the first output axis, GROUP 16 on the largest reduce axis, one greedy upcast of a
+ * global axis (one some buffer broadcasts over, by 3 or 4), and nothing more. These are the opts BEAM=2 found for
+ * that kernel on the H200 (LOCAL 32, GROUP 16, UPCAST kw): 88 us where upcasts then gpu_late_group took 803 us.
+ * GPU_GROUP_FIRST=0 turns it off. Applied on a copy: all or nothing. */
+static bool gpu_group_first(OptScheduler *s, Shape *sh) {
+  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_GROUP_FIRST", 1))
+    return false;
+  shape_load(s, sh);
+  int64_t out = upcastable_output_prod(sh), red = 1;
+  int best = -1, best_k = -1, k = 0, first_out = -1;
+  for (int i = 0; i < sh->n; i++) {
+    if (sh->type[i] == AXIS_REDUCE) {
+      red *= sh->size[i];
+      if (sh->known[i] && sh->size[i] % 16 == 0 && (best < 0 || sh->size[i] > sh->size[best])) best = i, best_k = k;
+      k++;
+    } else if (first_out < 0 && is_upcastable(sh, i) && (sh->type[i] == AXIS_GLOBAL || sh->type[i] == AXIS_WEAK)) {
+      first_out = i;
+    }
+  }
+  if (best < 0 || first_out < 0 || out <= 2048 || out > 65536 || red < 2048 || count_type(sh, AXIS_UPCAST, AXIS_UNROLL))
+    return false;
+  OptScheduler t;
+  opt_sched_copy(&t, s);
+  static const int locs[] = {32, 16, 8, 4, 2};
+  for (size_t i = 0; i < TG_ARRAY_LEN(locs); i++)
+    if (sh->size[first_out] % locs[i] == 0 && try_opt(&t, OPT_LOCAL, first_out, locs[i])) break;
+  bool ok = try_opt(&t, OPT_GROUP, best_k, 16);
+  if (ok) {
+    Shape tsh;
+    memset(&tsh, 0, sizeof tsh);
+    shape_load(&t, &tsh);
+    bool upcasted[64] = {0}; /* the block's own axes keep their threads (BEAM's 512-thread block) */
+    for (int i = 0; i < tsh.n; i++) upcasted[i] = tsh.type[i] == AXIS_LOCAL;
+    greedy_upcast_step(&t, &tsh, upcasted);
+    tg_vec_free(&tsh.rngs);
+    opt_sched_free(s);
+    *s = t;
+  } else {
+    opt_sched_free(&t);
+  }
+  tg_clear_error();
+  return ok;
+}
+
 /* GPU late group (not tinygrad's): a reduce kernel whose threads after the upcasts and locals cannot fill the GPU
  * (fewer than 16384; the H200 keeps 2048 per SM on 132 SMs) splits its largest reduce axis over a group of threads
  * too: GROUP when every load reads that axis contiguously (neighbouring lanes, neighbouring bytes), else GROUPTOP,
@@ -993,7 +1039,7 @@ void opt_hand_coded(OptScheduler *s) {
     for (int i = nup; i-- > 0;) try_opt(s, OPT_UPCAST, to_upcast[i], 0);
   }
 
-  if (gpu_row_reduce(s, &sh)) goto out;
+  if (gpu_row_reduce(s, &sh) || gpu_group_first(s, &sh)) goto out;
   if (cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh) || cpu_column_reduce(s, &sh))
     goto threads;
 
