@@ -16,6 +16,9 @@ GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
 TOOLS := fuzz_symbolic demo_symbolic demo_tensor gemm_probe
 BENCHES := bench_rewrite bench_tensor bench_train
 BENCHES += bench_matmul
+BENCHES += bench_attention
+BENCHES += bench_llm
+TOOLS += tg-llm tg-mkmodel
 GPU_BENCHES := bench_gpu
 EXAMPLES := beautiful_mnist
 
@@ -134,6 +137,13 @@ $(B)/fuzz_gguf_san: tools/fuzz_gguf.c $(SAN_LIB_OBJ)
 SERVE_LIBS := -lmicrohttpd -lcjson -lm -lpthread
 $(B)/test_llm_serve: tests/llm/test_serve.c tools/llm/serve.c tools/llm/serve.h
 	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(SAN) -O1 -o $@ tests/llm/test_serve.c tools/llm/serve.c $(SERVE_LIBS)
+
+# tg-llm runs a GGUF model (tools/tg_llm.c; prompt as token ids until the tokenizer lands); tg-mkmodel writes a
+# random-weight model of a real architecture (tools/tg_mkmodel.c, src/nn/llm_mkmodel.c) for tests and bench_llm
+$(B)/tg-llm: tools/tg_llm.c $(B)/libtinygrad.a
+	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ $< $(B)/libtinygrad.a $(LDLIBS)
+$(B)/tg-mkmodel: tools/tg_mkmodel.c $(B)/libtinygrad.a
+	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ $< $(B)/libtinygrad.a $(LDLIBS)
 
 clean:
 	rm -rf $(B)

@@ -66,6 +66,8 @@ show_pass() {
 
 t_all=$(now)
 if [ "$tier" = fast ]; then
+  # the stage order of the includes (tests/check_layers.sh): instant, so the quick tier runs it too
+  if bash "$T/check_layers.sh" "$T/../src"; then pass=$((pass+1)); else fail=$((fail+1)); rc=1; fi
   job "$logs/fast1.log" env TG_TEST_QUICK=1 "$B/run_tests" $FAST_LANE &
   job "$logs/fast2.log" env TG_TEST_QUICK=1 "$B/run_tests" $(others "$FAST_LANE") &
   wait
@@ -75,6 +77,7 @@ if [ "$tier" = fast ]; then
 else
   # the symbol check first: it takes a moment and its failure is worth seeing at the top
   if bash "$T/check_symbols.sh" "$B/libtinygrad.a"; then pass=$((pass+1)); else fail=$((fail+1)); rc=1; fi
+  if bash "$T/check_layers.sh" "$T/../src"; then pass=$((pass+1)); else fail=$((fail+1)); rc=1; fi
   san=(env TG_TEST_TAG="asan+ubsan" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 "$B/run_tests_san")
   job "$logs/san1.log" "${san[@]}" $SAN_LANE &
   {
