@@ -111,6 +111,27 @@ o=$(best_value train_mlp_jit "$train"); p=$(best_value train_mlp "$train")
 [ -n "$o" ] && echo "bench train_mlp_jit ours=$o steps/s eager=${p:-n/a} ratio=$(awk -v a="$o" -v b="${p:-0}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
 o=$(echo "$train" | awk '$1 == "train_mlp_jit_overhead" { print $2 }' | sort -g | head -1)
 [ -n "$o" ] && echo "bench train_mlp_jit_overhead ours=$o ms/step target=0.1"
+# the beautiful_mnist CNN step through the JIT (peer: our eager step), and the JIT'd MLP step's first call in a fresh
+# process (bench_train first): cold with an empty kernel cache (a new CACHEDB file: every kernel compiled), warm with
+# that file filled by the cold run (nothing compiled); the best of BENCH_ROUNDS each, with the second call (the
+# capture) beside it; no peer (like the overhead line)
+o=$(best_value train_cnn_jit "$train"); p=$(best_value train_cnn "$train")
+[ -n "$o" ] && echo "bench train_cnn_jit ours=$o steps/s eager=${p:-n/a} ratio=$(awk -v a="$o" -v b="${p:-0}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
+first_dir=$(mktemp -d); cold=""; warm=""
+for ((round = 1; round <= ${BENCH_ROUNDS:-3}; round++)); do
+  rm -f "$first_dir/cache.db"
+  cold="$cold
+$(CACHEDB="$first_dir/cache.db" "$B/bench_train" first)"
+  warm="$warm
+$(CACHEDB="$first_dir/cache.db" "$B/bench_train" first)"
+done
+rm -rf "$first_dir"
+for kind in cold warm; do
+  [ "$kind" = cold ] && out=$cold || out=$warm
+  o=$(echo "$out" | awk '$1 == "train_mlp_jit_first_call" { print $2 }' | sort -g | head -1)
+  p=$(echo "$out" | awk '$1 == "train_mlp_jit_capture" { print $2 }' | sort -g | head -1)
+  [ -n "$o" ] && echo "bench train_mlp_jit_first_call_$kind ours=$o ms capture_ms=${p:-n/a}"
+done
 for k in 1 50; do
   o=$(echo "$train" | awk -v n="jit_replay_$k" '$1 == n { print $2 }' | sort -g | head -1)
   p=$(echo "$train" | awk -v n="eager_chain_$k" '$1 == n { print $2 }' | sort -g | head -1)

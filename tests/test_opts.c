@@ -1252,6 +1252,16 @@ static void test_cpu_loop_order(void) {
     CHECK_MSG(!applied_has(&s, (Opt){OPT_SWAP, 0, 1}), "panel copy of 256x512: swapped");
     opt_sched_free(&s);
   }
+  /* a transposing copy (W^T of a Linear layer made contiguous): a tile of 4 store lanes x 8 load lanes */
+  tg_tensor *wt = tg_contiguous(tg_transpose(fl(128, 784), 0, 1));
+  if (heuristic_of_last(wt, &ren, &s, &nk)) {
+    char got[512];
+    format_opts(s.applied, s.napplied, got, sizeof got);
+    CHECK_MSG(s.napplied >= 2 && s.applied[0].op == OPT_UPCAST && s.applied[0].axis == 1 && s.applied[0].arg == 4 &&
+                  s.applied[1].op == OPT_UPCAST && s.applied[1].axis == 0 && s.applied[1].arg == 8,
+              "transpose 128x784: [%s]", got);
+    opt_sched_free(&s);
+  }
   /* A @ B, B in panels: 16 lanes x 2 panels x 8 rows, the panel loop outside the rows in blocks of 4, the reduce
    * unrolled by 8 */
   tg_tensor *mm = tg_matmul(fl(64, 1024), fl(1024, 1024));

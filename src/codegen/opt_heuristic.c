@@ -341,187 +341,185 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
     int pass = quality[1] > quality[0] ? 1 - turn : turn;
     UOp *cont = pass ? ia : ib, *bcast = pass ? ib : ia; /* cont: the load contiguous along the vector axis */
     int64_t cont_bytes = pass ? bytes_a : bytes_b;
-    {
-      int v = vaxis[pass];
-      if (v < 0) continue;
-      int64_t vs = sh->size[v];
-      bool whole = wholes[pass];
-      int vamt = vamts[pass], split = splits[pass];
-      const int *rows = whole ? row_cands + 1 : row_cands;
-      int nrows = whole ? 3 : 4;
-      int r = -1;
-      /* a convolution vectorized over output channels (weights channel-inner, tensor/reduce.c t_conv2d): the rows are
-       * output pixels along a row, which the input reads through a sliding window (a reduce axis with unit stride
-       * next to them); each row's input is one broadcast load. Measured (2 cores, AVX-512, 64x32x28x28 3x3, GFLOPS
-       * with the pad and weight copies): 2 vectors x 7 pixels 213-220, 2 x 4 pixels 202-210, 4 x 4 188-199, 2
-       * vectors x 4 batch rows (what the matmul rule below picks) 138-151. A row of more than 8 pixels takes one
-       * vector and up to 16 pixels (same accumulator count, half the weights per tile: 18 KiB stay in L1): later,
-       * the same conv's best times, interleaved A/B, 2 vectors x 7 pixels 5.72 ms (median 6.33), 1 vector x 14
-       * pixels 5.40 (5.88); the CNN step's 24- and 20-pixel convs (12 and 10 pixels) unchanged */
-      int window_rows = 0;
-      bool window = false;
-      RangeArg window_ra = {0};
-      for (int j = 0; j < sh->n && !window; j++)
-        if ((window = is_reduce_type(sh->type[j]) && has_unit_term(bcast, sh->rngs.data[j]))) window_ra = *sh->rngs.data[j]->arg.range;
-      static const int window_cands[] = {16, 14, 12, 10, 8, 7, 6, 5, 4};
-      /* the rows may step by 2 input pixels (a conv with stride 2, or one fused with the 2x2 max-pool after it in
-       * eval mode, where the BatchNorm folds into it): the window still shares most loads between rows. Measured (2
-       * cores, AVX-512, beautiful_mnist's eval conv2 + relu + BatchNorm + pool, 500 images, vector accumulators):
-       * 2 vectors x 4 batch rows 42.3-42.7 ms, one vector x 10 pooled pixels 32.9-33.5 */
-      for (int k = 0; k < sh->n && window && r < 0; k++) {
-        int64_t step = term_coef(bcast, sh->rngs.data[k]);
-        if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && (step == 1 || step == 2) &&
-            (window_rows = largest_divisor(sh->size[k], window_cands, (int)TG_ARRAY_LEN(window_cands))))
-          r = k;
-      }
-      for (int k = 0; k < sh->n && r < 0; k++)
-        if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k] &&
-            largest_divisor(sh->size[k], rows, nrows))
-          r = k;
-      RangeArg vec_ra = *sh->rngs.data[v]->arg.range;
-      if (split && !try_opt(s, OPT_UPCAST, v, split)) return false;
-      if (!try_opt(s, OPT_UPCAST, v, vamt)) return false;
-      int unroll = 4;
-      /* A reduce both loads read with unit stride (a conv weight gradient: the output rows x) is unrolled whole (up to
-       * two registers) or by one register: its lanes are vector accumulators (cg_expand), one per register-sized
-       * chunk, added up after the loop. The rows are then cut so the accumulators fit the registers (24).
-       * Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient split into 128 partials, 20 output
-       * columns): kx 5 x 4 rows with x unrolled by 4 (4-lane accumulators) 106-113 ms, kx 5 x 2 rows x 20 (16 + 4
-       * lanes) 76-81 ms. */
-      int last_red = last_unrollable(sh), red_chunks = 0;
-      if (last_red >= 0 && has_unit_term(cont, sh->rngs.data[last_red]) && has_unit_term(bcast, sh->rngs.data[last_red])) {
-        int64_t rs = sh->size[last_red];
-        if (rs <= 2 * w)
-          for (int64_t left = rs, c = w; left > 0; c /= 2)
-            while (c <= left && c >= 1) left -= c, red_chunks++;
-        else if (rs % w == 0)
-          red_chunks = 1;
-      }
-      if (r >= 0) {
-        int ramt = window_rows ? window_rows : largest_divisor(sh->size[r], rows, nrows);
-        if (red_chunks) {
-          int64_t lanes = whole ? vs : vamt;
-          ramt = 1;
-          for (int k = 0; k < nrows; k++)
-            if (rows[k] > 1 && sh->size[r] % rows[k] == 0 && lanes * rows[k] * red_chunks <= 24) {
-              ramt = rows[k];
-              break;
-            }
-        }
-        /* rows the other load reads contiguously (A^T @ B: a weight gradient dH^T @ x) come in as one vector load,
-         * not a scalar broadcast each, so 16 of them cost no more loads than 8: measured (2 cores, AVX-512) on
-         * (512x128)^T @ (512x784), the MLP's first weight gradient, 8 rows 109-136 GFLOPS, 16 rows 147-159; a plain
-         * 512 matmul (rows strided in A) stays best at 8 (257 vs 225 GFLOPS) */
-        bool contiguous_rows = has_unit_term(bcast, sh->rngs.data[r]);
-        int p = panel_axis(sh, cont, bcast, v, r);
-        RangeArg row_ra = *sh->rngs.data[r]->arg.range, second_ra = p >= 0 ? *sh->rngs.data[p]->arg.range : vec_ra;
-        /* rows broadcast from A one scalar at a time: two vectors x 4 rows (8 accumulators, 6 loads per 8 FMAs)
-         * beat one vector x 8 rows (9 loads per 8 FMAs), with the reduce unrolled by 8. Measured (2 cores, AVX-512,
-         * float32, GFLOPS, 8x16 unroll 4 -> 4x32 unroll 8): 512^3 214-246 -> 262-279, 1024^3 (B in panels)
-         * 253-263 -> 296-313, 2048^3 247-263 -> 302-309; 256^3 about even (146-175 / 141-183).
-         * With vector accumulators (cg_expand: each a register the compiler keeps) two vectors x 8 rows go further:
-         * 16 accumulators cover the FMA latency on both units with room to spare (8 only just do), 10 loads per 16
-         * FMAs. Measured (same machine, GFLOPS, 4 -> 8 rows, unroll 8): 256^3 156-210 -> 208-210, 512^3 233-267 ->
-         * 287-317, 1024^3 283-303 -> 338-348, 2048^3 308-314 -> 332-339, 16 x 256^3 291-301 -> 322-347. */
-        /* The wide tile takes contiguous rows as well (they are then broadcast one by one too; not a conv's: those
-         * read through a window, tiled above), and 8 down to 4 rows, the largest that divides (10 classes: 5).
-         * Measured (one thread, (512x128)^T @ (512x784), vector along 128): 2 vectors x 8 rows 440-461 us, 1 vector
-         * x 16 rows 505-518, 2 x 7 466-470, 4 x 4 455-466. */
-        static const int wide_cands[] = {8, 7, 6, 5, 4};
-        int wide_rows = largest_divisor(sh->size[r], wide_cands, (int)TG_ARRAY_LEN(wide_cands));
-        int64_t b_bytes = (last_red >= 0 ? sh->size[last_red] : 1) * vs * itemsize; /* one K x N matrix of B */
-        bool wide = !whole && vamt == w && wide_rows && (!contiguous_rows || !window) &&
-                    (p >= 0 ? sh->size[p] % 2 == 0 : b_bytes <= ((int64_t)2 << 20) && (vs / w) % 2 == 0);
-        bool window_wide = window_rows && window_rows <= 8 && !whole && vamt == w && (vs / w) % 2 == 0;
-        shape_load(s, sh);
-        if (window_wide) {
-          int si = axis_of(sh, &vec_ra);
-          if (si >= 0) try_opt(s, OPT_UPCAST, si, 2);
-          shape_load(s, sh);
-        }
-        if (wide) {
-          int si = axis_of(sh, &second_ra);
-          wide = si >= 0 && try_opt(s, OPT_UPCAST, si, 2);
-          if (wide) ramt = wide_rows, unroll = 8, shape_load(s, sh);
-        }
-        int ri = axis_of(sh, &row_ra);
-        if (ri >= 0 && ramt > 1) try_opt(s, OPT_UPCAST, ri, ramt);
-        if (p >= 0) {
-          /* B in panels (schedule/earliest.c pack_matmul_operand): the panel loop outside the row loop, so one panel
-           * (K cache lines, in L1/L2) serves every row tile before the next one is read. Measured (2 cores,
-           * 1024^3 float32, 8x16 tiles, packing kernel included): rows outside 142-156 GFLOPS, panels outside 202 */
-          shape_load(s, sh);
-          int pi = axis_of(sh, &second_ra);
-          ri = axis_of(sh, &row_ra);
-          if (ri >= 0 && pi >= 0 && ri < pi && try_opt(s, OPT_SWAP, ri, pi)) {
-            /* and the panels in blocks of 4 (LOOP: outer blocks, rows, the 4 panels inside): a row tile of A is read
-             * once from L2 for 4 panels, not for each. Measured (2 cores, 1024^3, the 4x32 kernel edited by hand):
-             * 269-294 GFLOPS as is, blocks of 2 277-295, 4 303-315, 8 292-311. After the swap the panel axis
-             * carries the rows' range id. */
-            shape_load(s, sh);
-            int pb = axis_of(sh, &row_ra);
-            if (pb >= 0 && sh->size[pb] % 4 == 0 && sh->size[pb] >= 8) try_opt(s, OPT_LOOP, pb, 4);
-          }
-        } else if (!wide && ramt == 8 && sh->size[r] % 16 == 0 && (cont_bytes > ((int64_t)2 << 20) || contiguous_rows)) {
-          /* a big B (the contiguous load) no longer stays in L2 between row tiles (its rows are a power-of-two
-           * stride apart, so the tile's lines alias in the cache): twice the rows halves how often it is streamed.
-           * Measured (2 cores, float32, before B went into panels): N=1024 8 rows 50 GFLOPS, 16 rows 81-92; N=2048
-           * 49 -> 58; N=512 (1 MiB B) 8 rows stays best (228 vs 133). */
-          shape_load(s, sh);
-          ri = axis_of(sh, &row_ra);
-          if (ri >= 0) try_opt(s, OPT_UPCAST, ri, 2);
-          if (contiguous_rows) {
-            /* A^T @ B, rows read as vectors: the loop over the bigger operand's blocks goes outermost, so each block
-             * of it is read once per thread (and serves every tile of the other, which stays in L2). The MLP's first
-             * weight gradient (512x128)^T @ (512x784) reads the input batch the host just wrote: measured (2 cores,
-             * AVX-512, a new input each run) 0.65-0.71 ms with the 128-side loop outside, 0.53-0.58 with the
-             * 784-side one (the THREAD split then takes the other axis, the first one it divides) */
-            int64_t row_bytes = pass ? bytes_b : bytes_a;
-            shape_load(s, sh);
-            ri = axis_of(sh, &row_ra);
-            int vi = axis_of(sh, &vec_ra);
-            int outer = row_bytes > cont_bytes ? ri : vi, inner = row_bytes > cont_bytes ? vi : ri;
-            if (outer >= 0 && inner >= 0 && inner < outer) try_opt(s, OPT_SWAP, inner, outer);
-          }
-        }
-      }
-      shape_load(s, sh);
-      /* the window (kx) of a conv tiled by window rows is unrolled whole: each input pixel loaded serves every kx
-       * that reads it, not one. Measured (2 cores, AVX-512, 64x32x28x28 3x3, the conv kernel alone, 2 vectors x 7
-       * pixels): kx as a loop 5.8-6.2 ms, unrolled 5.3-5.8 (ky unrolled as well 7.9-9.3) */
-      int wi = window_rows ? axis_of(sh, &window_ra) : -1;
-      if (wi >= 0 && is_unrollable(sh, wi) && sh->size[wi] <= 8) {
-        int nth = 0;
-        for (int i = 0; i < wi; i++) nth += is_unrollable(sh, i);
-        try_opt(s, OPT_UNROLL, nth, 0);
-        return true;
-      }
-      /* a long window (a conv weight gradient: the window is the reduced output row, the rows are kx) leaves few
-       * accumulators: an output axis the vector load does not read (input channels) is upcast by 2 as well, so each
-       * vector loaded serves twice the FMAs. Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient,
-       * 2 vectors x 5 kx): 42.9-50.1 -> 39.0-47.6 ms alone, 49.9-54.5 -> 47.0-50.6 ms in the training step */
-      if (wi >= 0) {
-        int64_t lanes = upcast_size(sh); /* nothing is unrolled yet: the upcast lanes */
-        for (int k = 0; k < sh->n && 2 * lanes <= 24 * (int64_t)w; k++)
-          if (is_upcastable(sh, k) && !is_reduce_type(sh->type[k]) && sh->size[k] % 2 == 0 && sh->size[k] >= 4 &&
-              !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k]) {
-            try_opt(s, OPT_UPCAST, k, 2);
-            shape_load(s, sh);
+    int v = vaxis[pass];
+    if (v < 0) continue;
+    int64_t vs = sh->size[v];
+    bool whole = wholes[pass];
+    int vamt = vamts[pass], split = splits[pass];
+    const int *rows = whole ? row_cands + 1 : row_cands;
+    int nrows = whole ? 3 : 4;
+    int r = -1;
+    /* a convolution vectorized over output channels (weights channel-inner, tensor/reduce.c t_conv2d): the rows are
+     * output pixels along a row, which the input reads through a sliding window (a reduce axis with unit stride
+     * next to them); each row's input is one broadcast load. Measured (2 cores, AVX-512, 64x32x28x28 3x3, GFLOPS
+     * with the pad and weight copies): 2 vectors x 7 pixels 213-220, 2 x 4 pixels 202-210, 4 x 4 188-199, 2
+     * vectors x 4 batch rows (what the matmul rule below picks) 138-151. A row of more than 8 pixels takes one
+     * vector and up to 16 pixels (same accumulator count, half the weights per tile: 18 KiB stay in L1): later,
+     * the same conv's best times, interleaved A/B, 2 vectors x 7 pixels 5.72 ms (median 6.33), 1 vector x 14
+     * pixels 5.40 (5.88); the CNN step's 24- and 20-pixel convs (12 and 10 pixels) unchanged */
+    int window_rows = 0;
+    bool window = false;
+    RangeArg window_ra = {0};
+    for (int j = 0; j < sh->n && !window; j++)
+      if ((window = is_reduce_type(sh->type[j]) && has_unit_term(bcast, sh->rngs.data[j]))) window_ra = *sh->rngs.data[j]->arg.range;
+    static const int window_cands[] = {16, 14, 12, 10, 8, 7, 6, 5, 4};
+    /* the rows may step by 2 input pixels (a conv with stride 2, or one fused with the 2x2 max-pool after it in
+     * eval mode, where the BatchNorm folds into it): the window still shares most loads between rows. Measured (2
+     * cores, AVX-512, beautiful_mnist's eval conv2 + relu + BatchNorm + pool, 500 images, vector accumulators):
+     * 2 vectors x 4 batch rows 42.3-42.7 ms, one vector x 10 pooled pixels 32.9-33.5 */
+    for (int k = 0; k < sh->n && window && r < 0; k++) {
+      int64_t step = term_coef(bcast, sh->rngs.data[k]);
+      if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && (step == 1 || step == 2) &&
+          (window_rows = largest_divisor(sh->size[k], window_cands, (int)TG_ARRAY_LEN(window_cands))))
+        r = k;
+    }
+    for (int k = 0; k < sh->n && r < 0; k++)
+      if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k] &&
+          largest_divisor(sh->size[k], rows, nrows))
+        r = k;
+    RangeArg vec_ra = *sh->rngs.data[v]->arg.range;
+    if (split && !try_opt(s, OPT_UPCAST, v, split)) return false;
+    if (!try_opt(s, OPT_UPCAST, v, vamt)) return false;
+    int unroll = 4;
+    /* A reduce both loads read with unit stride (a conv weight gradient: the output rows x) is unrolled whole (up to
+     * two registers) or by one register: its lanes are vector accumulators (cg_expand), one per register-sized
+     * chunk, added up after the loop. The rows are then cut so the accumulators fit the registers (24).
+     * Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient split into 128 partials, 20 output
+     * columns): kx 5 x 4 rows with x unrolled by 4 (4-lane accumulators) 106-113 ms, kx 5 x 2 rows x 20 (16 + 4
+     * lanes) 76-81 ms. */
+    int last_red = last_unrollable(sh), red_chunks = 0;
+    if (last_red >= 0 && has_unit_term(cont, sh->rngs.data[last_red]) && has_unit_term(bcast, sh->rngs.data[last_red])) {
+      int64_t rs = sh->size[last_red];
+      if (rs <= 2 * w)
+        for (int64_t left = rs, c = w; left > 0; c /= 2)
+          while (c <= left && c >= 1) left -= c, red_chunks++;
+      else if (rs % w == 0)
+        red_chunks = 1;
+    }
+    if (r >= 0) {
+      int ramt = window_rows ? window_rows : largest_divisor(sh->size[r], rows, nrows);
+      if (red_chunks) {
+        int64_t lanes = whole ? vs : vamt;
+        ramt = 1;
+        for (int k = 0; k < nrows; k++)
+          if (rows[k] > 1 && sh->size[r] % rows[k] == 0 && lanes * rows[k] * red_chunks <= 24) {
+            ramt = rows[k];
             break;
           }
       }
-      int last = last_unrollable(sh);
-      /* unroll a long reduce by 4 (8 with the wide tile); a small one (a conv window) is left as a loop: unrolling
-       * kx = 3 measured slower */
-      if (red_chunks && last >= 0) {
-        try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, sh->size[last] <= 2 * w ? 0 : w);
-        return true;
+      /* rows the other load reads contiguously (A^T @ B: a weight gradient dH^T @ x) come in as one vector load,
+       * not a scalar broadcast each, so 16 of them cost no more loads than 8: measured (2 cores, AVX-512) on
+       * (512x128)^T @ (512x784), the MLP's first weight gradient, 8 rows 109-136 GFLOPS, 16 rows 147-159; a plain
+       * 512 matmul (rows strided in A) stays best at 8 (257 vs 225 GFLOPS) */
+      bool contiguous_rows = has_unit_term(bcast, sh->rngs.data[r]);
+      int p = panel_axis(sh, cont, bcast, v, r);
+      RangeArg row_ra = *sh->rngs.data[r]->arg.range, second_ra = p >= 0 ? *sh->rngs.data[p]->arg.range : vec_ra;
+      /* rows broadcast from A one scalar at a time: two vectors x 4 rows (8 accumulators, 6 loads per 8 FMAs)
+       * beat one vector x 8 rows (9 loads per 8 FMAs), with the reduce unrolled by 8. Measured (2 cores, AVX-512,
+       * float32, GFLOPS, 8x16 unroll 4 -> 4x32 unroll 8): 512^3 214-246 -> 262-279, 1024^3 (B in panels)
+       * 253-263 -> 296-313, 2048^3 247-263 -> 302-309; 256^3 about even (146-175 / 141-183).
+       * With vector accumulators (cg_expand: each a register the compiler keeps) two vectors x 8 rows go further:
+       * 16 accumulators cover the FMA latency on both units with room to spare (8 only just do), 10 loads per 16
+       * FMAs. Measured (same machine, GFLOPS, 4 -> 8 rows, unroll 8): 256^3 156-210 -> 208-210, 512^3 233-267 ->
+       * 287-317, 1024^3 283-303 -> 338-348, 2048^3 308-314 -> 332-339, 16 x 256^3 291-301 -> 322-347. */
+      /* The wide tile takes contiguous rows as well (they are then broadcast one by one too; not a conv's: those
+       * read through a window, tiled above), and 8 down to 4 rows, the largest that divides (10 classes: 5).
+       * Measured (one thread, (512x128)^T @ (512x784), vector along 128): 2 vectors x 8 rows 440-461 us, 1 vector
+       * x 16 rows 505-518, 2 x 7 466-470, 4 x 4 455-466. */
+      static const int wide_cands[] = {8, 7, 6, 5, 4};
+      int wide_rows = largest_divisor(sh->size[r], wide_cands, (int)TG_ARRAY_LEN(wide_cands));
+      int64_t b_bytes = (last_red >= 0 ? sh->size[last_red] : 1) * vs * itemsize; /* one K x N matrix of B */
+      bool wide = !whole && vamt == w && wide_rows && (!contiguous_rows || !window) &&
+                  (p >= 0 ? sh->size[p] % 2 == 0 : b_bytes <= ((int64_t)2 << 20) && (vs / w) % 2 == 0);
+      bool window_wide = window_rows && window_rows <= 8 && !whole && vamt == w && (vs / w) % 2 == 0;
+      shape_load(s, sh);
+      if (window_wide) {
+        int si = axis_of(sh, &vec_ra);
+        if (si >= 0) try_opt(s, OPT_UPCAST, si, 2);
+        shape_load(s, sh);
       }
-      if (last >= 0 && sh->size[last] % unroll) unroll = 4;
-      if (last >= 0 && sh->size[last] > 4 && sh->size[last] % unroll == 0)
-        try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, unroll);
+      if (wide) {
+        int si = axis_of(sh, &second_ra);
+        wide = si >= 0 && try_opt(s, OPT_UPCAST, si, 2);
+        if (wide) ramt = wide_rows, unroll = 8, shape_load(s, sh);
+      }
+      int ri = axis_of(sh, &row_ra);
+      if (ri >= 0 && ramt > 1) try_opt(s, OPT_UPCAST, ri, ramt);
+      if (p >= 0) {
+        /* B in panels (schedule/earliest.c pack_matmul_operand): the panel loop outside the row loop, so one panel
+         * (K cache lines, in L1/L2) serves every row tile before the next one is read. Measured (2 cores,
+         * 1024^3 float32, 8x16 tiles, packing kernel included): rows outside 142-156 GFLOPS, panels outside 202 */
+        shape_load(s, sh);
+        int pi = axis_of(sh, &second_ra);
+        ri = axis_of(sh, &row_ra);
+        if (ri >= 0 && pi >= 0 && ri < pi && try_opt(s, OPT_SWAP, ri, pi)) {
+          /* and the panels in blocks of 4 (LOOP: outer blocks, rows, the 4 panels inside): a row tile of A is read
+           * once from L2 for 4 panels, not for each. Measured (2 cores, 1024^3, the 4x32 kernel edited by hand):
+           * 269-294 GFLOPS as is, blocks of 2 277-295, 4 303-315, 8 292-311. After the swap the panel axis
+           * carries the rows' range id. */
+          shape_load(s, sh);
+          int pb = axis_of(sh, &row_ra);
+          if (pb >= 0 && sh->size[pb] % 4 == 0 && sh->size[pb] >= 8) try_opt(s, OPT_LOOP, pb, 4);
+        }
+      } else if (!wide && ramt == 8 && sh->size[r] % 16 == 0 && (cont_bytes > ((int64_t)2 << 20) || contiguous_rows)) {
+        /* a big B (the contiguous load) no longer stays in L2 between row tiles (its rows are a power-of-two
+         * stride apart, so the tile's lines alias in the cache): twice the rows halves how often it is streamed.
+         * Measured (2 cores, float32, before B went into panels): N=1024 8 rows 50 GFLOPS, 16 rows 81-92; N=2048
+         * 49 -> 58; N=512 (1 MiB B) 8 rows stays best (228 vs 133). */
+        shape_load(s, sh);
+        ri = axis_of(sh, &row_ra);
+        if (ri >= 0) try_opt(s, OPT_UPCAST, ri, 2);
+        if (contiguous_rows) {
+          /* A^T @ B, rows read as vectors: the loop over the bigger operand's blocks goes outermost, so each block
+           * of it is read once per thread (and serves every tile of the other, which stays in L2). The MLP's first
+           * weight gradient (512x128)^T @ (512x784) reads the input batch the host just wrote: measured (2 cores,
+           * AVX-512, a new input each run) 0.65-0.71 ms with the 128-side loop outside, 0.53-0.58 with the
+           * 784-side one (the THREAD split then takes the other axis, the first one it divides) */
+          int64_t row_bytes = pass ? bytes_b : bytes_a;
+          shape_load(s, sh);
+          ri = axis_of(sh, &row_ra);
+          int vi = axis_of(sh, &vec_ra);
+          int outer = row_bytes > cont_bytes ? ri : vi, inner = row_bytes > cont_bytes ? vi : ri;
+          if (outer >= 0 && inner >= 0 && inner < outer) try_opt(s, OPT_SWAP, inner, outer);
+        }
+      }
+    }
+    shape_load(s, sh);
+    /* the window (kx) of a conv tiled by window rows is unrolled whole: each input pixel loaded serves every kx
+     * that reads it, not one. Measured (2 cores, AVX-512, 64x32x28x28 3x3, the conv kernel alone, 2 vectors x 7
+     * pixels): kx as a loop 5.8-6.2 ms, unrolled 5.3-5.8 (ky unrolled as well 7.9-9.3) */
+    int wi = window_rows ? axis_of(sh, &window_ra) : -1;
+    if (wi >= 0 && is_unrollable(sh, wi) && sh->size[wi] <= 8) {
+      int nth = 0;
+      for (int i = 0; i < wi; i++) nth += is_unrollable(sh, i);
+      try_opt(s, OPT_UNROLL, nth, 0);
       return true;
     }
+    /* a long window (a conv weight gradient: the window is the reduced output row, the rows are kx) leaves few
+     * accumulators: an output axis the vector load does not read (input channels) is upcast by 2 as well, so each
+     * vector loaded serves twice the FMAs. Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient,
+     * 2 vectors x 5 kx): 42.9-50.1 -> 39.0-47.6 ms alone, 49.9-54.5 -> 47.0-50.6 ms in the training step */
+    if (wi >= 0) {
+      int64_t lanes = upcast_size(sh); /* nothing is unrolled yet: the upcast lanes */
+      for (int k = 0; k < sh->n && 2 * lanes <= 24 * (int64_t)w; k++)
+        if (is_upcastable(sh, k) && !is_reduce_type(sh->type[k]) && sh->size[k] % 2 == 0 && sh->size[k] >= 4 &&
+            !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k]) {
+          try_opt(s, OPT_UPCAST, k, 2);
+          shape_load(s, sh);
+          break;
+        }
+    }
+    int last = last_unrollable(sh);
+    /* unroll a long reduce by 4 (8 with the wide tile); a small one (a conv window) is left as a loop: unrolling
+     * kx = 3 measured slower */
+    if (red_chunks && last >= 0) {
+      try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, sh->size[last] <= 2 * w ? 0 : w);
+      return true;
+    }
+    if (last >= 0 && sh->size[last] % unroll) unroll = 4;
+    if (last >= 0 && sh->size[last] > 4 && sh->size[last] % unroll == 0)
+      try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, unroll);
+    return true;
   }
   return false;
 }
@@ -532,10 +530,10 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
  * and the caches alias. With the row loop outermost the reads are sequential. When every access reads the innermost
  * loop with unit stride and a load's largest stride (at least 4 KiB) is on a loop other than the outermost, those two
  * loops are swapped. Measured (2 cores, the 4 MiB panel copy of a 1024x1024 float B): 0.54 -> 0.26 ms (plain C). */
-static void cpu_copy_order(OptScheduler *s, Shape *sh) {
-  if (s->ren->has_local || sh->n < 3) return;
+static bool cpu_copy_order(OptScheduler *s, Shape *sh) {
+  if (s->ren->has_local || sh->n < 3) return false;
   for (int i = 0; i < sh->n; i++)
-    if (sh->type[i] != AXIS_WEAK || !sh->known[i]) return;
+    if (sh->type[i] != AXIS_WEAK || !sh->known[i]) return false;
   UOpVec topo = {0}, stored = {0};
   uop_toposort(s->ast, NULL, NULL, &topo);
   for (size_t i = 0; i < topo.len; i++)
@@ -559,13 +557,53 @@ static void cpu_copy_order(OptScheduler *s, Shape *sh) {
   }
   tg_vec_free(&topo);
   tg_vec_free(&stored);
-  if (!(ok && far > 0 && far_coef > first_coef && far_coef * itemsize >= 4096) || !try_opt(s, OPT_SWAP, 0, far)) return;
+  if (!(ok && far > 0 && far_coef > first_coef && far_coef * itemsize >= 4096) || !try_opt(s, OPT_SWAP, 0, far))
+    return false;
   /* and 16 of those rows per step (upcast): each panel then gets 16 consecutive rows, one contiguous run of lines,
    * where one row's step writes a line into every panel (pages apart). Measured (2 cores, AVX-512, the panel copies
    * of matmul_1024 / matmul_2048, min-median us): swapped 190-310 / 1650-2250, 16 rows 137-230 / 1260-1470 (8 rows
    * 1350-1610 on 2048) */
   shape_load(s, sh);
   if (sh->size[0] % 16 == 0 && sh->size[0] >= 32) try_opt(s, OPT_UPCAST, 0, 16);
+  return true;
+}
+
+/* ---- CPU adaptation: a transposing copy in small tiles ----
+ * An elementwise kernel whose store is contiguous along one axis while a load reads that axis a cache line or more
+ * apart and is contiguous along another (a transpose: W^T of a Linear layer made contiguous for the matmul tiles)
+ * walks one of the two with a stride of a line per element. A tile of 4 store lanes x 8 load lanes reads 4 rows of
+ * 8 and writes 8 rows of 4, each a vector. Measured (2 cores, AVX-512, the MLP's 128x784 float32 W1 -> 784x128,
+ * us min of 150): plain loops 24, tiles 4x4 9.0-9.9, 4x8 9.5-10.5, 8x8 12.0-12.3, 8x16 9.4-11.9, 16x16 16.7-22. */
+static bool cpu_transpose_tile(OptScheduler *s, Shape *sh) {
+  if (s->ren->has_local || s->ren->vector_bytes <= 0) return false;
+  UOpVec topo = {0}, stored = {0};
+  uop_toposort(s->ast, NULL, NULL, &topo);
+  for (size_t i = 0; i < topo.len; i++)
+    if (topo.data[i]->op == TG_OP_STORE) tg_vec_push(&stored, topo.data[i]->src[0]);
+  int st = -1, ld = -1;
+  UOp *store_idx = stored.len == 1 && stored.data[0]->op == TG_OP_INDEX && stored.data[0]->nsrc >= 2
+                       ? ungated_index(stored.data[0]) : NULL;
+  for (int a = sh->n - 1; a >= 0 && store_idx && st < 0; a--)
+    if (is_upcastable(sh, a) && sh->size[a] % 4 == 0 && has_unit_term(store_idx, sh->rngs.data[a])) st = a;
+  for (size_t i = 0; i < topo.len && st >= 0 && ld < 0; i++) {
+    UOp *u = topo.data[i];
+    if (u->op != TG_OP_INDEX || u->nsrc < 2 || cg_vec_has(&stored, u)) continue;
+    UOp *idx = ungated_index(u);
+    if (term_coef(idx, sh->rngs.data[st]) < 16) continue;
+    for (int a = sh->n - 1; a >= 0 && ld < 0; a--)
+      if (a != st && is_upcastable(sh, a) && sh->size[a] % 4 == 0 && has_unit_term(idx, sh->rngs.data[a]) &&
+          term_coef(store_idx, sh->rngs.data[a]) >= 16)
+        ld = a;
+  }
+  tg_vec_free(&topo);
+  tg_vec_free(&stored);
+  if (ld < 0) return false;
+  RangeArg ld_ra = *sh->rngs.data[ld]->arg.range;
+  if (!try_opt(s, OPT_UPCAST, st, 4)) return false;
+  shape_load(s, sh);
+  int li = axis_of(sh, &ld_ra);
+  if (li >= 0) try_opt(s, OPT_UPCAST, li, sh->size[li] % 8 == 0 ? 8 : 4);
+  return true;
 }
 
 /* ---- CPU adaptation: reductions along a contiguous axis ----
@@ -979,9 +1017,10 @@ static int64_t thread_read_bytes(const OptScheduler *s, const Shape *sh, int axi
     if (topo.data[i]->op == TG_OP_STORE) tg_vec_push(&stored, topo.data[i]->src[0]);
   int64_t total = 0;
   for (size_t i = 0; i < topo.len; i++) {
-    UOp *u = topo.data[i], *buf = u->src[0];
+    UOp *u = topo.data[i];
     int64_t elems;
     if (u->op != TG_OP_INDEX || u->nsrc < 2 || cg_vec_has(&stored, u)) continue;
+    UOp *buf = u->src[0];
     if (buf->nsrc < 1 || !uop_ssimplify_int(buf->src[0], &elems)) continue;
     int64_t bytes = elems * TG_MAX(1, buf->dtype->bitsize / 8);
     total += axis >= 0 && in_slice(ungated_index(u), sh->rngs.data[axis]) ? bytes / n : bytes;
@@ -1141,7 +1180,7 @@ void opt_hand_coded(OptScheduler *s) {
    * kernel on 4096x1024 float32: no upcast 2.4 ms, 4 lanes 6.9 ms, 16 lanes 10.7 ms; relu(a*b+c) is memory bound
    * either way) */
   bool cpu_elementwise = !s->ren->has_local && !unrollable_count(&sh) && !count_type(&sh, AXIS_UNROLL, AXIS_UNROLL);
-  if (cpu_elementwise) cpu_copy_order(s, &sh);
+  if (cpu_elementwise && !cpu_copy_order(s, &sh)) cpu_transpose_tile(s, &sh);
   if (!cpu_elementwise) {
     bool upcasted[64] = {0};
     for (;;) {
