@@ -322,15 +322,16 @@ fi
 
 # issue 18's attention and MoE figures (bench/bench_attention.c): a decode step (1 query, 4096 keys) and a 512-token
 # causal prefill with 32 query / 8 kv heads of dim 64, tg_flash_attention and tg_attention (the plain form), and a
-# 32-expert top-4 MoE decode step (tg_moe_ffn), float32; peer: PyTorch on 2 threads (bench/peer_torch_attention.py:
-# torch 1.13 has no scaled_dot_product_attention, so matmul + softmax). ms, lower is better; ratio = torch / ours.
+# 32-expert top-4 MoE decode step (tg_moe_ffn), float32; peer: PyTorch, the faster of 2 and 1 threads
+# (bench/peer_torch_attention.py says why; torch 1.13 has no scaled_dot_product_attention, so matmul + softmax).
+# ms, lower is better; ratio = torch / ours.
 # BENCH_ROUNDS rounds (default 3), ours then torch in each; each side keeps its best.
 attn_ours=""; attn_peer=""
 for ((round = 1; round <= ${BENCH_ROUNDS:-3}; round++)); do
   attn_ours="$attn_ours
 $("$B/bench_attention" -t "${BENCH_SECONDS:-2}" 2>&1)"
   "$torch_py" -c 'import torch' 2>/dev/null && attn_peer="$attn_peer
-$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 "$torch_py" "$ROOT/bench/peer_torch_attention.py" \
+$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$torch_py" "$ROOT/bench/peer_torch_attention.py" \
     "${BENCH_SECONDS:-2}" 2>&1)"
 done
 attn_best() {  # the smallest ms of figure $1, form $2 in the output $3
