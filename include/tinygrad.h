@@ -744,8 +744,174 @@ tg_status tg_gguf_writer_add_string(tg_gguf_writer *w, const char *key, const ch
  * must be the size the type and ne give. */
 tg_status tg_gguf_writer_add_tensor(tg_gguf_writer *w, const char *name, int type, const int64_t *ne, size_t ndim,
                                     const void *data, size_t nbytes);
+/* A tensor whose bytes are produced when the file is written (models larger than memory): fill(user, row, dst,
+ * row_bytes) writes row `row` (ne[0] elements, row_bytes bytes of the type) into dst; a status other than TG_OK stops
+ * the write with that error (fill sets it). tg_gguf_writer_write streams the file (one chunk of rows in memory). */
+typedef tg_status (*tg_gguf_fill_fn)(void *user, uint64_t row, void *dst, size_t row_bytes);
+tg_status tg_gguf_writer_add_tensor_fill(tg_gguf_writer *w, const char *name, int type, const int64_t *ne,
+                                         size_t ndim, tg_gguf_fill_fn fill, void *user);
 tg_status tg_gguf_writer_write(const tg_gguf_writer *w, const char *path);
 tg_status tg_gguf_writer_write_buffer(const tg_gguf_writer *w, uint8_t **out, size_t *size); /* tg_buffer_free */
+
+/* ---- LLM: llama-family models from GGUF files (tinygrad's llm/model.py; src/nn/llm.c, llm_sample.c) ----
+ * tg_llm_load reads the architecture from general.architecture ("llama", "qwen2", "qwen3") and the hyper-parameters
+ * from its keys ({arch}.block_count, embedding_length, feed_forward_length, attention.head_count(_kv),
+ * attention.key_length, attention.layer_norm_rms_epsilon, rope.freq_base, rope.dimension_count,
+ * rope.scaling.type/factor, context_length): grouped-query attention, RoPE (ggml's "normal" interleaved pairs for
+ * llama, "neox" half-split for qwen; linear scaling, llama-3 frequency factors from rope_freqs.weight), RMSNorm in
+ * float32, SwiGLU FFN, qwen2's q/k/v biases, qwen3's q/k RMSNorm, tied embeddings (output.weight missing: the
+ * token embedding). Weights stay the file's bytes (mapped): quantized ones are dequantized inside the kernels that
+ * read them. Every key, tensor name and tensor shape is checked at load: a missing or inconsistent one is TG_ERR_IO
+ * naming it; another architecture or rope scaling (yarn) is TG_ERR_UNSUPPORTED.
+ *
+ * The model owns a KV cache of n_ctx positions (float32). tg_llm_forward(m, ids, n, pos, ...) runs n tokens at
+ * positions pos..pos+n-1 over the cache's first pos positions (pos <= the positions filled so far: going back
+ * rewinds) and writes them to the cache. A one-token step (decode) is a JIT (tg_jit) over the bound Variables
+ * start_pos and the token: after its capture every step replays the same kernels (no schedule, no compile); n > 1
+ * (prefill) is one eager realize. Set JIT=0 to run decode eagerly too. Not thread-safe (one model, one thread). */
+typedef struct tg_llm tg_llm;
+typedef struct tg_llm_config {
+  char arch[16];                 /* "llama", "qwen2", "qwen3" */
+  int n_layer, dim, n_head, n_kv_head, head_dim, ffn_dim, vocab, rope_dim;
+  int64_t ctx_train;             /* {arch}.context_length */
+  double rope_base, rope_scale;  /* rope_scale: positions are multiplied by it (linear scaling: 1/factor) */
+  double norm_eps;
+  bool rope_neox, qkv_bias, qk_norm, tied_output, rope_freq_factors;
+  int weight_type;               /* the ggml type of blk.0.attn_q.weight */
+  int32_t bos, eos;              /* tokenizer.ggml.bos/eos_token_id, -1 when absent */
+} tg_llm_config;
+typedef struct tg_llm_options {
+  int64_t n_ctx;                 /* KV-cache positions; 0: min(context_length, 2048) */
+} tg_llm_options;
+tg_status tg_llm_load(const char *path, const tg_llm_options *opt, tg_llm **out);   /* opt NULL: defaults */
+void tg_llm_free(tg_llm *m);     /* NULL ok */
+const tg_llm_config *tg_llm_get_config(const tg_llm *m);
+int64_t tg_llm_n_ctx(const tg_llm *m);
+int64_t tg_llm_n_past(const tg_llm *m);   /* positions in the KV cache */
+/* The model's GGUF file (metadata for a tokenizer); owned by the model. */
+const tg_gguf *tg_llm_gguf(const tg_llm *m);
+/* logits: vocab floats for the last token, or n*vocab (row i after ids[i]) when all_logits. Errors: an id outside
+ * [0, vocab), n == 0, pos > n_past, pos + n > n_ctx. */
+tg_status tg_llm_forward(tg_llm *m, const int32_t *ids, size_t n, int64_t pos, bool all_logits, float *logits);
+/* Kernels of the captured decode step (0 before the second decode). */
+size_t tg_llm_decode_kernels(const tg_llm *m);
+
+/* Sampling over a logits row on the host: temperature 0 is greedy (argmax, the lowest id on ties); else the logits
+ * are divided by temperature, cut to the top_k largest (0: all), then to the smallest set whose softmax mass reaches
+ * top_p (1: all), renormalized and drawn with a generator seeded by seed (the same seed, logits and calls give the same
+ * tokens). Errors: temperature < 0 or not finite, top_k < 0, top_p outside (0, 1]. */
+typedef struct tg_llm_sampling { double temperature; int top_k; double top_p; uint64_t seed; } tg_llm_sampling;
+typedef struct tg_llm_sampler tg_llm_sampler;
+tg_llm_sampler *tg_llm_sampler_new(const tg_llm_sampling *p);
+void tg_llm_sampler_free(tg_llm_sampler *s);  /* NULL ok */
+/* the sampled id, or -1 with an error (NULL arguments, n == 0, a NaN logit) */
+int32_t tg_llm_sample(tg_llm_sampler *s, const float *logits, size_t n);
+
+/* Generation: prefill ids (the cache restarts at position 0), then up to max_tokens tokens, each passed to cb as it
+ * is made; it stops at the end-of-generation token (config eos, unless ignore_eos; the eos itself is passed to cb),
+ * when cb returns false, or when the context is full. stats (may be NULL) receives counts and timings. */
+/* Random-weight models of the real architectures (src/nn/llm_mkmodel.c, the tool tg-mkmodel): every tensor and key
+ * tg_llm_load reads, weights drawn from a seeded generator (N(0, 1/in) approximately; norms near 1) and written
+ * in `type` (F32, F16, Q8_0, Q4_0, Q4_1: the matrices; norms and biases F32; the embedding too unless F32/F16/Q8_0/
+ * Q4_0/Q4_1 as well), plus a byte-level BPE vocabulary (tokenizer.ggml.model gpt2: the 256 GPT-2 byte tokens, then
+ * merges of earlier tokens, then <|begin_of_text|> / <|end_of_text|> as control tokens that are bos / eos). llama gets
+ * llama-3 rope scaling (rope_freqs.weight) when llama3_rope. The file is streamed (never all in memory). */
+typedef struct tg_llm_model_spec {
+  const char *arch;              /* "llama", "qwen2", "qwen3" */
+  int n_layer, dim, n_head, n_kv_head, head_dim, ffn_dim, vocab;  /* head_dim 0: dim / n_head */
+  int64_t ctx;
+  int type;                      /* tg_ggml_type of the matrices */
+  bool tied, llama3_rope;
+  double rope_base;              /* 0: 10000 (llama) / 1000000 (qwen) */
+  uint64_t seed;
+} tg_llm_model_spec;
+/* Presets by name: "tiny" (2 layers, dim 64, vocab 512), "small" (4 layers, dim 256, vocab 4096), "1b" (Llama-3.2-1B's
+ * shape: 16 layers, dim 2048, 32/8 heads, ffn 8192, vocab 128256, tied, llama-3 rope). false for another name. */
+bool tg_llm_model_preset(const char *name, tg_llm_model_spec *out);
+tg_status tg_llm_write_random_model(const tg_llm_model_spec *spec, const char *path);
+
+typedef bool (*tg_llm_token_cb)(void *user, int32_t token);
+typedef struct tg_llm_gen_params {
+  tg_llm_sampling sampling;
+  int max_tokens;                /* <= 0: up to the context */
+  bool ignore_eos;
+} tg_llm_gen_params;
+typedef struct tg_llm_stats {
+  int prompt_tokens, gen_tokens, decode_steps;  /* decode_steps: one-token forwards (gen_tokens - 1 or gen_tokens) */
+  double prefill_seconds, decode_seconds;       /* the prompt's forward; the sum of the decode steps */
+} tg_llm_stats;
+tg_status tg_llm_generate(tg_llm *m, const int32_t *ids, size_t n, const tg_llm_gen_params *p, tg_llm_token_cb cb,
+                          void *user, tg_llm_stats *stats);
+
+/* ---- tokenizer (from a GGUF file's tokenizer.ggml.* metadata; src/nn/tokenizer*.c) ----
+ * tokenizer.ggml.model "gpt2" is byte-level BPE: the text is split by the pre-tokenizer of tokenizer.ggml.pre
+ * (gpt-2 and its aliases; llama3/llama-v3/llama-bpe/falcon3; gpt-4o/o200k/gpt-oss), each word mapped to GPT-2's byte
+ * alphabet and merged by the ranks of tokenizer.ggml.merges (llama-3's whole-word shortcut included). "llama" is
+ * SentencePiece-style: spaces become U+2581, a space is prefixed (tokenizer.ggml.add_space_prefix, default true),
+ * adjacent pieces merge by tokenizer.ggml.scores (highest first), characters without a piece fall back to <0xXX>
+ * byte tokens. Special tokens are matched in the text before that: user-defined ones always, control ones with
+ * TG_TOKENIZE_PARSE_SPECIAL (the longest at each position). This is llama.cpp's behaviour (src/llama-vocab.cpp). */
+typedef struct tg_tokenizer tg_tokenizer;
+typedef enum tg_token_type {  /* tokenizer.ggml.token_type values */
+  TG_TOKEN_UNDEFINED = 0, TG_TOKEN_NORMAL = 1, TG_TOKEN_UNKNOWN = 2, TG_TOKEN_CONTROL = 3, TG_TOKEN_USER_DEFINED = 4,
+  TG_TOKEN_UNUSED = 5, TG_TOKEN_BYTE = 6
+} tg_token_type;
+enum {
+  TG_TOKENIZE_ADD_SPECIAL = 1u,   /* encode: add BOS / EOS as the vocabulary asks (add_bos_token, add_eos_token) */
+  TG_TOKENIZE_PARSE_SPECIAL = 2u, /* encode: control tokens written in the text become those tokens */
+  TG_DETOKENIZE_SPECIAL = 4u      /* decode: write control and unknown tokens' text (else they give nothing) */
+};
+/* Errors: missing or inconsistent tokenizer metadata (TG_ERR_IO, naming the key), a model or pre-tokenizer not
+ * supported (TG_ERR_UNSUPPORTED). The tokenizer copies what it needs: g may be closed afterwards. */
+tg_status tg_tokenizer_from_gguf(const tg_gguf *g, tg_tokenizer **out);
+void tg_tokenizer_free(tg_tokenizer *t);  /* NULL ok */
+/* text[0..len) (any bytes: invalid UTF-8 is tokenized byte by byte) -> *ids (malloc'ed, free with tg_buffer_free;
+ * NULL when *n is 0). Texts over 1 GiB are TG_ERR_INVALID_ARGUMENT. */
+tg_status tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, unsigned flags, int32_t **ids,
+                              size_t *n);
+/* ids -> the bytes they stand for (*text malloc'ed and NUL-terminated, free with tg_buffer_free). A SentencePiece
+ * vocabulary's prefixed space is removed from the first piece. An id out of range is TG_ERR_INVALID_ARGUMENT. */
+tg_status tg_tokenizer_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, unsigned flags, char **text,
+                              size_t *len);
+/* The bytes token id stands for (owned by t; NULL for an id out of range); the token's text in the vocabulary. */
+const char *tg_tokenizer_piece(const tg_tokenizer *t, int32_t id, size_t *len);
+const char *tg_tokenizer_token_text(const tg_tokenizer *t, int32_t id, size_t *len);
+tg_token_type tg_tokenizer_token_type(const tg_tokenizer *t, int32_t id);  /* TG_TOKEN_UNDEFINED out of range */
+int32_t tg_tokenizer_find(const tg_tokenizer *t, const char *text, size_t len);  /* the id of that text, or -1 */
+size_t tg_tokenizer_vocab_size(const tg_tokenizer *t);
+int32_t tg_tokenizer_bos(const tg_tokenizer *t);  /* -1 when the vocabulary has none */
+int32_t tg_tokenizer_eos(const tg_tokenizer *t);
+int32_t tg_tokenizer_eot(const tg_tokenizer *t);  /* end of turn (<|eot_id|>, <|im_end|>...), else -1 */
+/* Whether generation stops at id: EOS, EOT, EOM, and control tokens that end a turn (<|eot_id|>, <|eom_id|>,
+ * <|im_end|>, <|endoftext|>, <|end|>, <end_of_turn>, and harmony's <|return|> and <|call|>, where <|end|> only ends
+ * a message). */
+bool tg_tokenizer_is_eog(const tg_tokenizer *t, int32_t id);
+const char *tg_tokenizer_model(const tg_tokenizer *t);  /* "gpt2" or "llama" */
+const char *tg_tokenizer_pre(const tg_tokenizer *t);    /* tokenizer.ggml.pre as given ("default" when absent) */
+const char *tg_tokenizer_chat_template(const tg_tokenizer *t);  /* tokenizer.chat_template, or NULL */
+
+/* Streaming decode: feed ids one at a time, get the text that is complete UTF-8 so far; an incomplete sequence at
+ * the end is held back until the bytes completing it arrive (or flush writes what is left, bytes that can never
+ * complete as U+FFFD). *text stays valid until the next call on s. */
+typedef struct tg_token_stream tg_token_stream;
+tg_token_stream *tg_token_stream_new(const tg_tokenizer *t, unsigned flags);  /* flags: TG_DETOKENIZE_SPECIAL */
+void tg_token_stream_free(tg_token_stream *s);  /* NULL ok */
+tg_status tg_token_stream_feed(tg_token_stream *s, int32_t id, const char **text, size_t *len);
+tg_status tg_token_stream_flush(tg_token_stream *s, const char **text, size_t *len);
+
+/* Chat templates, written in C (no Jinja): "llama3" (<|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|>,
+ * as llama.cpp's built-in llama-3 template), "chatml" (<|im_start|>role\ncontent<|im_end|>\n) and "gpt-oss"
+ * (OpenAI's harmony format: a system message with the model identity, date and reasoning effort; a "system" role
+ * becomes the developer message; assistant turns on the final channel). The text starts without BOS: encode it with TG_TOKENIZE_ADD_SPECIAL | TG_TOKENIZE_PARSE_SPECIAL. */
+typedef struct tg_chat_message { const char *role, *content; } tg_chat_message;
+/* The template a tokenizer's vocabulary or tokenizer.chat_template calls for, or NULL when none is known. */
+const char *tg_chat_template_name(const tg_tokenizer *t);
+/* Renders n messages (roles system, user, assistant; llama3 accepts any role) and, with add_generation_prompt, the
+ * opening of the assistant's turn. *out is malloc'ed (tg_buffer_free). An unknown template name or role is
+ * TG_ERR_INVALID_ARGUMENT. gpt-oss's "Current date:" is today's UTC date; its system (or developer) message must come
+ * first. */
+tg_status tg_chat_render(const char *template_name, const tg_chat_message *msgs, size_t n,
+                         bool add_generation_prompt, char **out);
 
 /* ---- layers: structs holding their parameters (realized at creation, default inits as tinygrad's) ----
  * Each has _new (NULL + error on bad arguments), _free, _forward, and _state (adds its tensors to a state dict under

@@ -46,7 +46,7 @@ static bool check_args(const char *op, const tg_tensor *q, const tg_tensor *k, c
   }
   if (tg_ndim(q) != 4 || tg_ndim(k) != 4 || tg_ndim(v) != 4) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: q %s, k %s, v %s must be 4-d: q (B, H, T, D), k/v (B, KVH, S, D)", op,
-                 tensor_fmt_shape(&q->shape), tensor_fmt_shape(&k->shape), tensor_fmt_shape(&v->shape));
+                 mix_fmt_shape(&q->shape), mix_fmt_shape(&k->shape), mix_fmt_shape(&v->shape));
     return false;
   }
   tg_dtype qd = tg_get_dtype(q), kd = tg_get_dtype(k), vd = tg_get_dtype(v);
@@ -65,8 +65,8 @@ static bool check_args(const char *op, const tg_tensor *q, const tg_tensor *k, c
   else if (q->shape.d[3] != k->shape.d[3]) bad = "q and k head dims differ";
   else if (!same_size(k, 2, v, 2)) bad = "k and v have different lengths";
   if (bad) {
-    tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: q %s, k %s, v %s: %s", op, tensor_fmt_shape(&q->shape),
-                 tensor_fmt_shape(&k->shape), tensor_fmt_shape(&v->shape), bad);
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: q %s, k %s, v %s: %s", op, mix_fmt_shape(&q->shape),
+                 mix_fmt_shape(&k->shape), mix_fmt_shape(&v->shape), bad);
     return false;
   }
   if (o->window < 0 || (o->window > 0 && !o->causal)) {
@@ -95,7 +95,7 @@ static bool check_args(const char *op, const tg_tensor *q, const tg_tensor *k, c
     const tg_tensor *sk = o->sinks;
     if (tg_ndim(sk) != 1 || sk->symbolic || sk->shape.d[0] != sh->h || !is_float_dtype(tg_get_dtype(sk))) {
       tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: sinks %s %s must be a float (H,) = (%lld,) tensor", op,
-                   tensor_fmt_shape(&sk->shape), tg_dtype_name(tg_get_dtype(sk)), (long long)sh->h);
+                   mix_fmt_shape(&sk->shape), tg_dtype_name(tg_get_dtype(sk)), (long long)sh->h);
       return false;
     }
   }
@@ -112,7 +112,7 @@ static bool check_args(const char *op, const tg_tensor *q, const tg_tensor *k, c
     }
     if (!ok) {
       tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: mask %s does not broadcast to (B, H, T, S) = (%lld, %lld, %lld, "
-                   "%lld)%s", op, tensor_fmt_shape(&m->shape), (long long)sh->b, (long long)sh->h,
+                   "%lld)%s", op, mix_fmt_shape(&m->shape), (long long)sh->b, (long long)sh->h,
                    (long long)sh->tmax, (long long)sh->smax,
                    (q->symbolic || k->symbolic) ? " (a symbolic length needs size 1 there)" : "");
       return false;

@@ -50,24 +50,24 @@ tg_tensor *tg_topk(const tg_tensor *x, int64_t k, int axis, bool largest, tg_ten
   int nd = tg_ndim(x);
   if (nd == 0 || axis < -nd || axis >= nd) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_topk: axis %d out of range for shape %s", axis,
-                 tensor_fmt_shape(&x->shape));
+                 mix_fmt_shape(&x->shape));
     return NULL;
   }
   int ax = axis < 0 ? axis + nd : axis;
   if (x->symbolic) {
     tg_set_error(TG_ERR_UNSUPPORTED, "tg_topk: symbolic shape %s not supported by this op yet",
-                 tensor_fmt_shape(&x->shape));
+                 mix_fmt_shape(&x->shape));
     return NULL;
   }
   int64_t n = x->shape.d[ax];
   if (k < 0 || k > n) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_topk: selected index k=%lld is out of range for axis %d of %s",
-                 (long long)k, axis, tensor_fmt_shape(&x->shape));
+                 (long long)k, axis, mix_fmt_shape(&x->shape));
     return NULL;
   }
   if (tg_get_dtype(x) == TG_BOOL) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_topk: bool tensor %s has no order here (cast it first)",
-                 tensor_fmt_shape(&x->shape));
+                 mix_fmt_shape(&x->shape));
     return NULL;
   }
   tg_scope s = tg_scope_begin();
@@ -120,7 +120,7 @@ static bool vec_ok(const char *op, const char *what, const tg_tensor *t, int64_t
   if (!t) return true;
   if (tg_ndim(t) == 1 && tg_shape(t)[0] == n && !t->symbolic && is_float_dtype(tg_get_dtype(t))) return true;
   tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: %s %s %s must be a float (%lld,) tensor", op, what,
-               tensor_fmt_shape(&t->shape), tg_dtype_name(tg_get_dtype(t)), (long long)n);
+               mix_fmt_shape(&t->shape), tg_dtype_name(tg_get_dtype(t)), (long long)n);
   return false;
 }
 
@@ -131,7 +131,7 @@ static bool router_args(const char *op, const tg_tensor *logits, const tg_moe_op
   }
   if (tg_ndim(logits) < 1 || logits->symbolic || !is_float_dtype(tg_get_dtype(logits))) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: logits %s %s must be a concrete float (..., E) tensor", op,
-                 tensor_fmt_shape(&logits->shape), tg_dtype_name(tg_get_dtype(logits)));
+                 mix_fmt_shape(&logits->shape), tg_dtype_name(tg_get_dtype(logits)));
     return false;
   }
   int64_t e = tg_shape(logits)[tg_ndim(logits) - 1];
@@ -211,7 +211,7 @@ static bool weight_ok(const char *op, const char *what, const tg_tensor *w, int6
   if (!w) tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: NULL %s", op, what);
   else
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: %s %s %s must be a float (E, out, in) = (%lld, %lld, %lld) tensor", op,
-                 what, tensor_fmt_shape(&w->shape), tg_dtype_name(tg_get_dtype(w)), (long long)e, (long long)out,
+                 what, mix_fmt_shape(&w->shape), tg_dtype_name(tg_get_dtype(w)), (long long)e, (long long)out,
                  (long long)in);
   return false;
 }
@@ -222,7 +222,7 @@ static bool bias_ok(const char *op, const char *what, const tg_tensor *b, int64_
       tg_shape(b)[1] == n)
     return true;
   tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: %s %s must be a float (E, %lld) = (%lld, %lld) tensor", op, what,
-               tensor_fmt_shape(&b->shape), (long long)n, (long long)e, (long long)n);
+               mix_fmt_shape(&b->shape), (long long)n, (long long)e, (long long)n);
   return false;
 }
 
@@ -236,13 +236,13 @@ tg_tensor *tg_moe_ffn(const tg_tensor *x, const tg_tensor *router_w, const tg_te
   }
   if (tg_ndim(x) < 1 || x->symbolic || !is_float_dtype(tg_get_dtype(x))) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: x %s %s must be a concrete float (..., D) tensor", op,
-                 tensor_fmt_shape(&x->shape), tg_dtype_name(tg_get_dtype(x)));
+                 mix_fmt_shape(&x->shape), tg_dtype_name(tg_get_dtype(x)));
     return NULL;
   }
   int64_t d = tg_shape(x)[tg_ndim(x) - 1];
   if (tg_ndim(router_w) != 2 || tg_shape(router_w)[1] != d || !is_float_dtype(tg_get_dtype(router_w))) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: router_w %s must be a float (E, D=%lld) tensor (x %s)", op,
-                 tensor_fmt_shape(&router_w->shape), (long long)d, tensor_fmt_shape(&x->shape));
+                 mix_fmt_shape(&router_w->shape), (long long)d, mix_fmt_shape(&x->shape));
     return NULL;
   }
   int64_t e = tg_shape(router_w)[0];
