@@ -843,6 +843,76 @@ typedef struct tg_llm_stats {
 tg_status tg_llm_generate(tg_llm *m, const int32_t *ids, size_t n, const tg_llm_gen_params *p, tg_llm_token_cb cb,
                           void *user, tg_llm_stats *stats);
 
+/* ---- tokenizer (from a GGUF file's tokenizer.ggml.* metadata; src/nn/tokenizer*.c) ----
+ * tokenizer.ggml.model "gpt2" is byte-level BPE: the text is split by the pre-tokenizer of tokenizer.ggml.pre
+ * (gpt-2 and its aliases; llama3/llama-v3/llama-bpe/falcon3; gpt-4o/o200k/gpt-oss), each word mapped to GPT-2's byte
+ * alphabet and merged by the ranks of tokenizer.ggml.merges (llama-3's whole-word shortcut included). "llama" is
+ * SentencePiece-style: spaces become U+2581, a space is prefixed (tokenizer.ggml.add_space_prefix, default true),
+ * adjacent pieces merge by tokenizer.ggml.scores (highest first), characters without a piece fall back to <0xXX>
+ * byte tokens. Special tokens are matched in the text before that: user-defined ones always, control ones with
+ * TG_TOKENIZE_PARSE_SPECIAL (the longest at each position). This is llama.cpp's behaviour (src/llama-vocab.cpp). */
+typedef struct tg_tokenizer tg_tokenizer;
+typedef enum tg_token_type {  /* tokenizer.ggml.token_type values */
+  TG_TOKEN_UNDEFINED = 0, TG_TOKEN_NORMAL = 1, TG_TOKEN_UNKNOWN = 2, TG_TOKEN_CONTROL = 3, TG_TOKEN_USER_DEFINED = 4,
+  TG_TOKEN_UNUSED = 5, TG_TOKEN_BYTE = 6
+} tg_token_type;
+enum {
+  TG_TOKENIZE_ADD_SPECIAL = 1u,   /* encode: add BOS / EOS as the vocabulary asks (add_bos_token, add_eos_token) */
+  TG_TOKENIZE_PARSE_SPECIAL = 2u, /* encode: control tokens written in the text become those tokens */
+  TG_DETOKENIZE_SPECIAL = 4u      /* decode: write control and unknown tokens' text (else they give nothing) */
+};
+/* Errors: missing or inconsistent tokenizer metadata (TG_ERR_IO, naming the key), a model or pre-tokenizer not
+ * supported (TG_ERR_UNSUPPORTED). The tokenizer copies what it needs: g may be closed afterwards. */
+tg_status tg_tokenizer_from_gguf(const tg_gguf *g, tg_tokenizer **out);
+void tg_tokenizer_free(tg_tokenizer *t);  /* NULL ok */
+/* text[0..len) (any bytes: invalid UTF-8 is tokenized byte by byte) -> *ids (malloc'ed, free with tg_buffer_free;
+ * NULL when *n is 0). Texts over 1 GiB are TG_ERR_INVALID_ARGUMENT. */
+tg_status tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, unsigned flags, int32_t **ids,
+                              size_t *n);
+/* ids -> the bytes they stand for (*text malloc'ed and NUL-terminated, free with tg_buffer_free). A SentencePiece
+ * vocabulary's prefixed space is removed from the first piece. An id out of range is TG_ERR_INVALID_ARGUMENT. */
+tg_status tg_tokenizer_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, unsigned flags, char **text,
+                              size_t *len);
+/* The bytes token id stands for (owned by t; NULL for an id out of range); the token's text in the vocabulary. */
+const char *tg_tokenizer_piece(const tg_tokenizer *t, int32_t id, size_t *len);
+const char *tg_tokenizer_token_text(const tg_tokenizer *t, int32_t id, size_t *len);
+tg_token_type tg_tokenizer_token_type(const tg_tokenizer *t, int32_t id);  /* TG_TOKEN_UNDEFINED out of range */
+int32_t tg_tokenizer_find(const tg_tokenizer *t, const char *text, size_t len);  /* the id of that text, or -1 */
+size_t tg_tokenizer_vocab_size(const tg_tokenizer *t);
+int32_t tg_tokenizer_bos(const tg_tokenizer *t);  /* -1 when the vocabulary has none */
+int32_t tg_tokenizer_eos(const tg_tokenizer *t);
+int32_t tg_tokenizer_eot(const tg_tokenizer *t);  /* end of turn (<|eot_id|>, <|im_end|>...), else -1 */
+/* Whether generation stops at id: EOS, EOT, EOM, and control tokens that end a turn (<|eot_id|>, <|eom_id|>,
+ * <|im_end|>, <|endoftext|>, <|end|>, <end_of_turn>, and harmony's <|return|> and <|call|>, where <|end|> only ends
+ * a message). */
+bool tg_tokenizer_is_eog(const tg_tokenizer *t, int32_t id);
+const char *tg_tokenizer_model(const tg_tokenizer *t);  /* "gpt2" or "llama" */
+const char *tg_tokenizer_pre(const tg_tokenizer *t);    /* tokenizer.ggml.pre as given ("default" when absent) */
+const char *tg_tokenizer_chat_template(const tg_tokenizer *t);  /* tokenizer.chat_template, or NULL */
+
+/* Streaming decode: feed ids one at a time, get the text that is complete UTF-8 so far; an incomplete sequence at
+ * the end is held back until the bytes completing it arrive (or flush writes what is left, bytes that can never
+ * complete as U+FFFD). *text stays valid until the next call on s. */
+typedef struct tg_token_stream tg_token_stream;
+tg_token_stream *tg_token_stream_new(const tg_tokenizer *t, unsigned flags);  /* flags: TG_DETOKENIZE_SPECIAL */
+void tg_token_stream_free(tg_token_stream *s);  /* NULL ok */
+tg_status tg_token_stream_feed(tg_token_stream *s, int32_t id, const char **text, size_t *len);
+tg_status tg_token_stream_flush(tg_token_stream *s, const char **text, size_t *len);
+
+/* Chat templates, written in C (no Jinja): "llama3" (<|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|>,
+ * as llama.cpp's built-in llama-3 template), "chatml" (<|im_start|>role\ncontent<|im_end|>\n) and "gpt-oss"
+ * (OpenAI's harmony format: a system message with the model identity, date and reasoning effort; a "system" role
+ * becomes the developer message; assistant turns on the final channel). The text starts without BOS: encode it with TG_TOKENIZE_ADD_SPECIAL | TG_TOKENIZE_PARSE_SPECIAL. */
+typedef struct tg_chat_message { const char *role, *content; } tg_chat_message;
+/* The template a tokenizer's vocabulary or tokenizer.chat_template calls for, or NULL when none is known. */
+const char *tg_chat_template_name(const tg_tokenizer *t);
+/* Renders n messages (roles system, user, assistant; llama3 accepts any role) and, with add_generation_prompt, the
+ * opening of the assistant's turn. *out is malloc'ed (tg_buffer_free). An unknown template name or role is
+ * TG_ERR_INVALID_ARGUMENT. gpt-oss's "Current date:" is today's UTC date; its system (or developer) message must come
+ * first. */
+tg_status tg_chat_render(const char *template_name, const tg_chat_message *msgs, size_t n,
+                         bool add_generation_prompt, char **out);
+
 /* ---- layers: structs holding their parameters (realized at creation, default inits as tinygrad's) ----
  * Each has _new (NULL + error on bad arguments), _free, _forward, and _state (adds its tensors to a state dict under
  * prefix + "." + tinygrad's attribute name: "weight", "bias", "running_mean", ...; prefix NULL or "" for none). */
@@ -918,6 +988,92 @@ tg_embedding_layer *tg_embedding_new(int64_t vocab_size, int64_t embed_size);
 void tg_embedding_free(tg_embedding_layer *l);
 tg_tensor *tg_embedding_forward(const tg_embedding_layer *l, const tg_tensor *idx);
 tg_status tg_embedding_state(const tg_embedding_layer *l, const char *prefix, tg_state_dict *sd);
+
+
+/* ====================================================================================================== attention
+ *
+ * Attention as tensor functions (src/nn/attention.c), laid out like torch's SDPA: q (B, H, T, D), k (B, KVH, S, D),
+ * v (B, KVH, S, Dv), result (B, H, T, Dv) in q's dtype; scores are computed in float32 (float64 for float64 inputs).
+ * GQA: KVH must divide H and query head h uses kv head h / (H/KVH) (torch's enable_gqa, repeat_interleave), without
+ * a repeated copy of k and v. T and S may be symbolic (a KV-cache view of length start_pos + T: tg_shrink_sym); the
+ * other sizes must be concrete. Options (zero-initialized, or NULL: plain softmax(q k^T / sqrt(D)) v):
+ *   scale   0: 1/sqrt(D)
+ *   causal  query i, at position start + i, sees the keys at positions <= start + i (start 0: torch's is_causal)
+ *   start   the position of query 0 (KV-cache decode and chunked prefill: start_pos, a tg_sint)
+ *   window  > 0 (with causal): query p sees only the keys [p - window + 1, p] (gpt-oss sliding layers)
+ *   sinks   (H,) float logits, one per head, added to the softmax denominator only (gpt-oss): the weights are
+ *           exp(s_j - m) / (sum_j exp(s_j - m) + exp(sink - m)), no value row for the sink
+ *   mask    bool (false = masked out) or additive float, broadcastable to (B, H, T, S); with a symbolic T or S its
+ *           size there must be 1
+ *   block   tg_flash_attention's keys per block (0: 128); tg_attention ignores it
+ * A query that sees no key (and has no sink) gives NaN, as in torch. Errors name the op and the shapes. */
+typedef struct tg_attention_opts {
+  double scale;
+  bool causal;
+  tg_sint start;
+  int64_t window;
+  const tg_tensor *sinks;
+  const tg_tensor *mask;
+  int64_t block;
+} tg_attention_opts;
+/* The plain attention: the (T, S) scores are materialized and softmaxed (the oracle of tg_flash_attention). */
+tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, const tg_attention_opts *opts);
+/* The same result by blocks of `block` keys (flash-decoding): per block the running max m_b, l_b = sum exp(s - m_b)
+ * and o_b = exp(s - m_b) v, merged as sum_b exp(m_b - M) o_b / (sum_b exp(m_b - M) l_b [+ exp(sink - M)]), M the
+ * max over blocks (and the sink). Equal to tg_attention within float32 rounding; a symbolic S loops over the
+ * ceil(S/block) blocks it needs. Made of tensor ops: gradients flow to q, k, v and sinks. */
+tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
+                              const tg_attention_opts *opts);
+
+
+/* ============================================================================================ mixture of experts
+ *
+ * The MoE pieces of tinygrad's llm/model.py and gpt-oss (src/nn/moe.c), as tensor functions.
+ *
+ * tg_topk: the k largest (largest) or smallest elements along axis, in order, as tinygrad's Tensor.topk (a stable
+ * sort: equal elements keep their index order; torch.topk's order among equal values is unspecified, its stable
+ * sort's is this one). Returns the values; *indices (when not NULL) receives a second new int32 tensor with their
+ * positions. The ranking compares all pairs along the axis: meant for router widths, not vocabularies. */
+tg_tensor *tg_topk(const tg_tensor *x, int64_t k, int axis, bool largest, tg_tensor **indices);
+
+/* Gating (tinygrad's ExpertGating): how router logits (..., E) become the k experts' weights. */
+typedef enum tg_moe_gating {
+  TG_MOE_SOFTMAX_TOPK = 0, /* top-k of the logits, softmax over those k (gpt-oss; tinygrad SOFTMAX_WEIGHT) */
+  TG_MOE_SOFTMAX,          /* softmax over all E, then top-k of the probabilities (qwen3-moe, mixtral) */
+  TG_MOE_SIGMOID,          /* sigmoid scores, top-k (deepseek-v3 style) */
+  TG_MOE_SQRT_SOFTPLUS     /* sqrt(softplus(logits)), top-k */
+} tg_moe_gating;
+typedef enum tg_moe_act {
+  TG_MOE_SWIGLU = 0,       /* silu(gate) * up */
+  TG_MOE_SWIGLU_OAI        /* gpt-oss: g = min(gate, limit), u = clamp(up, -limit, limit), g*sigmoid(alpha*g)*(u+1) */
+} tg_moe_act;
+/* Options (zero-initialized = gpt-oss routing with k to be set, plain SwiGLU, no biases):
+ *   k            experts per token, 1..E
+ *   gating       above; select_bias (E,) is added to the scores for choosing only (tinygrad's exp_probs_b)
+ *   normalize    divide the k weights by their sum (norm_topk_prob); scale multiplies them (0: 1)
+ *   router_bias  (E,) added to the router logits (gpt-oss's gate bias)
+ *   act, alpha, limit   activation; alpha 0: 1.702, limit 0: 7.0 (gpt-oss's constants)
+ *   gate_bias, up_bias (E, hidden), down_bias (E, D): per-expert biases (gpt-oss), gathered with the weights */
+typedef struct tg_moe_opts {
+  int64_t k;
+  tg_moe_gating gating;
+  bool normalize;
+  double scale;
+  const tg_tensor *select_bias, *router_bias;
+  tg_moe_act act;
+  double alpha, limit;
+  const tg_tensor *gate_bias, *up_bias, *down_bias;
+} tg_moe_opts;
+/* The router: from logits (..., E) the k weights (..., k) float32 (the result) and the chosen experts *sel
+ * (..., k) int32, best first. */
+tg_tensor *tg_moe_router(const tg_tensor *logits, const tg_moe_opts *opts, tg_tensor **sel);
+/* The MoE feed-forward of x (..., D): logits = x router_w^T (+ router_bias), router as above, then for each token
+ * and chosen expert e: down_e(act(gate_e x, up_e x)) weighted and summed over the k. Expert weights are (E, out, in)
+ * like GGUF's ffn_*_exps (gate_w, up_w (E, hidden, D); down_w (E, D, hidden)); any float tensors, GGUF quantized
+ * ones included (their dequantization is lazy): each token's k experts are gathered (tinygrad's weight[sel]), and the
+ * gather becomes an indexed load, so only the selected experts' weights are read. Result in x's dtype. */
+tg_tensor *tg_moe_ffn(const tg_tensor *x, const tg_tensor *router_w, const tg_tensor *gate_w, const tg_tensor *up_w,
+                      const tg_tensor *down_w, const tg_moe_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -464,11 +464,11 @@ static bool parse_header(Cursor *c, tg_gguf *g) {
 
   /* the data section: aligned after the header; tensors in order, each padded to the alignment (ggml's rule) */
   uint64_t a = g->alignment, start = ((uint64_t)c->pos + a - 1) / a * a;
-  if (start > c->size)
+  if (start > c->size && g->ntensors > 0)  /* a file without tensors (vocab only) may end before the padding */
     return cfail(c, TG_ERR_IO, "the data section would start at byte %llu, past the end of the %zu-byte file",
                  (unsigned long long)start, c->size);
   g->data_offset = start;
-  uint64_t expect = 0, room = (uint64_t)c->size - start;
+  uint64_t expect = 0, room = start <= c->size ? (uint64_t)c->size - start : 0;
   for (size_t i = 0; i < g->ntensors; i++) {
     const tg_gguf_tensor_info *t = &g->tensors[i];
     if (t->offset != expect)
@@ -645,7 +645,7 @@ static tg_tensor *data_tensor(const tg_gguf *g, const tg_gguf_tensor_info *t, tg
                               tg_gguf_load how, const char *op) {
   uint8_t *ptr = g->map->base + g->data_offset + t->offset;
   if (how == TG_GGUF_MAP && (uintptr_t)ptr % RT_HOST_WRAP_ALIGN == 0) {
-    tensor_ctx_begin(op);
+    mix_ctx_begin(op);
     atomic_fetch_add(&g->map->refs, 1);
     UOp *buf = engine_buffer_wrap_host("CPU", &tg_dtype_table[dtype], numel, ptr, map_unref, g->map);
     if (!buf) atomic_fetch_sub(&g->map->refs, 1); /* the handle's own reference keeps it above 0 */
