@@ -344,6 +344,9 @@ static tg_status load_specials(tg_tokenizer *t, const tg_gguf *g) {
   t->add_bos = get_flag(g, "tokenizer.ggml.add_bos_token", t->add_bos);
   t->add_eos = get_flag(g, "tokenizer.ggml.add_eos_token", false);
   t->add_space_prefix = get_flag(g, "tokenizer.ggml.add_space_prefix", t->add_space_prefix);
+  if (get_flag(g, "tokenizer.ggml.remove_extra_whitespaces", false))
+    return fail(t, TG_ERR_UNSUPPORTED, "%s = true is not supported (SentencePiece's whitespace normalization)%.0lld",
+                "tokenizer.ggml.remove_extra_whitespaces", 0);
   if ((t->add_bos && t->bos < 0) || (t->add_eos && t->eos < 0))
     return fail(t, TG_ERR_IO, "the vocabulary adds a %s token (add_*_token) but names no such token id%.0lld",
                 t->add_bos && t->bos < 0 ? "bos" : "eos", 0);
