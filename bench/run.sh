@@ -352,4 +352,38 @@ for arg in "${tok_args[@]}"; do
   fi
 done
 rm -f "$tok_corpus"
+# issue 18's attention and MoE figures (bench/bench_attention.c): a decode step (1 query, 4096 keys) and a 512-token
+# causal prefill with 32 query / 8 kv heads of dim 64, tg_flash_attention and tg_attention (the plain form), and a
+# 32-expert top-4 MoE decode step (tg_moe_ffn), float32; peer: PyTorch on 2 threads (bench/peer_torch_attention.py:
+# torch 1.13 has no scaled_dot_product_attention, so matmul + softmax). ms, lower is better; ratio = torch / ours.
+# BENCH_ROUNDS rounds (default 3), ours then torch in each; each side keeps its best.
+attn_ours=""; attn_peer=""
+for ((round = 1; round <= ${BENCH_ROUNDS:-3}; round++)); do
+  attn_ours="$attn_ours
+$("$B/bench_attention" -t "${BENCH_SECONDS:-2}" 2>&1)"
+  "$torch_py" -c 'import torch' 2>/dev/null && attn_peer="$attn_peer
+$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 "$torch_py" "$ROOT/bench/peer_torch_attention.py" \
+    "${BENCH_SECONDS:-2}" 2>&1)"
+done
+attn_best() {  # the smallest ms of figure $1, form $2 in the output $3
+  echo "$3" | awk -v n="$1" -v f="$2" '$1 == n && $2 == f && $4 == "ms" && (b == "" || $3 + 0 < b + 0) { b = $3 }
+    END { if (b != "") print b }'
+}
+for fig in attn_decode_s4096 attn_prefill_t512 moe_decode_e32; do
+  p=$(attn_best "$fig" torch "$attn_peer")
+  forms="flash plain"; [ "$fig" = moe_decode_e32 ] && forms=ours
+  for form in $forms; do
+    o=$(attn_best "$fig" "$form" "$attn_ours")
+    name=$fig; [ "$form" != ours ] && name="${fig}_$form"
+    if [ -z "$o" ]; then
+      why=$(echo "$attn_ours" | awk -v n="$fig" '$1 == n && $2 == "error" { $1 = $2 = ""; print; exit }')
+      echo "bench $name ours=n/a ms torch=${p:-n/a} ratio=n/a (ours failed:${why:- did not run})"
+    elif [ -n "$p" ]; then
+      echo "bench $name ours=$o ms torch=$p ratio=$(awk -v a="$o" -v b="$p" 'BEGIN { printf "%.2f", b / a }')"
+    else
+      echo "bench $name ours=$o ms torch=n/a ratio=n/a (the PyTorch peer did not run)"
+    fi
+  done
+done
+
 exit 0

@@ -744,8 +744,104 @@ tg_status tg_gguf_writer_add_string(tg_gguf_writer *w, const char *key, const ch
  * must be the size the type and ne give. */
 tg_status tg_gguf_writer_add_tensor(tg_gguf_writer *w, const char *name, int type, const int64_t *ne, size_t ndim,
                                     const void *data, size_t nbytes);
+/* A tensor whose bytes are produced when the file is written (models larger than memory): fill(user, row, dst,
+ * row_bytes) writes row `row` (ne[0] elements, row_bytes bytes of the type) into dst; a status other than TG_OK stops
+ * the write with that error (fill sets it). tg_gguf_writer_write streams the file (one chunk of rows in memory). */
+typedef tg_status (*tg_gguf_fill_fn)(void *user, uint64_t row, void *dst, size_t row_bytes);
+tg_status tg_gguf_writer_add_tensor_fill(tg_gguf_writer *w, const char *name, int type, const int64_t *ne,
+                                         size_t ndim, tg_gguf_fill_fn fill, void *user);
 tg_status tg_gguf_writer_write(const tg_gguf_writer *w, const char *path);
 tg_status tg_gguf_writer_write_buffer(const tg_gguf_writer *w, uint8_t **out, size_t *size); /* tg_buffer_free */
+
+/* ---- LLM: llama-family models from GGUF files (tinygrad's llm/model.py; src/nn/llm.c, llm_sample.c) ----
+ * tg_llm_load reads the architecture from general.architecture ("llama", "qwen2", "qwen3") and the hyper-parameters
+ * from its keys ({arch}.block_count, embedding_length, feed_forward_length, attention.head_count(_kv),
+ * attention.key_length, attention.layer_norm_rms_epsilon, rope.freq_base, rope.dimension_count,
+ * rope.scaling.type/factor, context_length): grouped-query attention, RoPE (ggml's "normal" interleaved pairs for
+ * llama, "neox" half-split for qwen; linear scaling, llama-3 frequency factors from rope_freqs.weight), RMSNorm in
+ * float32, SwiGLU FFN, qwen2's q/k/v biases, qwen3's q/k RMSNorm, tied embeddings (output.weight missing: the
+ * token embedding). Weights stay the file's bytes (mapped): quantized ones are dequantized inside the kernels that
+ * read them. Every key, tensor name and tensor shape is checked at load: a missing or inconsistent one is TG_ERR_IO
+ * naming it; another architecture or rope scaling (yarn) is TG_ERR_UNSUPPORTED.
+ *
+ * The model owns a KV cache of n_ctx positions (float32). tg_llm_forward(m, ids, n, pos, ...) runs n tokens at
+ * positions pos..pos+n-1 over the cache's first pos positions (pos <= the positions filled so far: going back
+ * rewinds) and writes them to the cache. A one-token step (decode) is a JIT (tg_jit) over the bound Variables
+ * start_pos and the token: after its capture every step replays the same kernels (no schedule, no compile); n > 1
+ * (prefill) is one eager realize. Set JIT=0 to run decode eagerly too. Not thread-safe (one model, one thread). */
+typedef struct tg_llm tg_llm;
+typedef struct tg_llm_config {
+  char arch[16];                 /* "llama", "qwen2", "qwen3" */
+  int n_layer, dim, n_head, n_kv_head, head_dim, ffn_dim, vocab, rope_dim;
+  int64_t ctx_train;             /* {arch}.context_length */
+  double rope_base, rope_scale;  /* rope_scale: positions are multiplied by it (linear scaling: 1/factor) */
+  double norm_eps;
+  bool rope_neox, qkv_bias, qk_norm, tied_output, rope_freq_factors;
+  int weight_type;               /* the ggml type of blk.0.attn_q.weight */
+  int32_t bos, eos;              /* tokenizer.ggml.bos/eos_token_id, -1 when absent */
+} tg_llm_config;
+typedef struct tg_llm_options {
+  int64_t n_ctx;                 /* KV-cache positions; 0: min(context_length, 2048) */
+} tg_llm_options;
+tg_status tg_llm_load(const char *path, const tg_llm_options *opt, tg_llm **out);   /* opt NULL: defaults */
+void tg_llm_free(tg_llm *m);     /* NULL ok */
+const tg_llm_config *tg_llm_get_config(const tg_llm *m);
+int64_t tg_llm_n_ctx(const tg_llm *m);
+int64_t tg_llm_n_past(const tg_llm *m);   /* positions in the KV cache */
+/* The model's GGUF file (metadata for a tokenizer); owned by the model. */
+const tg_gguf *tg_llm_gguf(const tg_llm *m);
+/* logits: vocab floats for the last token, or n*vocab (row i after ids[i]) when all_logits. Errors: an id outside
+ * [0, vocab), n == 0, pos > n_past, pos + n > n_ctx. */
+tg_status tg_llm_forward(tg_llm *m, const int32_t *ids, size_t n, int64_t pos, bool all_logits, float *logits);
+/* Kernels of the captured decode step (0 before the second decode). */
+size_t tg_llm_decode_kernels(const tg_llm *m);
+
+/* Sampling over a logits row on the host: temperature 0 is greedy (argmax, the lowest id on ties); else the logits
+ * are divided by temperature, cut to the top_k largest (0: all), then to the smallest set whose softmax mass reaches
+ * top_p (1: all), renormalized and drawn with a generator seeded by seed (the same seed, logits and calls give the same
+ * tokens). Errors: temperature < 0 or not finite, top_k < 0, top_p outside (0, 1]. */
+typedef struct tg_llm_sampling { double temperature; int top_k; double top_p; uint64_t seed; } tg_llm_sampling;
+typedef struct tg_llm_sampler tg_llm_sampler;
+tg_llm_sampler *tg_llm_sampler_new(const tg_llm_sampling *p);
+void tg_llm_sampler_free(tg_llm_sampler *s);  /* NULL ok */
+/* the sampled id, or -1 with an error (NULL arguments, n == 0, a NaN logit) */
+int32_t tg_llm_sample(tg_llm_sampler *s, const float *logits, size_t n);
+
+/* Generation: prefill ids (the cache restarts at position 0), then up to max_tokens tokens, each passed to cb as it
+ * is made; it stops at the end-of-generation token (config eos, unless ignore_eos; the eos itself is passed to cb),
+ * when cb returns false, or when the context is full. stats (may be NULL) receives counts and timings. */
+/* Random-weight models of the real architectures (src/nn/llm_mkmodel.c, the tool tg-mkmodel): every tensor and key
+ * tg_llm_load reads, weights drawn from a seeded generator (N(0, 1/in) approximately; norms near 1) and written
+ * in `type` (F32, F16, Q8_0, Q4_0, Q4_1: the matrices; norms and biases F32; the embedding too unless F32/F16/Q8_0/
+ * Q4_0/Q4_1 as well), plus a byte-level BPE vocabulary (tokenizer.ggml.model gpt2: the 256 GPT-2 byte tokens, then
+ * merges of earlier tokens, then <|begin_of_text|> / <|end_of_text|> as control tokens that are bos / eos). llama gets
+ * llama-3 rope scaling (rope_freqs.weight) when llama3_rope. The file is streamed (never all in memory). */
+typedef struct tg_llm_model_spec {
+  const char *arch;              /* "llama", "qwen2", "qwen3" */
+  int n_layer, dim, n_head, n_kv_head, head_dim, ffn_dim, vocab;  /* head_dim 0: dim / n_head */
+  int64_t ctx;
+  int type;                      /* tg_ggml_type of the matrices */
+  bool tied, llama3_rope;
+  double rope_base;              /* 0: 10000 (llama) / 1000000 (qwen) */
+  uint64_t seed;
+} tg_llm_model_spec;
+/* Presets by name: "tiny" (2 layers, dim 64, vocab 512), "small" (4 layers, dim 256, vocab 4096), "1b" (Llama-3.2-1B's
+ * shape: 16 layers, dim 2048, 32/8 heads, ffn 8192, vocab 128256, tied, llama-3 rope). false for another name. */
+bool tg_llm_model_preset(const char *name, tg_llm_model_spec *out);
+tg_status tg_llm_write_random_model(const tg_llm_model_spec *spec, const char *path);
+
+typedef bool (*tg_llm_token_cb)(void *user, int32_t token);
+typedef struct tg_llm_gen_params {
+  tg_llm_sampling sampling;
+  int max_tokens;                /* <= 0: up to the context */
+  bool ignore_eos;
+} tg_llm_gen_params;
+typedef struct tg_llm_stats {
+  int prompt_tokens, gen_tokens, decode_steps;  /* decode_steps: one-token forwards (gen_tokens - 1 or gen_tokens) */
+  double prefill_seconds, decode_seconds;       /* the prompt's forward; the sum of the decode steps */
+} tg_llm_stats;
+tg_status tg_llm_generate(tg_llm *m, const int32_t *ids, size_t n, const tg_llm_gen_params *p, tg_llm_token_cb cb,
+                          void *user, tg_llm_stats *stats);
 
 /* ---- tokenizer (from a GGUF file's tokenizer.ggml.* metadata; src/nn/tokenizer*.c) ----
  * tokenizer.ggml.model "gpt2" is byte-level BPE: the text is split by the pre-tokenizer of tokenizer.ggml.pre
@@ -893,6 +989,92 @@ tg_embedding_layer *tg_embedding_new(int64_t vocab_size, int64_t embed_size);
 void tg_embedding_free(tg_embedding_layer *l);
 tg_tensor *tg_embedding_forward(const tg_embedding_layer *l, const tg_tensor *idx);
 tg_status tg_embedding_state(const tg_embedding_layer *l, const char *prefix, tg_state_dict *sd);
+
+
+/* ====================================================================================================== attention
+ *
+ * Attention as tensor functions (src/nn/attention.c), laid out like torch's SDPA: q (B, H, T, D), k (B, KVH, S, D),
+ * v (B, KVH, S, Dv), result (B, H, T, Dv) in q's dtype; scores are computed in float32 (float64 for float64 inputs).
+ * GQA: KVH must divide H and query head h uses kv head h / (H/KVH) (torch's enable_gqa, repeat_interleave), without
+ * a repeated copy of k and v. T and S may be symbolic (a KV-cache view of length start_pos + T: tg_shrink_sym); the
+ * other sizes must be concrete. Options (zero-initialized, or NULL: plain softmax(q k^T / sqrt(D)) v):
+ *   scale   0: 1/sqrt(D)
+ *   causal  query i, at position start + i, sees the keys at positions <= start + i (start 0: torch's is_causal)
+ *   start   the position of query 0 (KV-cache decode and chunked prefill: start_pos, a tg_sint)
+ *   window  > 0 (with causal): query p sees only the keys [p - window + 1, p] (gpt-oss sliding layers)
+ *   sinks   (H,) float logits, one per head, added to the softmax denominator only (gpt-oss): the weights are
+ *           exp(s_j - m) / (sum_j exp(s_j - m) + exp(sink - m)), no value row for the sink
+ *   mask    bool (false = masked out) or additive float, broadcastable to (B, H, T, S); with a symbolic T or S its
+ *           size there must be 1
+ *   block   tg_flash_attention's keys per block (0: 128); tg_attention ignores it
+ * A query that sees no key (and has no sink) gives NaN, as in torch. Errors name the op and the shapes. */
+typedef struct tg_attention_opts {
+  double scale;
+  bool causal;
+  tg_sint start;
+  int64_t window;
+  const tg_tensor *sinks;
+  const tg_tensor *mask;
+  int64_t block;
+} tg_attention_opts;
+/* The plain attention: the (T, S) scores are materialized and softmaxed (the oracle of tg_flash_attention). */
+tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, const tg_attention_opts *opts);
+/* The same result by blocks of `block` keys (flash-decoding): per block the running max m_b, l_b = sum exp(s - m_b)
+ * and o_b = exp(s - m_b) v, merged as sum_b exp(m_b - M) o_b / (sum_b exp(m_b - M) l_b [+ exp(sink - M)]), M the
+ * max over blocks (and the sink). Equal to tg_attention within float32 rounding; a symbolic S loops over the
+ * ceil(S/block) blocks it needs. Made of tensor ops: gradients flow to q, k, v and sinks. */
+tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
+                              const tg_attention_opts *opts);
+
+
+/* ============================================================================================ mixture of experts
+ *
+ * The MoE pieces of tinygrad's llm/model.py and gpt-oss (src/nn/moe.c), as tensor functions.
+ *
+ * tg_topk: the k largest (largest) or smallest elements along axis, in order, as tinygrad's Tensor.topk (a stable
+ * sort: equal elements keep their index order; torch.topk's order among equal values is unspecified, its stable
+ * sort's is this one). Returns the values; *indices (when not NULL) receives a second new int32 tensor with their
+ * positions. The ranking compares all pairs along the axis: meant for router widths, not vocabularies. */
+tg_tensor *tg_topk(const tg_tensor *x, int64_t k, int axis, bool largest, tg_tensor **indices);
+
+/* Gating (tinygrad's ExpertGating): how router logits (..., E) become the k experts' weights. */
+typedef enum tg_moe_gating {
+  TG_MOE_SOFTMAX_TOPK = 0, /* top-k of the logits, softmax over those k (gpt-oss; tinygrad SOFTMAX_WEIGHT) */
+  TG_MOE_SOFTMAX,          /* softmax over all E, then top-k of the probabilities (qwen3-moe, mixtral) */
+  TG_MOE_SIGMOID,          /* sigmoid scores, top-k (deepseek-v3 style) */
+  TG_MOE_SQRT_SOFTPLUS     /* sqrt(softplus(logits)), top-k */
+} tg_moe_gating;
+typedef enum tg_moe_act {
+  TG_MOE_SWIGLU = 0,       /* silu(gate) * up */
+  TG_MOE_SWIGLU_OAI        /* gpt-oss: g = min(gate, limit), u = clamp(up, -limit, limit), g*sigmoid(alpha*g)*(u+1) */
+} tg_moe_act;
+/* Options (zero-initialized = gpt-oss routing with k to be set, plain SwiGLU, no biases):
+ *   k            experts per token, 1..E
+ *   gating       above; select_bias (E,) is added to the scores for choosing only (tinygrad's exp_probs_b)
+ *   normalize    divide the k weights by their sum (norm_topk_prob); scale multiplies them (0: 1)
+ *   router_bias  (E,) added to the router logits (gpt-oss's gate bias)
+ *   act, alpha, limit   activation; alpha 0: 1.702, limit 0: 7.0 (gpt-oss's constants)
+ *   gate_bias, up_bias (E, hidden), down_bias (E, D): per-expert biases (gpt-oss), gathered with the weights */
+typedef struct tg_moe_opts {
+  int64_t k;
+  tg_moe_gating gating;
+  bool normalize;
+  double scale;
+  const tg_tensor *select_bias, *router_bias;
+  tg_moe_act act;
+  double alpha, limit;
+  const tg_tensor *gate_bias, *up_bias, *down_bias;
+} tg_moe_opts;
+/* The router: from logits (..., E) the k weights (..., k) float32 (the result) and the chosen experts *sel
+ * (..., k) int32, best first. */
+tg_tensor *tg_moe_router(const tg_tensor *logits, const tg_moe_opts *opts, tg_tensor **sel);
+/* The MoE feed-forward of x (..., D): logits = x router_w^T (+ router_bias), router as above, then for each token
+ * and chosen expert e: down_e(act(gate_e x, up_e x)) weighted and summed over the k. Expert weights are (E, out, in)
+ * like GGUF's ffn_*_exps (gate_w, up_w (E, hidden, D); down_w (E, D, hidden)); any float tensors, GGUF quantized
+ * ones included (their dequantization is lazy): each token's k experts are gathered (tinygrad's weight[sel]), and the
+ * gather becomes an indexed load, so only the selected experts' weights are read. Result in x's dtype. */
+tg_tensor *tg_moe_ffn(const tg_tensor *x, const tg_tensor *router_w, const tg_tensor *gate_w, const tg_tensor *up_w,
+                      const tg_tensor *down_w, const tg_moe_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -6,8 +6,9 @@ set -u
 lib=${1:-build/libtinygrad.a}
 # base: tg_, sb_ (StrBuf); uop: uop_, uopmap_ (UOpMap), dt_ (dtypes and their constants), pm_ (pattern matcher), sym_
 # (symbolic rules), spec_, eval_ (the UOp evaluator); schedule: sched_; codegen: cg_, opt_, beam_, interp_; render:
-# render_, renderer_, shape_; runtime: rt_; engine: engine_, jit_; tensor: tensor_; grad: grad_; nn: nn_, optim_
-allowed='tg|sb|uop|uopmap|dt|pm|sym|spec|eval|sched|cg|opt|beam|interp|render|renderer|shape|rt|engine|jit|tensor|grad|nn|optim'
+# render_, renderer_, shape_; runtime: rt_; engine: engine_, jit_; tensor: tensor_; grad: grad_; nn: nn_, optim_;
+# and in uop also mix_ (the graph builders, tinygrad's mixin methods: uop/mixin.h)
+allowed='tg|sb|uop|mix|uopmap|dt|pm|sym|spec|eval|sched|cg|opt|beam|interp|render|renderer|shape|rt|engine|jit|tensor|grad|nn|optim'
 [ -f "$lib" ] || { echo "check_symbols: $lib not found"; exit 1; }
 bad=$(nm -A -g --defined-only "$lib" | awk 'NF == 3 { n = split($1, f, ":"); print $3 "  (" f[n - 1] ")" }' |
       grep -v -E "^($allowed)_" | sort)

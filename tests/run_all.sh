@@ -66,6 +66,8 @@ show_pass() {
 
 t_all=$(now)
 if [ "$tier" = fast ]; then
+  # the stage order of the includes (tests/check_layers.sh): instant, so the quick tier runs it too
+  if bash "$T/check_layers.sh" "$T/../src"; then pass=$((pass+1)); else fail=$((fail+1)); rc=1; fi
   job "$logs/fast1.log" env TG_TEST_QUICK=1 "$B/run_tests" $FAST_LANE &
   job "$logs/fast2.log" env TG_TEST_QUICK=1 "$B/run_tests" $(others "$FAST_LANE") &
   wait
@@ -75,6 +77,7 @@ if [ "$tier" = fast ]; then
 else
   # the symbol check first: it takes a moment and its failure is worth seeing at the top
   if bash "$T/check_symbols.sh" "$B/libtinygrad.a"; then pass=$((pass+1)); else fail=$((fail+1)); rc=1; fi
+  if bash "$T/check_layers.sh" "$T/../src"; then pass=$((pass+1)); else fail=$((fail+1)); rc=1; fi
   san=(env TG_TEST_TAG="asan+ubsan" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 "$B/run_tests_san")
   job "$logs/san1.log" "${san[@]}" $SAN_LANE &
   {
@@ -83,6 +86,7 @@ else
     job "$logs/python.log" bash "$T/../python/run_tests.sh" "$B"
     job "$logs/fuzz_gguf.log" env ASAN_OPTIONS=detect_leaks=1 "$B/fuzz_gguf_san" -n 3000
     job "$logs/serve.log" env ASAN_OPTIONS=detect_leaks=1 "$B/test_llm_serve"
+    job "$logs/tg_llm.log" /usr/bin/python3 "$T/llm/test_tg_llm.py" "$B"
     job "$logs/san2.log" "${san[@]}" $(others "$SAN_LANE")
   } &
   wait
@@ -101,6 +105,12 @@ else
   if [ -n "$last" ]; then pass=$((pass + ${last%% *})); fail=$((fail + $(echo "$last" | cut -d' ' -f3))); fi
   if [ -z "$last" ] || [ "$(cat "$logs/serve.log.rc")" -ne 0 ]; then
     echo "  FAIL: the server test ($logs/serve.log) did not pass"; fail=$((fail+1)); rc=1; fi
+  # tg-llm end to end: a tg-mkmodel model through the CLI and through --serve over HTTP (tests/llm/test_tg_llm.py)
+  grep -v -E '^[0-9]+ passed, [0-9]+ failed$' "$logs/tg_llm.log"
+  last=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logs/tg_llm.log" | tail -1)
+  if [ -n "$last" ]; then pass=$((pass + ${last%% *})); fail=$((fail + $(echo "$last" | cut -d' ' -f3))); fi
+  if [ -z "$last" ] || [ "$(cat "$logs/tg_llm.log.rc")" -ne 0 ]; then
+    echo "  FAIL: the tg-llm end-to-end test ($logs/tg_llm.log) did not pass"; fail=$((fail+1)); rc=1; fi
   echo "make test: $(secs "$t_all" "$(now)") s wall; lane 1: asan+ubsan $SAN_LANE $(cat "$logs/san1.log.time") s;" \
        "lane 2: optimized $(cat "$logs/opt.log.time") s, fuzzer $(cat "$logs/fuzz.log.time") s, python" \
        "$(cat "$logs/python.log.time") s, asan+ubsan (the" \

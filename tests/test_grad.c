@@ -639,14 +639,14 @@ static void check_rules_direct(void) {
   tg_scope s = tg_scope_begin();
   double av[3] = {1, 2, 3}, gv[6] = {1, 2, 3, 4, 5, 6};
   tg_tensor *ta = f64(av, TG_SHAPE(3)), *tb = f64(av, TG_SHAPE(3)), *tg = f64(gv, TG_SHAPE(2, 3));
-  tensor_ctx_begin("test_grad");
+  mix_ctx_begin("test_grad");
   UOp *a = tensor_in(ta, 1), *b = tensor_in(tb, 2), *g = tensor_in(tg, 3), *out[2] = {NULL, NULL}, *ab[2] = {a, b};
   /* STACK: row i of the gradient to element i */
   UOp *st = uop_new(TG_OP_STACK, NULL, ab, 2, arg_none());
   CHECK(grad_compute(st, g, ab, 2, out) && out[0] && out[1]);
-  tensor_ctx_begin("test_grad");
+  mix_ctx_begin("test_grad");
   tg_tensor *o0 = tensor_ctx_end(out[0]);
-  tensor_ctx_begin("test_grad");
+  mix_ctx_begin("test_grad");
   tg_tensor *o1 = tensor_ctx_end(out[1]);
   /* TUPLE: its gradient is routed element by element */
   UOp *tup = uop_new(TG_OP_TUPLE, DT_VOID, ab, 2, arg_none()), *gg[2] = {g, a};
@@ -661,17 +661,17 @@ static void check_rules_direct(void) {
   UOp *cb = uop_alu1(TG_OP_CONTIGUOUS_BACKWARD, a);
   CHECK(grad_compute(cb, uop_add(b, b), &a, 1, out) && out[0] && out[0]->op == TG_OP_CONTIGUOUS);
   /* BITCAST: no gradient, so no path */
-  UOp *bc = tensor_cast(tensor_bitcast(a, DT_INT64), DT_FLOAT64);
+  UOp *bc = mix_cast(mix_bitcast(a, DT_INT64), DT_FLOAT64);
   CHECK(grad_compute(bc, b, &a, 1, out) && out[0] == NULL);
   /* CAST: back to the source dtype */
-  UOp *c32 = tensor_cast(a, DT_FLOAT32);
-  CHECK(grad_compute(c32, tensor_cast(b, DT_FLOAT32), &a, 1, out) && out[0] && out[0]->dtype == DT_FLOAT64);
+  UOp *c32 = mix_cast(a, DT_FLOAT32);
+  CHECK(grad_compute(c32, mix_cast(b, DT_FLOAT32), &a, 1, out) && out[0] && out[0]->dtype == DT_FLOAT64);
   /* an op without a rule on the path is an error naming it */
-  UOp *fd = tensor_div(tensor_cast(a, DT_INT32), tensor_cast(b, DT_INT32), TG_ROUND_FLOOR);
+  UOp *fd = mix_div(mix_cast(a, DT_INT32), mix_cast(b, DT_INT32), TG_ROUND_FLOOR);
   tg_clear_error();
-  CHECK(!grad_compute(tensor_cast(fd, DT_FLOAT64), b, &a, 1, out) && out[0] == NULL);
+  CHECK(!grad_compute(mix_cast(fd, DT_FLOAT64), b, &a, 1, out) && out[0] == NULL);
   CHECK_MSG(strstr(tg_last_error(), "FLOORDIV") != NULL, "no rule: %s", tg_last_error());
-  tensor_ctx_end_void();
+  mix_ctx_end();
   CHECK(vals_are(o0, (const double[]){1, 2, 3}, 3) && vals_are(o1, (const double[]){4, 5, 6}, 3));
   tg_scope_end(s);
 }
@@ -718,18 +718,18 @@ static void check_implicit_broadcast(void) {
   double xv[3] = {1, 2, 3};
   tg_tensor *cond = tg_from_data(cv, TG_BOOL, TG_SHAPE(3)), *x = f64(xv, TG_SHAPE(3));
   tg_tensor *w = tg_scalar(4.0, TG_FLOAT64), *w2 = tg_scalar(2.0, TG_FLOAT64), *p = tg_scalar(0.5, TG_FLOAT64);
-  tensor_ctx_begin("test_grad");
+  mix_ctx_begin("test_grad");
   UOp *where = uop_alu3(TG_OP_WHERE, tensor_in(cond, 1), tensor_in(x, 2), tensor_in(w, 3));
   UOp *mul = uop_alu2(TG_OP_MUL, tensor_in(x, 2), tensor_in(w2, 4));
-  UOp *sp = tensor_sin(tensor_in(p, 5));
-  UOp *z = tensor_add(tensor_sum(uop_alu2(TG_OP_MUL, tensor_in(x, 2), sp), NULL, 0, false, NULL), sp);
-  tensor_ctx_begin("test_grad");
+  UOp *sp = mix_sin(tensor_in(p, 5));
+  UOp *z = mix_add(mix_sum(uop_alu2(TG_OP_MUL, tensor_in(x, 2), sp), NULL, 0, false, NULL), sp);
+  mix_ctx_begin("test_grad");
   tg_tensor *hw = tensor_ctx_end(where);
-  tensor_ctx_begin("test_grad");
+  mix_ctx_begin("test_grad");
   tg_tensor *hm = tensor_ctx_end(mul);
-  tensor_ctx_begin("test_grad");
+  mix_ctx_begin("test_grad");
   tg_tensor *hz = tensor_ctx_end(z);
-  tensor_ctx_end_void();
+  mix_ctx_end();
   CHECK(hw && hm && hz && hm->uop->src[1] == w2->uop);
   tg_tensor *dw = grad1(tg_sum(hw, NULL, 0, false), w);
   double v = 0;
@@ -851,8 +851,8 @@ static tg_tensor *graph_case(const char *name, tg_tensor **in, int *nin) {
 /* the graph tinygrad builds for t: our CUSTOM_GRAD markers (a stride-1 conv2d's transposed-conv input gradient)
  * taken out, so the gradient follows tinygrad's rules through _pool */
 static tg_tensor *tinygrad_graph(const tg_tensor *t) {
-  tensor_ctx_begin("tinygrad_graph");
-  return tensor_ctx_end(tensor_strip_custom_grad(t->uop));
+  mix_ctx_begin("tinygrad_graph");
+  return tensor_ctx_end(mix_strip_custom_grad(t->uop));
 }
 
 static void check_graph_parity(void) {

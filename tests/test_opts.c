@@ -1266,16 +1266,31 @@ static void test_cpu_loop_order(void) {
               "matmul over panels: [%s]", got);
     opt_sched_free(&s);
   }
-  /* A^T @ B with the rows read as vectors (the MLP's first weight gradient, (512x128)^T @ (512x784)): the row blocks
-   * go outside the vector panels (SWAP), and the THREAD split takes the panels, the first axis it divides (49 row
-   * blocks are not a multiple of the thread count) */
+  /* A^T @ B, both operands contiguous along their own output axis (the MLP's first weight gradient, (512x128)^T @
+   * (512x784)): the vector load is the one whose axis takes pairs of registers (128 = 8 x 16, not 784 = 49 x 16), two
+   * vectors x 8 rows of the other; on two cores the THREAD split takes the 784 rows (each piece reads half of the
+   * 784-wide operand), not the 128 vectors (each would read all of it). Its second weight gradient (512x10)^T @
+   * (512x128): two vectors along 128 x 5 of the 10 rows, not the 10 lanes whole; too small for threads. */
+  Renderer ren2 = ren;
+  ren2.global_max[0] = 2;
   tg_tensor *atb = tg_matmul(tg_transpose(fl(512, 128), 0, 1), fl(512, 784));
-  if (heuristic_of_last(atb, &ren, &s, &nk)) {
+  if (heuristic_of_last(atb, &ren2, &s, &nk)) {
     char got[512];
     format_opts(s.applied, s.napplied, got, sizeof got);
-    bool thread_on_panels = false;
-    for (int k = 0; k < s.napplied; k++) thread_on_panels |= s.applied[k].op == OPT_THREAD && s.applied[k].axis == 1;
-    CHECK_MSG(applied_has(&s, (Opt){OPT_SWAP, 0, 1}) && thread_on_panels, "A^T @ B loop order: [%s]", got);
+    CHECK_MSG(applied_has(&s, (Opt){OPT_UPCAST, 0, 16}) && applied_has(&s, (Opt){OPT_UPCAST, 0, 2}) &&
+                  applied_has(&s, (Opt){OPT_UPCAST, 1, 8}) && applied_has(&s, (Opt){OPT_THREAD, 1, 2}),
+              "A^T @ B tile: [%s]", got);
+    opt_sched_free(&s);
+  }
+  tg_tensor *atb10 = tg_matmul(tg_transpose(fl(512, 10), 0, 1), fl(512, 128));
+  if (heuristic_of_last(atb10, &ren2, &s, &nk)) {
+    char got[512];
+    format_opts(s.applied, s.napplied, got, sizeof got);
+    bool threaded = false;
+    for (int k = 0; k < s.napplied; k++) threaded |= s.applied[k].op == OPT_THREAD;
+    CHECK_MSG(applied_has(&s, (Opt){OPT_UPCAST, 1, 16}) && applied_has(&s, (Opt){OPT_UPCAST, 1, 2}) &&
+                  applied_has(&s, (Opt){OPT_UPCAST, 0, 5}) && !threaded,
+              "(512x10)^T @ (512x128) tile: [%s]", got);
     opt_sched_free(&s);
   }
   /* a sum over (N, H*W) of (N, C, H*W), BatchNorm's statistics: with a row of 400 the two-axis reduce is left to the

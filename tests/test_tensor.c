@@ -268,9 +268,9 @@ static void test_graph_parity(void) {
     tg_tensor *t = build_case(tensor_graph_cases[i].name);
     CHECK_MSG(t != NULL, "case %s: no tensor (%s)", tensor_graph_cases[i].name, tg_last_error());
     if (t) {
-      tensor_ctx_begin("test_graph_parity"); /* the tensor builders' context (shape caches) */
-      char *got = canon(tensor_strip_custom_grad(t->uop)); /* our gradient markers are not in tinygrad's graph */
-      tensor_ctx_end_void();
+      mix_ctx_begin("test_graph_parity"); /* the tensor builders' context (shape caches) */
+      char *got = canon(mix_strip_custom_grad(t->uop)); /* our gradient markers are not in tinygrad's graph */
+      mix_ctx_end();
       bool same = strcmp(got, tensor_graph_cases[i].graph) == 0;
       if (!same) {
         /* point at the first differing node */

@@ -10,74 +10,17 @@ Run with tinygrad importable:
   cd /work/tgref && NO_COLOR=1 NOOPT=1 DEV=CPU PYTHONPATH=. python3 /work/main/tools/gen_c_render_cases.py \
      > /work/main/tests/c_render_cases.h
 """
-import math
 from dataclasses import replace
 from tinygrad import Tensor, dtypes
-from tinygrad.uop.ops import UOp, Ops, KernelInfo
-from tinygrad.dtype import AddrSpace, ConstFloat, Invalid
+from tinygrad.uop.ops import Ops
 from tinygrad.codegen import full_rewrite_to_sink, line_rewrite, pm_linearize_cleanups
 from tinygrad.codegen.late.linearizer import linearize
 from tinygrad.codegen.opt import Opt, OptOps
 from tinygrad.device import Device
 from tinygrad.helpers import ansistrip
+from tg_sexp import sexp, linear_lines, cstr, dtrepr
 
 ren = Device["CPU"].renderer
-
-def fmt_float(v):
-  v = float(v)
-  if math.isnan(v): return "nan"
-  if math.isinf(v): return "inf" if v > 0 else "-inf"
-  return repr(v)
-
-def arg_text(u):
-  a = u.arg
-  if u.op is Ops.CONST:
-    if a is Invalid: return "inv"
-    if isinstance(a, bool): return f"b:{int(a)}"
-    if isinstance(a, (float, ConstFloat)): return "f:" + fmt_float(float(a))
-    return f"i:{int(a)}"
-  if u.op in (Ops.PARAM, Ops.BUFFER) and a is not None:
-    if u.op is Ops.BUFFER and a.addrspace == AddrSpace.ALU and a.vmin_vmax is not None:
-      return f"var:{a.name}:{int(a.vmin_vmax[0])}:{int(a.vmin_vmax[1])}"
-    s = f"param:{a.slot}:{a.name or '-'}:{int(a.addrspace) if a.addrspace is not None else 0}"
-    if a.device is not None or a.vmin_vmax is not None: s += f":{a.device or ''}"
-    if a.vmin_vmax is not None: s += f":{int(a.vmin_vmax[0])}:{int(a.vmin_vmax[1])}"
-    return s
-  if u.op is Ops.RANGE: return "rng:" + "_".join(str(x) for x in a[:-1]) + ":" + a[-1].name
-  if u.op is Ops.SINK and isinstance(a, KernelInfo): return "kern:" + ansistrip(a.name)
-  if u.op in (Ops.SPECIAL, Ops.CUSTOM, Ops.CUSTOMI): return "s:" + a
-  if a is None or u.op in (Ops.CAST, Ops.BITCAST): return None
-  raise RuntimeError(f"no arg syntax for {u.op} {a!r}")
-
-def dtn(dt): return repr(dt)[len("dtypes."):]
-
-def srcs(u):
-  # tinygrad.c keeps a Variable (ALU PARAM/BUFFER) without tinygrad's empty-STACK shape source
-  if u.op in (Ops.PARAM, Ops.BUFFER) and u.arg.addrspace == AddrSpace.ALU: return ()
-  return u.src
-
-def sexp(root):
-  uses = {}
-  for u in root.toposort():
-    for s in srcs(u): uses[s] = uses.get(s, 0) + 1
-  names = {}
-  def go(u):
-    if u in names: return f"@{names[u]}"
-    at = arg_text(u)
-    head = f"{u.op.name}.{dtn(u.dtype)}" + (f"={at}" if at else "")
-    label = ""
-    if uses.get(u, 0) > 1:
-      names[u] = len(names)
-      label = f"@{names[u]} "
-    return "(" + label + " ".join([head] + [go(x) for x in srcs(u)]) + ")"
-  return go(root)
-
-def linear_lines(lst):
-  lst = [u for u in lst if not (u.op is Ops.STACK and not u.src)]  # a Variable's shape: not in tinygrad.c
-  pos = {u: i for i, u in enumerate(lst)}
-  return "\n".join(f"{u.op.name}.{dtn(u.dtype)}" + "".join(f" {pos[s]}" for s in srcs(u) if s in pos) for u in lst)
-
-def cstr(s): return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 def cases():
   f = lambda *s: Tensor.empty(*s)
@@ -154,5 +97,5 @@ for name, fn, threads in cases():
     sink = full_rewrite_to_sink(ast, ren)
     lst = line_rewrite(linearize(sink), pm_linearize_cleanups)
     src = ren.render(lst)
-    print(f"  {{{cstr(f'{name}_{i}')},\n   {cstr(sexp(sink))},\n   {cstr(linear_lines(lst))},\n   {cstr(src)}}},")
+    print(f"  {{{cstr(f'{name}_{i}')},\n   {cstr(sexp(sink, dtype_name=dtrepr, preorder=True, var_form=True, mangle_names=False, strict=True))},\n   {cstr(linear_lines(lst))},\n   {cstr(src)}}},")
 print("};")

@@ -9,80 +9,20 @@ IF/ENDIF line rewrite) and CUDARenderer's source. Graph syntax: src/uop/parse.h.
 Run with tinygrad importable (writes the header on stdout):
   NO_COLOR=1 DEV=NULL:CUDA:sm_90 PYTHONPATH=/work/tgref /usr/bin/python3 tools/gen_cuda_cases.py > tests/cuda_cases.h
 """
-import math, os, sys
+import os, sys
 os.environ.setdefault("TC", "0")  # the heuristic without tensor cores, except in the tc_* cases (Context(TC=1) there)
 from dataclasses import replace
 from tinygrad import Tensor, dtypes, Device
-from tinygrad.uop.ops import UOp, Ops, KernelInfo
-from tinygrad.dtype import AddrSpace, ConstFloat, Invalid
+from tinygrad.uop.ops import Ops
 from tinygrad.codegen import full_rewrite_to_sink, line_rewrite, pm_linearize_cleanups
 from tinygrad.codegen.late.linearizer import linearize
 from tinygrad.codegen.opt import Opt, OptOps
 from tinygrad.helpers import ansistrip, Context
+from tg_sexp import sexp, linear_lines, cstr, chunks
 
 ren = Device[Device.DEFAULT].renderer
 assert type(ren).__name__ == "CUDARenderer", f"run with DEV=NULL:CUDA:sm_90 (got {type(ren).__name__})"
 
-def fmt_float(v):
-  v = float(v)
-  if math.isnan(v): return "nan"
-  if math.isinf(v): return "inf" if v > 0 else "-inf"
-  return repr(v)
-
-def arg_text(u):
-  a = u.arg
-  if u.op is Ops.CONST:
-    if a is Invalid: return "inv"
-    if isinstance(a, bool): return f"b:{int(a)}"
-    if isinstance(a, (float, ConstFloat)): return "f:" + fmt_float(float(a))
-    return f"i:{int(a)}"
-  if u.op in (Ops.PARAM, Ops.BUFFER) and a is not None:
-    s = f"param:{a.slot}:{a.name or '-'}:{int(a.addrspace) if a.addrspace is not None else 0}"
-    if a.device is not None or a.vmin_vmax is not None: s += f":{a.device or ''}"
-    if a.vmin_vmax is not None: s += f":{int(a.vmin_vmax[0])}:{int(a.vmin_vmax[1])}"
-    return s
-  if u.op is Ops.RANGE: return "rng:" + "_".join(str(x) for x in a[:-1]) + ":" + a[-1].name
-  if u.op is Ops.REDUCE: return f"red:{a[0].name}:{a[1]}"
-  if u.op is Ops.SINK and isinstance(a, KernelInfo):
-    return "kern:" + ansistrip(a.name).replace("(", "[").replace(")", "]").replace(" ", "_")
-  if u.op in (Ops.SPECIAL, Ops.CUSTOM, Ops.CUSTOMI): return "s:" + a
-  if u.op is Ops.WMMA:  # lowered (contracted): (dims, dtype_in, device, threads, ...) -> "wmma:N,M,K,in,out,threads"
-    dims, din, _dev, threads = a[0], a[1], a[2], a[3]
-    return "wmma:" + ",".join(str(x) for x in dims) + f",{dtname(din)},{dtname(u.dtype)},{threads}"
-  return None
-
-SPACED = {'signed char': 'int8', 'unsigned char': 'uint8', 'unsigned short': 'uint16', 'unsigned int': 'uint32',
-          'unsigned long': 'uint64', '__bf16': 'bfloat16'}
-def dtname(dt): return SPACED.get(dt.name, dt.name)
-def srcs(u):
-  # tinygrad.c keeps a Variable (ALU PARAM/BUFFER) without tinygrad's empty-STACK shape source
-  if u.op in (Ops.PARAM, Ops.BUFFER) and u.arg.addrspace == AddrSpace.ALU: return ()
-  return u.src
-
-def sexp(root):
-  uses = {}
-  for u in root.toposort():
-    for x in u.src: uses[x] = uses.get(x, 0) + 1
-  refs = {}
-  def go(u):
-    if u in refs: return f"@{refs[u]}"
-    at = arg_text(u)
-    head = f"{u.op.name}.{dtname(u.dtype)}" + (f"={at}" if at else "")
-    inner = " ".join([head] + [go(x) for x in srcs(u)])
-    if uses.get(u, 0) > 1 and u.op is not Ops.CONST:
-      refs[u] = len(refs)
-      return f"(@{refs[u]} {inner})"
-    return f"({inner})"
-  return go(root)
-
-def linear_lines(lst):
-  lst = [u for u in lst if not (u.op is Ops.STACK and not u.src)]  # a Variable's shape: not in tinygrad.c
-  pos = {u: i for i, u in enumerate(lst)}
-  return "\n".join(f"{u.op.name}.{repr(u.dtype)[len('dtypes.'):]}" + "".join(f" {pos[s]}" for s in srcs(u) if s in pos) for u in lst)
-
-def cstr(s): return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-def chunks(text, n=2000):
-  return "(const char *const[]){" + ", ".join(cstr(text[i:i+n]) for i in range(0, len(text), n)) + ", NULL}"
 def opt_arg(o):
   if o.op is OptOps.TC:  # (tc_select, tc_opt, use_tc) packed as src/codegen/opt_tc.c opt_tc_arg
     sel, tco, use = o.arg

@@ -9,10 +9,9 @@ uses a renderer with the same global_max. Run with tinygrad importable:
   cd /work/tgref && NO_COLOR=1 NUM_CPU_THREADS=8 DEV=CPU PYTHONPATH=. python3 /work/main/tools/gen_opt_heuristic_cases.py \
      > /work/main/tests/opt_heuristic_cases.h
 """
-import math, os, sys
+import os, sys
 from tinygrad import Tensor, dtypes
-from tinygrad.uop.ops import Ops, KernelInfo
-from tinygrad.dtype import AddrSpace, ConstFloat, Invalid
+from tinygrad.uop.ops import Ops
 from tinygrad.codegen import graph_rewrite
 from tinygrad.codegen.opt.postrange import apply_opts
 from tinygrad.codegen.simplify import pm_flatten_range, pm_simplify_ranges, pm_split_ranges, pm_load_collapse
@@ -20,60 +19,11 @@ from tinygrad.schedule.rangeify import pm_mops
 from tinygrad.uop.symbolic import sym
 from tinygrad.device import Device
 from tinygrad.helpers import ansistrip
+from tg_sexp import sexp, chunks
 
 assert os.environ.get("NUM_CPU_THREADS") == "8", "run with NUM_CPU_THREADS=8 (the test pins the same thread count)"
 assert not os.environ.get("NOOPT"), "the heuristic does not run under NOOPT"
 ren = Device["CPU"].renderer
-
-# ---- the AST as an s-expression (the same writer as tools/gen_codegen_cases.py) ----
-def fmt_float(v):
-  v = float(v)
-  if math.isnan(v): return "nan"
-  if math.isinf(v): return "inf" if v > 0 else "-inf"
-  return repr(v)
-
-def arg_text(u):
-  a = u.arg
-  if u.op is Ops.CONST:
-    if a is Invalid: return "inv"
-    if isinstance(a, bool): return f"b:{int(a)}"
-    if isinstance(a, (float, ConstFloat)): return "f:" + fmt_float(float(a))
-    return f"i:{int(a)}"
-  if u.op in (Ops.PARAM, Ops.BUFFER) and a is not None:
-    s = f"param:{a.slot}:{a.name or '-'}:{int(a.addrspace) if a.addrspace is not None else 0}"
-    if a.device is not None or a.vmin_vmax is not None: s += f":{a.device or ''}"
-    if a.vmin_vmax is not None: s += f":{int(a.vmin_vmax[0])}:{int(a.vmin_vmax[1])}"
-    return s
-  if u.op is Ops.RANGE: return "rng:" + "_".join(str(x) for x in a[:-1]) + ":" + a[-1].name
-  if u.op is Ops.REDUCE: return f"red:{a[0].name}:{a[1]}"
-  if u.op is Ops.SINK and isinstance(a, KernelInfo):
-    return "kern:" + ansistrip(a.name).replace("(", "[").replace(")", "]").replace(" ", "_")
-  return None
-
-SPACED = {'signed char': 'int8', 'unsigned char': 'uint8', 'unsigned short': 'uint16', 'unsigned int': 'uint32',
-          'unsigned long': 'uint64', '__bf16': 'bfloat16'}
-def dtname(dt): return SPACED.get(dt.name, dt.name)
-
-def sexp(root):
-  uses = {}
-  for u in root.toposort():
-    for x in u.src: uses[x] = uses.get(x, 0) + 1
-  refs = {}
-  def go(u):
-    if u in refs: return f"@{refs[u]}"
-    src = u.src
-    if u.op in (Ops.PARAM, Ops.BUFFER) and u.arg.addrspace == AddrSpace.ALU: src = ()
-    at = arg_text(u)
-    head = f"{u.op.name}.{dtname(u.dtype)}" + (f"={at}" if at else "")
-    inner = " ".join([head] + [go(x) for x in src])
-    if uses.get(u, 0) > 1 and u.op is not Ops.CONST:
-      refs[u] = len(refs)
-      return f"(@{refs[u]} {inner})"
-    return f"({inner})"
-  return go(root)
-
-def chunks(text, n=2000):
-  return "(const char *const[]){" + ", ".join(f'"{text[i:i+n]}"' for i in range(0, len(text), n)) + ", NULL}"
 
 # ---- tinygrad's choice: the range passes of full_rewrite_to_sink, then apply_opts (heuristic, no opts_to_apply) ----
 def heuristic_opts(ast):

@@ -9,39 +9,9 @@ are renumbered p0, p1, ... in order of appearance, CONST args print as ints, %.1
 Inputs are Tensor.empty buffers (the same BUFFER + RESHAPE graph the C API's tg_empty builds).
 Run:  cd /work/tgref && DEV=CPU PYTHONPATH=. python3 /work/main/tools/gen_tensor_graph_cases.py > /work/main/tests/tensor_graph_cases.h
 """
-import math
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
-
-def dname(d): return str(d)[len("dtypes."):]
-
-def fmtc(v):
-  if isinstance(v, bool): return "True" if v else "False"
-  if isinstance(v, int): return str(v)
-  v = float(v)
-  if math.isnan(v): return "nan"
-  if math.isinf(v): return "inf" if v > 0 else "-inf"
-  return "%.17g" % v
-
-def canon(root):
-  order, idx, slots = [], {}, {}
-  def visit(u):
-    if u in idx: return
-    for s in u.src: visit(s)
-    idx[u] = len(order); order.append(u)
-  visit(root)
-  out = []
-  for u in order:
-    a = "-"
-    if u.op is Ops.CONST: a = fmtc(u.arg)
-    elif u.op in (Ops.BUFFER, Ops.PARAM):
-      if u.arg.slot not in slots: slots[u.arg.slot] = len(slots)
-      a = "p%d:%s:%s" % (slots[u.arg.slot], dname(u.arg.dtype), u.arg.device)
-    elif u.op is Ops.REDUCE: a = "%s,%d" % (u.arg[0].name, u.arg[1])
-    elif u.op is Ops.PERMUTE: a = ",".join(str(x) for x in u.arg)
-    elif u.op is Ops.FLIP: a = ",".join(str(int(x)) for x in u.arg)
-    out.append("%s %s %s %s" % (u.op.name, dname(u.dtype), a, ",".join(str(idx[s]) for s in u.src) or "-"))
-  return ";".join(out)
+from tg_sexp import canon
 
 E = Tensor.empty
 f43 = lambda: E(4, 3)

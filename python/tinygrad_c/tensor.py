@@ -44,6 +44,14 @@ def _check(status:int):
   if status != 0: _raise()
 
 def _i64(seq): return (ctypes.c_int64 * len(seq))(*seq)
+_I64: dict = {}
+def _i64_const(key:tuple):
+  """_i64 for a shape tuple the C side only reads (const int64_t *): the arrays are cached, never written"""
+  arr = _I64.get(key)
+  if arr is None:
+    arr = (ctypes.c_int64 * len(key))(*key)
+    if len(_I64) < 4096: _I64[key] = arr
+  return arr
 def _ints(seq): return (ctypes.c_int * len(seq))(*seq)
 def _handles(ts): return (_vp * len(ts))(*[t._h for t in ts])
 
@@ -103,7 +111,7 @@ def _bin(fn, a:Tensor, b, reverse=False) -> Tensor:
   return _w(r)
 
 _AXES: dict = {}
-def _axes(axis, ndim:int):
+def _axes(axis):
   """(int array or None, count) for an axis argument: None = all axes (the arrays are cached: never written)"""
   if axis is None: return None, 0
   key = (axis,) if axis.__class__ is int else tuple(axis)
@@ -628,7 +636,7 @@ class Tensor:
 
   # ------------------------------------------------------------------ reductions
   def _reduce(self, fn, axis, keepdim, *extra):
-    ax, n = _axes(axis, self.ndim)
+    ax, n = _axes(axis)
     return _w(fn(self._h, ax, n, bool(keepdim), *extra))
   def sum(self, axis=None, keepdim=False, dtype=None):
     x = self.cast(dtype) if dtype is not None else self
@@ -682,9 +690,9 @@ class Tensor:
 
   # ------------------------------------------------------------------ movement
   def reshape(self, shape, *args) -> Tensor:
-    s = argfix(shape, *args)
+    s = shape if shape.__class__ is tuple and not args else argfix(shape, *args)
     if None in s: s = tuple(self.shape[i] if x is None else x for i, x in enumerate(s))
-    return _w(L.tg_reshape(self._h, _i64(s), len(s)))
+    return _w(L.tg_reshape(self._h, _i64_const(s), len(s)))
   view = reshape
   def expand(self, shape, *args) -> Tensor:
     s = argfix(shape, *args)
@@ -833,10 +841,10 @@ class Tensor:
     from .composite import avg_pool
     return avg_pool(self, kernel_size, stride, dilation, padding, ceil_mode, count_include_pad)
   def layernorm(self, axis=-1, eps:float=1e-5) -> Tensor:
-    ax, n = _axes(axis, self.ndim)
+    ax, n = _axes(axis)
     return _w(L.tg_layernorm(self._h, ax, n, float(eps)))
   def batchnorm(self, weight, bias, mean:Tensor, invstd:Tensor, axis=1) -> Tensor:
-    ax, n = _axes(axis, self.ndim)
+    ax, n = _axes(axis)
     return _w(L.tg_batchnorm(self._h, weight._h if weight is not None else None, bias._h if bias is not None else None,
                              mean._h, invstd._h, ax, n))
   def rms_norm(self, eps:float=1e-6) -> Tensor: return _w(L.tg_rms_norm(self._h, float(eps)))

@@ -3,7 +3,9 @@
  * upcasts of axes some buffer broadcasts over, unroll of the last reduce, a default upcast of 4, locals (devices with
  * locals), and the THREAD split over cores. Tensor cores, images and the matvec template need a GPU renderer.
  * CPU adaptations (each measured; see the comments where they act): register tiles for matmul-like kernels and
- * convs (cpu_matmul_tiles), and no upcast for elementwise kernels (the compiler's loop vectorizer does better).
+ * convs (cpu_matmul_tiles), no upcast for elementwise kernels (the compiler's loop vectorizer does better), and a
+ * THREAD split that counts a tiled kernel's work in vectors and takes the axis leaving each piece the fewest input
+ * bytes (cpu_threads).
  * GPU adaptations (measured on the H200, bench/bench_gpu): 256-thread blocks for elementwise kernels (gpu_locals: a
  * neg over 2^28 1.7 -> 4.1 TB/s, relu(a*b+c) 3.3 -> 4.4) and a warp per row for long contiguous row reduces
  * (gpu_row_reduce: sum over 2^28 2.1 -> 4.1 TB/s, softmax 4096x4096 0.17 -> 1.2 TB/s). */
@@ -284,6 +286,32 @@ static int panel_axis(const Shape *sh, UOp *cont, UOp *bcast, int v, int r) {
   return -1;
 }
 
+/* The vector axis of a register tile whose vector load is cont (the last output axis cont reads with unit stride and
+ * bcast does not read), its upcast (vamt: a divisor of it that fills a register, or half, or a quarter; 0 with
+ * whole: an axis that is not a multiple of the register but at most two registers long, a conv row of 28, 24, 20,
+ * 12..., upcast whole, in two splits of at most 16 when needed: a 64x32x28x28 3x3 conv went from 29 GFLOPS, 4 lanes x
+ * 8 rows, kx unrolled, to 66-70, 28 lanes x 4 rows, no unroll). -1 when there is none. */
+static int tile_vector_axis(const Shape *sh, UOp *cont, UOp *bcast, int w, const int *vec_cands, int *vamt,
+                            bool *whole, int *split) {
+  for (int v = sh->n - 1; v >= 0; v--) {
+    if (!is_upcastable(sh, v)) continue;
+    UOp *rv = sh->rngs.data[v];
+    if (!has_unit_term(cont, rv) || in_slice(bcast, rv) || bcast == rv) continue;
+    int64_t vs = sh->size[v];
+    *whole = vs % w != 0 && vs <= 2 * w;
+    *vamt = *whole ? 0 : largest_divisor(vs, vec_cands, 3);
+    *split = 0;
+    if (*whole && vs > 16) {
+      for (int d = 2; d <= 16 && !*split; d++)
+        if (vs % d == 0 && vs / d <= 16) *split = d;
+      if (!*split) continue;
+    }
+    if (!*whole && !*vamt) continue;
+    return v;
+  }
+  return -1;
+}
+
 static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
   if (s->ren->has_local || s->ren->vector_bytes <= 0) return false;
   UOp *red, *mul, *ia, *ib;
@@ -292,25 +320,29 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
   int itemsize = TG_MAX(1, red->dtype->bitsize / 8);
   int w = s->ren->vector_bytes / itemsize;
   int vec_cands[3] = {w, w / 2, w / 4}, row_cands[4] = {8, 4, 3, 2};
+  /* Both loads may be contiguous along an output axis of their own (A^T @ B: a weight gradient dH^T @ x). Each pass
+   * takes one of them as the vector load; the pass whose vector axis takes full registers, and then pairs of them
+   * (the wide tile below), goes first. Measured (2 cores, AVX-512, one thread, the MLP's first weight gradient
+   * (512x128)^T @ (512x784), whose 784 = 49 x 16 takes no pair): vector along 784, 16 rows 505-518 us; along 128,
+   * 2 vectors x 8 rows 440-461; its second, (512x10)^T @ (512x128): 10 lanes whole x 4 rows 30 us (two threads),
+   * 2 vectors along 128 x 5 rows (BEAM's pick) 6 */
+  int vaxis[2], vamts[2], splits[2], quality[2];
+  bool wholes[2];
   for (int pass = 0; pass < 2; pass++) {
+    vaxis[pass] = tile_vector_axis(sh, pass ? ia : ib, pass ? ib : ia, w, vec_cands, &vamts[pass], &wholes[pass],
+                                   &splits[pass]);
+    quality[pass] = vaxis[pass] < 0 ? -1 : vamts[pass] != w ? 0 : (sh->size[vaxis[pass]] / w) % 2 == 0 ? 2 : 1;
+  }
+  for (int turn = 0; turn < 2; turn++) {
+    int pass = quality[1] > quality[0] ? 1 - turn : turn;
     UOp *cont = pass ? ia : ib, *bcast = pass ? ib : ia; /* cont: the load contiguous along the vector axis */
     int64_t cont_bytes = pass ? bytes_a : bytes_b;
-    for (int v = sh->n - 1; v >= 0; v--) {
-      if (!is_upcastable(sh, v)) continue;
-      UOp *rv = sh->rngs.data[v];
-      if (!has_unit_term(cont, rv) || in_slice(bcast, rv) || bcast == rv) continue;
+    {
+      int v = vaxis[pass];
+      if (v < 0) continue;
       int64_t vs = sh->size[v];
-      /* an axis that is not a multiple of the register but at most two registers long (a conv row of 28, 24, 20,
-       * 12...) is upcast whole, in two splits of at most 16 when needed, with 4 rows: a 64x32x28x28 3x3 conv went
-       * from 29 GFLOPS (4 lanes x 8 rows, kx unrolled) to 66-70 (28 lanes x 4 rows, no unroll) */
-      bool whole = vs % w != 0 && vs <= 2 * w;
-      int vamt = whole ? 0 : largest_divisor(vs, vec_cands, 3), split = 0;
-      if (whole && vs > 16) {
-        for (int d = 2; d <= 16 && !split; d++)
-          if (vs % d == 0 && vs / d <= 16) split = d;
-        if (!split) continue;
-      }
-      if (!whole && !vamt) continue;
+      bool whole = wholes[pass];
+      int vamt = vamts[pass], split = splits[pass];
       const int *rows = whole ? row_cands + 1 : row_cands;
       int nrows = whole ? 3 : 4;
       int r = -1;
@@ -387,8 +419,14 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
          * 16 accumulators cover the FMA latency on both units with room to spare (8 only just do), 10 loads per 16
          * FMAs. Measured (same machine, GFLOPS, 4 -> 8 rows, unroll 8): 256^3 156-210 -> 208-210, 512^3 233-267 ->
          * 287-317, 1024^3 283-303 -> 338-348, 2048^3 308-314 -> 332-339, 16 x 256^3 291-301 -> 322-347. */
+        /* The wide tile takes contiguous rows as well (they are then broadcast one by one too; not a conv's: those
+         * read through a window, tiled above), and 8 down to 4 rows, the largest that divides (10 classes: 5).
+         * Measured (one thread, (512x128)^T @ (512x784), vector along 128): 2 vectors x 8 rows 440-461 us, 1 vector
+         * x 16 rows 505-518, 2 x 7 466-470, 4 x 4 455-466. */
+        static const int wide_cands[] = {8, 7, 6, 5, 4};
+        int wide_rows = largest_divisor(sh->size[r], wide_cands, (int)TG_ARRAY_LEN(wide_cands));
         int64_t b_bytes = (last_red >= 0 ? sh->size[last_red] : 1) * vs * itemsize; /* one K x N matrix of B */
-        bool wide = !whole && vamt == w && !contiguous_rows && sh->size[r] % 4 == 0 &&
+        bool wide = !whole && vamt == w && wide_rows && (!contiguous_rows || !window) &&
                     (p >= 0 ? sh->size[p] % 2 == 0 : b_bytes <= ((int64_t)2 << 20) && (vs / w) % 2 == 0);
         bool window_wide = window_rows && window_rows <= 8 && !whole && vamt == w && (vs / w) % 2 == 0;
         shape_load(s, sh);
@@ -400,7 +438,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
         if (wide) {
           int si = axis_of(sh, &second_ra);
           wide = si >= 0 && try_opt(s, OPT_UPCAST, si, 2);
-          if (wide) ramt = sh->size[r] % 8 == 0 ? 8 : 4, unroll = 8, shape_load(s, sh);
+          if (wide) ramt = wide_rows, unroll = 8, shape_load(s, sh);
         }
         int ri = axis_of(sh, &row_ra);
         if (ri >= 0 && ramt > 1) try_opt(s, OPT_UPCAST, ri, ramt);
@@ -826,6 +864,59 @@ static void gpu_locals(OptScheduler *s, Shape *sh) {
     try_opt(s, OPT_NOLOCALS, -1, 0);
 }
 
+/* Bytes of input one piece reads when THREAD splits the axis n ways (axis -1: no split): a load whose index uses the
+ * axis reads its share of the buffer, any other load all of it (a store target is no input). */
+static int64_t thread_read_bytes(const OptScheduler *s, const Shape *sh, int axis, int n) {
+  UOpVec topo = {0}, stored = {0};
+  uop_toposort(s->ast, NULL, NULL, &topo);
+  for (size_t i = 0; i < topo.len; i++)
+    if (topo.data[i]->op == TG_OP_STORE) tg_vec_push(&stored, topo.data[i]->src[0]);
+  int64_t total = 0;
+  for (size_t i = 0; i < topo.len; i++) {
+    UOp *u = topo.data[i], *buf = u->src[0];
+    int64_t elems;
+    if (u->op != TG_OP_INDEX || u->nsrc < 2 || cg_vec_has(&stored, u)) continue;
+    if (buf->nsrc < 1 || !uop_ssimplify_int(buf->src[0], &elems)) continue;
+    int64_t bytes = elems * TG_MAX(1, buf->dtype->bitsize / 8);
+    total += axis >= 0 && in_slice(ungated_index(u), sh->rngs.data[axis]) ? bytes / n : bytes;
+  }
+  tg_vec_free(&topo);
+  tg_vec_free(&stored);
+  return total;
+}
+
+/* The THREAD split (tinygrad: the largest count that divides a WEAK axis, the first such, keeping ~128K ops per
+ * thread). CPU adaptations:
+ * - a kernel that took a CPU register tile or the loop vectorizer (tiled) does a vector's worth of lanes per op, so
+ *   its ops are counted in vectors, or as the elements it reads when there are more of those (a sum down columns
+ *   is bound by memory): each piece must be worth more than the pool handoff (the research measured 9.6-10.3 us per
+ *   threaded launch here). Measured (2 cores, AVX-512, a busy machine, us min per kernel in the MLP training step,
+ *   655K-lane kernels of its 10-class layer): dlogits^T @ h 2 threads 30, one 6; dlogits @ W2 16 vs 6; relu(h) @
+ *   W2^T 28 vs 18.
+ * - of the axes that take the count, the one whose split leaves each piece the fewest input bytes to read (ties: the
+ *   first, tinygrad's): a weight gradient dH^T @ x split along dH's 128 outputs has each piece read all of x; along
+ *   x's 784, half of it. */
+static void cpu_threads(OptScheduler *s, Shape *sh, bool tiled) {
+  if (!s->ren->has_threads || !s->ren->has_global_max) return;
+  static const int counts[] = {32, 16, 12, 8, 6, 5, 4, 3, 2};
+  shape_load(s, sh);
+  int64_t total = 1;
+  for (int i = 0; i < sh->n; i++) total *= sh->size[i];
+  if (tiled && s->ren->vector_bytes > 0)
+    total = TG_MAX(total / TG_MAX(1, s->ren->vector_bytes / 4), thread_read_bytes(s, sh, -1, 1) / 4);
+  for (size_t ci = 0; ci < TG_ARRAY_LEN(counts); ci++) {
+    int threads = counts[ci], best = -1;
+    if (threads > s->ren->global_max[0] || total / (128 << 10) < threads) continue;
+    int64_t best_bytes = 0;
+    for (int axis = 0; axis < sh->n; axis++) {
+      if (sh->type[axis] != AXIS_WEAK || sh->size[axis] % threads != 0) continue;
+      int64_t bytes = thread_read_bytes(s, sh, axis, threads);
+      if (best < 0 || bytes < best_bytes) best = axis, best_bytes = bytes;
+    }
+    if (best >= 0 && try_opt(s, OPT_THREAD, best, threads)) break;
+  }
+}
+
 /* the opt axis of the range with this id, -1 when gone */
 static int axis_of_id(const OptScheduler *s, int64_t id, int64_t *size) {
   UOpVec r = {0};
@@ -890,6 +981,7 @@ static bool hand_coded_tc(OptScheduler *s) {
 }
 
 void opt_hand_coded(OptScheduler *s) {
+  bool tiled = false;
   Shape sh;
   memset(&sh, 0, sizeof sh);
   UOpScope sc = uop_scope_begin();
@@ -925,8 +1017,8 @@ void opt_hand_coded(OptScheduler *s) {
   }
 
   if (gpu_row_reduce(s, &sh)) goto out;
-  if (cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh) || cpu_column_reduce(s, &sh))
-    goto threads;
+  tiled = cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh) || cpu_column_reduce(s, &sh);
+  if (tiled) goto threads;
 
   /* more upcasts of output axes that some buffer broadcasts over, while the output is big and the tile small. On a
    * CPU an elementwise kernel (no reduce) gets no upcast at all: the compiler's loop vectorizer turns the plain loop
@@ -975,21 +1067,7 @@ void opt_hand_coded(OptScheduler *s) {
 
 threads:
   cpu_batch_outer(s, &sh);
-  /* threads: the largest count that divides a WEAK axis (the first such), keeping ~128K ops per thread */
-  if (s->ren->has_threads && s->ren->has_global_max) {
-    static const int counts[] = {32, 16, 12, 8, 6, 5, 4, 3, 2};
-    shape_load(s, &sh);
-    int64_t total = 1;
-    for (int i = 0; i < sh.n; i++) total *= sh.size[i];
-    for (size_t ci = 0; ci < TG_ARRAY_LEN(counts); ci++) {
-      int threads = counts[ci];
-      if (threads > s->ren->global_max[0] || total / (128 << 10) < threads) continue;
-      bool done = false;
-      for (int axis = 0; axis < sh.n && !done; axis++)
-        if (sh.type[axis] == AXIS_WEAK && sh.size[axis] % threads == 0) done = try_opt(s, OPT_THREAD, axis, threads);
-      if (done) break;
-    }
-  }
+  cpu_threads(s, &sh, tiled);
 out:
   tg_vec_free(&sh.rngs);
   uop_scope_end(sc);

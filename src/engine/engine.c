@@ -8,7 +8,8 @@
  *
  * Device memory: every global BUFFER node owns at most one runtime buffer, kept in a side table keyed by the node and
  * released by uop.c's buffer free hook when the node dies. Compiled kernels are cached by their (interned) kernel
- * AST: the scheduler renumbers PARAMs and RANGEs, so the same kernel on other buffers is the same node. */
+ * AST and the knobs that change its program: the scheduler renumbers PARAMs and RANGEs, so the same kernel on other
+ * buffers is the same node. */
 #include "engine.h"
 
 #include <stdio.h>
@@ -173,7 +174,7 @@ tg_status engine_copyout(UOp *buffer, void *out, size_t nbytes) {
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
-/* compiled kernels, cached by kernel AST                                                                         */
+/* compiled kernels, cached by kernel AST and the knobs that change its program                                   */
 
 typedef struct Kernel {
   UOp *ast;            /* kept */
@@ -191,10 +192,49 @@ typedef struct Kernel {
   char core_name[TG_NAME_MAX]; /* the core_id parameter's name in src ("" without one) */
   bool flat_ids;       /* a GPU kernel with flat ids: its block shape is chosen after compile (pick_local_size) */
   RenderParamVec params; /* kept until then: what the timing runs need */
+  bool from_template;  /* the GEMM template route's program (engine_stats) */
+  uint64_t knobs;      /* kernel_knobs() when it was made */
+  struct Kernel *other_knobs; /* the same AST made under other knobs (a chain from the map's entry; not owned) */
 } Kernel;
 
 static TG_VEC(Kernel *) kernels;
 static UOpMap kernel_by_ast;
+static EngineStats stats;
+
+EngineStats engine_stats(void) { return stats; }
+
+/* The knobs that change the program one AST becomes (the opts, the lowering, the renderers, the template route):
+ * part of the kernel cache's key, so a kernel made under GEMM_TEMPLATE=0 or NOOPT=1 is not reused without it
+ * (tinygrad keys its method cache with BEAM and NOOPT). Read per schedule, not per kernel. */
+static uint64_t kernel_knobs(void) {
+  static const char *const knobs[] = {"GEMM_TEMPLATE", "BEAM", "NOOPT", "NOLOCALS", "TC", "USE_TC", "TC_OPT",
+                                      "TC_SELECT", "MV", "MV_BLOCKSIZE", "MV_THREADS_PER_ROW", "MV_ROWS_PER_THREAD",
+                                      "ALLOW_TF32", "TRANSCENDENTAL", "DISABLE_FAST_IDIV", "VECTOR_ACC", "DMC",
+                                      "EXPAND_SSA", "THREADS", "NUM_CPU_THREADS", "BEAM_UPCAST_MAX", "BEAM_LOCAL_MAX",
+                                      "BEAM_PADTO"};
+  uint64_t h = 0x6b65726e656cULL;
+  for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) h = tg_hash_mix(h, (uint64_t)tg_getenv_int(knobs[i], INT64_MIN));
+  return h;
+}
+
+static Kernel *cached_kernel(UOp *ast, uint64_t knobs) {
+  void **hit = uopmap_get(&kernel_by_ast, ast);
+  for (Kernel *k = hit ? *hit : NULL; k; k = k->other_knobs)
+    if (k->knobs == knobs) return k;
+  return NULL;
+}
+
+static void cache_kernel(Kernel *k) {
+  void **hit = uopmap_get(&kernel_by_ast, k->ast);
+  if (hit) {
+    Kernel *head = *hit;
+    k->other_knobs = head->other_knobs;
+    head->other_knobs = k;
+  } else {
+    uopmap_put(&kernel_by_ast, k->ast, k);
+  }
+  tg_vec_push(&kernels, k);
+}
 
 /* The core_id Variable of a THREAD-split kernel: its number of values (1 when there is none) and its slot. */
 static int core_count(UOp *linear, int64_t *slot) {
@@ -249,6 +289,7 @@ static Kernel *template_kernel(UOp *ast, RtDevice *dev) {
   k->core_param = -1;
   k->ncores = 1;
   k->flops = render_gemm_flops(&gm.cfg);
+  k->from_template = true;
   return k;
 }
 
@@ -361,15 +402,16 @@ static tg_status get_kernels(UOp *const *calls, size_t ncalls, Kernel **out) {
   TG_VEC(Kernel *) fresh = {0};
   TG_VEC(char *) entries = {0};
   tg_status st = TG_OK;
+  uint64_t knobs = kernel_knobs();
   for (size_t i = 0; i < ncalls && st == TG_OK; i++) {
     UOp *ast = calls[i]->src[0];
     if (ast->op == TG_OP_COPY) { /* a device copy: nothing to compile */
       out[i] = NULL;
       continue;
     }
-    void **hit = uopmap_get(&kernel_by_ast, ast);
+    Kernel *hit = cached_kernel(ast, knobs);
     if (hit) {
-      out[i] = *hit;
+      out[i] = hit;
       continue;
     }
     bool pending = false;
@@ -380,6 +422,7 @@ static tg_status get_kernels(UOp *const *calls, size_t ncalls, Kernel **out) {
     char *entry = NULL;
     st = prepare_kernel(ast, &k, &entry);
     if (st != TG_OK) break;
+    k->knobs = knobs;
     tg_vec_push(&fresh, k);
     tg_vec_push(&entries, entry);
     out[i] = k;
@@ -411,8 +454,9 @@ static tg_status get_kernels(UOp *const *calls, size_t ncalls, Kernel **out) {
     for (size_t j = 0; j < fresh.len && st == TG_OK; j++)
       if (fresh.data[j]->flat_ids) st = pick_local_size(fresh.data[j]);
     for (size_t j = 0; j < fresh.len && st == TG_OK; j++) {
-      uopmap_put(&kernel_by_ast, fresh.data[j]->ast, fresh.data[j]);
-      tg_vec_push(&kernels, fresh.data[j]);
+      cache_kernel(fresh.data[j]);
+      stats.kernels_made++;
+      stats.template_made += fresh.data[j]->from_template;
     }
     tg_free(srcs);
     tg_free(progs);
@@ -516,6 +560,8 @@ static tg_status run_call(UOp *call, Kernel *k, const SchedResult *res) {
   tg_status st = rt_device_launch(k->dev, k->prog, argbufs, vals, k->nparams, k->global, k->local, timed ? &sec : NULL);
   if (st != TG_OK) return st;
   kernel_count++;
+  stats.launches++;
+  stats.template_launches += k->from_template;
   if (timed) print_debug_line(rt_device_name(k->dev), k->name, k->nparams, sec, k->flops, bytes);
   return TG_OK;
 }
@@ -886,14 +932,18 @@ tg_status engine_jit_run(EngineJit *j, UOp *const *inputs, const int64_t *vals, 
     tg_status st = TG_OK;
     if (l->graph >= 0) { /* a graph: its changed nodes updated, then launched whole */
       const JitGraph *g = &j->graphs.data[l->graph];
+      long from_template = 0;
       for (uint32_t k = 0; k < g->n && st == TG_OK; k++) {
         JitLaunch *m = &j->launches[g->first + k];
         if (m->dirty) st = rt_graph_set(g->g, k, m->bufs, m->vals);
         if (st == TG_OK) m->dirty = false;
+        from_template += m->k->from_template;
       }
       if (st == TG_OK) st = rt_graph_launch(g->g, timed ? &sec : NULL);
       if (st != TG_OK) return st;
       kernel_count += g->n;
+      stats.launches += g->n;
+      stats.template_launches += from_template;
       if (kernel_seconds) *kernel_seconds += sec;
       if (tg_debug_level() >= 2) {
         char name[64];
@@ -923,6 +973,7 @@ tg_status engine_jit_run(EngineJit *j, UOp *const *inputs, const int64_t *vals, 
     }
     if (st != TG_OK) return st;
     kernel_count++;
+    if (l->k) stats.launches++, stats.template_launches += l->k->from_template;
     if (kernel_seconds) *kernel_seconds += sec;
     if (tg_debug_level() >= 2) {
       /* tinygrad prints replayed kernels in magenta */

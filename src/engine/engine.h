@@ -30,6 +30,15 @@ tg_status engine_realize(UOp *const *roots, size_t n, UOp **out);
  * applies the whole map to every live tensor). */
 tg_status engine_realize_assigns(UOp *const *roots, size_t n, UOp **out, UOpMap *assigned);
 
+/* What the engine did since the process started: kernels made (rendered and compiled, cache misses) and kernel
+ * launches (realize and JIT replay, a graph's every node; copies not counted), and how many of each came from the GEMM
+ * template route (codegen/gemm_route.c). Read by tests (a route taken, kernel counts); not thread-safe. */
+typedef struct EngineStats {
+  long kernels_made, template_made;
+  long launches, template_launches;
+} EngineStats;
+EngineStats engine_stats(void);
+
 /* ---- JIT capture and replay (the engine half of tinygrad's TinyJit; src/engine/jit.c is the API) ----
  * engine_capture_begin opens a capture (error when one is open: nested JITs): from then on every realize schedules,
  * plans and applies its map as usual but records its CALLs and var_vals instead of running them, and reading a value

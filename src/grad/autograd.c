@@ -12,18 +12,18 @@ static tg_status fail_status(void) { return tg_last_status() != TG_OK ? tg_last_
 static UOp *root_seed(const tg_tensor *root, const tg_tensor *gradient, UOp **root_uop) {
   UOp *r = tensor_in(root, 1);
   if (!r) return NULL;
-  if (!dt_is_float(r->dtype)) return tensor_err("only float tensors have gradients (root is %s)", r->dtype->name);
+  if (!dt_is_float(r->dtype)) return mix_err("only float tensors have gradients (root is %s)", r->dtype->name);
   *root_uop = r;
   if (!gradient) {
     if (root->shape.ndim != 0)
-      return tensor_err("when no gradient is provided, backward must be called on a scalar tensor (root shape %s)",
-                  tensor_fmt_shape(&root->shape));
-    return tensor_const_like(r, const_float(1.0), NULL);
+      return mix_err("when no gradient is provided, backward must be called on a scalar tensor (root shape %s)",
+                  mix_fmt_shape(&root->shape));
+    return mix_const_like(r, const_float(1.0), NULL);
   }
   UOp *g = tensor_in(gradient, 2);
   if (!g) return NULL;
   if (!shape_eq(&gradient->shape, &root->shape))
-    return tensor_err("gradient shape %s differs from root shape %s", tensor_fmt_shape(&gradient->shape), tensor_fmt_shape(&root->shape));
+    return mix_err("gradient shape %s differs from root shape %s", mix_fmt_shape(&gradient->shape), mix_fmt_shape(&root->shape));
   return g;
 }
 
@@ -34,16 +34,16 @@ static bool check_wrt(const tg_tensor *t, int argi, bool need_storage) {
   UOp *u = tensor_in(t, argi);
   if (!u) return false;
   if (dt_is_weak(u->dtype)) {
-    tensor_err("cannot take gradient wrt a weak tensor (argument %d, dtype %s): it has no storage", argi, u->dtype->name);
+    mix_err("cannot take gradient wrt a weak tensor (argument %d, dtype %s): it has no storage", argi, u->dtype->name);
     return false;
   }
   if (!dt_is_float(u->dtype)) {
-    tensor_err("only float tensors have gradients (argument %d is %s)", argi, u->dtype->name);
+    mix_err("only float tensors have gradients (argument %d is %s)", argi, u->dtype->name);
     return false;
   }
   if (need_storage && !t->device) {
-    tensor_err("a constant tensor (argument %d, shape %s) has no storage for a grad: backward fills only tensors with "
-         "storage (tg_gradient works)", argi, tensor_fmt_shape(&t->shape));
+    mix_err("a constant tensor (argument %d, shape %s) has no storage for a grad: backward fills only tensors with "
+         "storage (tg_gradient works)", argi, mix_fmt_shape(&t->shape));
     return false;
   }
   return true;
@@ -52,10 +52,10 @@ static bool check_wrt(const tg_tensor *t, int argi, bool need_storage) {
 /* ------------------------------------------------------------------------------------------ requires_grad */
 
 tg_status tg_requires_grad(tg_tensor *t, bool requires_grad) {
-  tensor_ctx_begin("tg_requires_grad");
+  mix_ctx_begin("tg_requires_grad");
   bool ok = requires_grad ? check_wrt(t, 1, true) : tensor_in(t, 1) != NULL;
   if (ok) t->requires_grad = requires_grad;
-  tensor_ctx_end_void();
+  mix_ctx_end();
   return ok ? TG_OK : fail_status();
 }
 
@@ -70,8 +70,8 @@ void tg_zero_grad(tg_tensor *t) {
 }
 
 tg_tensor *tg_detach(const tg_tensor *t) {
-  tensor_ctx_begin("tg_detach");
-  return tensor_ctx_end(tensor_detach(tensor_in(t, 1)));
+  mix_ctx_begin("tg_detach");
+  return tensor_ctx_end(mix_detach(tensor_in(t, 1)));
 }
 
 /* -------------------------------------------------------------------------------------------------- gradient */
@@ -80,11 +80,11 @@ tg_status tg_gradient_with_grad(const tg_tensor *target, const tg_tensor *gradie
                                 size_t n, tg_tensor **out) {
   if (out)
     for (size_t i = 0; i < n; i++) out[i] = NULL;
-  tensor_ctx_begin("tg_gradient");
+  mix_ctx_begin("tg_gradient");
   UOp *root = NULL, *seed = root_seed(target, gradient, &root);
   bool ok = seed != NULL;
   if (ok && n && (!wrt || !out)) {
-    tensor_err("wrt and out must not be NULL");
+    mix_err("wrt and out must not be NULL");
     ok = false;
   }
   UOp **targets = tg_calloc(n ? n : 1, sizeof *targets), **grads = tg_calloc(n ? n : 1, sizeof *grads);
@@ -95,18 +95,18 @@ tg_status tg_gradient_with_grad(const tg_tensor *target, const tg_tensor *gradie
   ok = ok && grad_compute(root, seed, targets, n, grads);
   for (size_t i = 0; ok && i < n; i++) {
     /* no path from the target: zeros (tinygrad's const_like(0)) */
-    if (!grads[i]) grads[i] = tensor_const_like(targets[i], const_int(0), NULL);
+    if (!grads[i]) grads[i] = mix_const_like(targets[i], const_int(0), NULL);
     SymShape s;
-    ok = grads[i] && tensor_shape_sym(grads[i], &s);
+    ok = grads[i] && mix_shape_sym(grads[i], &s);
   }
   /* every result is valid: the handles cannot fail now */
   for (size_t i = 0; ok && i < n; i++) {
-    tensor_ctx_begin("tg_gradient");
+    mix_ctx_begin("tg_gradient");
     out[i] = tensor_ctx_end(grads[i]);
   }
   tg_free(targets);
   tg_free(grads);
-  tensor_ctx_end_void();
+  mix_ctx_end();
   return ok ? TG_OK : fail_status();
 }
 
@@ -120,7 +120,7 @@ static bool in_graph(const UOpMap *nodes, const tg_tensor *t) { return uopmap_ge
 
 /* all: tinygrad's rule, every live float handle with storage in the graph; else only those that require grad */
 static tg_status backward(tg_tensor *root, const tg_tensor *gradient, bool all) {
-  tensor_ctx_begin(all ? "tg_backward_all" : "tg_backward");
+  mix_ctx_begin(all ? "tg_backward_all" : "tg_backward");
   UOp *r = NULL, *seed = root_seed(root, gradient, &r);
   bool ok = seed != NULL;
   /* every live handle that requires a gradient and whose node is in the root's graph */
@@ -145,13 +145,13 @@ static tg_status backward(tg_tensor *root, const tg_tensor *gradient, bool all) 
   /* build every new grad first, then install them: an error leaves all grads as they were */
   for (size_t i = 0; ok && i < need.len; i++) {
     tg_tensor *t = need.data[i];
-    UOp *g = grads[i] ? grads[i] : tensor_const_like(targets[i], const_int(0), NULL);
-    if (g && !tensor_has_device(g)) g = tensor_clone(g); /* a constant gradient gets storage, like tinygrad's clone(device) */
-    if (g && t->grad) g = tensor_add(tensor_in(t->grad, 1), g);
+    UOp *g = grads[i] ? grads[i] : mix_const_like(targets[i], const_int(0), NULL);
+    if (g && !mix_has_device(g)) g = tensor_clone(g); /* a constant gradient gets storage, like tinygrad's clone(device) */
+    if (g && t->grad) g = mix_add(tensor_in(t->grad, 1), g);
     SymShape s, ts = tensor_handle_shape(t);
     char b1[200], b2[200];
-    if (g && tensor_shape_sym(g, &s) && !shape_sym_eq(&s, &ts))
-      g = tensor_err("grad shape %s must match tensor shape %s", shape_sym_fmt(&s, b1, sizeof b1), shape_sym_fmt(&ts, b2, sizeof b2));
+    if (g && mix_shape_sym(g, &s) && !shape_sym_eq(&s, &ts))
+      g = mix_err("grad shape %s must match tensor shape %s", shape_sym_fmt(&s, b1, sizeof b1), shape_sym_fmt(&ts, b2, sizeof b2));
     grads[i] = g;
     ok = g != NULL;
   }
@@ -162,16 +162,16 @@ static tg_status backward(tg_tensor *root, const tg_tensor *gradient, bool all) 
       uop_keep(grads[i]);
       uop_drop(t->grad->uop);
       t->grad->uop = grads[i];
-      t->grad->device = tensor_device_name(grads[i]);
+      t->grad->device = mix_device_name(grads[i]);
     } else {
-      tensor_ctx_begin("tg_backward");
+      mix_ctx_begin("tg_backward");
       t->grad = tensor_ctx_end_owned(grads[i]);
     }
   }
   tg_free(targets);
   tg_free(grads);
   tg_vec_free(&need);
-  tensor_ctx_end_void();
+  mix_ctx_end();
   return ok ? TG_OK : fail_status();
 }
 

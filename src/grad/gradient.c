@@ -3,26 +3,26 @@
  * broadcast gradients back to their source's shape, and accumulate by addition. */
 #include "grad/grad.h"
 
-#include "tensor/tensor.h"
+#include "uop/mixin.h"
 
 UOp *grad_unbroadcast(UOp *v, UOp *k) {
   SymShape ks, vs;
-  if (!tensor_shape_sym(k, &ks) || !tensor_shape_sym(v, &vs)) return NULL;
+  if (!mix_shape_sym(k, &ks) || !mix_shape_sym(v, &vs)) return NULL;
   if (shape_sym_eq(&ks, &vs)) return v;
   /* tinygrad broadcast_axes: the axes added on the left, and the size-1 axes that were stretched */
   int nleft = vs.max.ndim - ks.max.ndim, axes[TG_MAX_DIMS], n = 0;
   if (nleft < 0) {
     char b1[200], b2[200];
-    return tensor_err("gradient of shape %s cannot be summed to %s", shape_sym_fmt(&vs, b1, sizeof b1), shape_sym_fmt(&ks, b2, sizeof b2));
+    return mix_err("gradient of shape %s cannot be summed to %s", shape_sym_fmt(&vs, b1, sizeof b1), shape_sym_fmt(&ks, b2, sizeof b2));
   }
   for (int i = 0; i < nleft; i++) axes[n++] = i;
   for (int i = 0; i < ks.max.ndim; i++) {
     bool k_one = !ks.sym[i] && ks.max.d[i] == 1, v_one = !vs.sym[nleft + i] && vs.max.d[nleft + i] == 1;
     if (k_one && !v_one) axes[n++] = nleft + i;
   }
-  UOp *acc = tensor_cast(v, dt_sum_acc(v->dtype));
-  UOp *sum = n ? tensor_reduce(acc, TG_OP_ADD, axes, n, false) : acc;
-  return tensor_cast(tensor_reshape_sym(sum, &ks), v->dtype);
+  UOp *acc = mix_cast(v, dt_sum_acc(v->dtype));
+  UOp *sum = n ? mix_reduce(acc, TG_OP_ADD, axes, n, false) : acc;
+  return mix_cast(mix_reshape_sym(sum, &ks), v->dtype);
 }
 
 typedef struct PathCtx {
@@ -61,7 +61,7 @@ bool grad_compute(UOp *root, UOp *root_grad, UOp *const *targets, size_t n, UOp 
     UOp *lgrads = pm_rewrite(grad_rules(), t0, &gctx);
     if (!lgrads) {
       if (!gctx.failed)
-        tg_set_error(TG_ERR_UNSUPPORTED, "%s: failed to compute gradient for %s (no gradient rule)", tensor_ctx_op(),
+        tg_set_error(TG_ERR_UNSUPPORTED, "%s: failed to compute gradient for %s (no gradient rule)", mix_ctx_op(),
                      uop_op_name(uop_op(t0)));
       ok = false;
       break;
@@ -75,7 +75,7 @@ bool grad_compute(UOp *root, UOp *root_grad, UOp *const *targets, size_t n, UOp 
       if (v->op != TG_OP_TUPLE) v = grad_unbroadcast(v, src);
       if (!v) { ok = false; break; }
       void **prev = uopmap_get(&grads, src);
-      if (prev && !is_none(*prev)) v = tensor_add((UOp *)*prev, v);
+      if (prev && !is_none(*prev)) v = mix_add((UOp *)*prev, v);
       if (!v) { ok = false; break; }
       uopmap_put(&grads, src, v);
     }

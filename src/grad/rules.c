@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "tensor/tensor.h"
+#include "uop/mixin.h"
 
 static UOp *no_grad(void) { return uop_new(TG_OP_NOOP, DT_VOID, NULL, 0, arg_none()); }
 
@@ -25,7 +25,7 @@ static UOp *grads_of(RwCtx *rw, UOp *root, UOp *const *g, size_t n) {
 static UOp *incoming(RwCtx *rw) { return ((GradCtx *)rw->ctx)->grad; }
 
 static bool src_shape(RwCtx *rw, UOp *root, uint32_t i, SymShape *s) {
-  if (tensor_shape_sym(root->src[i], s)) return true;
+  if (mix_shape_sym(root->src[i], s)) return true;
   ((GradCtx *)rw->ctx)->failed = true;
   return false;
 }
@@ -35,49 +35,49 @@ static bool src_shape(RwCtx *rw, UOp *root, uint32_t i, SymShape *s) {
 /* CAST: the gradient goes back to the source's dtype */
 static UOp *grad_cast(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  UOp *g = tensor_cast(incoming(rw), root->src[0]->dtype);
+  UOp *g = mix_cast(incoming(rw), root->src[0]->dtype);
   return grads_of(rw, root, &g, 1);
 }
 
 /* d(1/x) = -1/x^2 = -y*y */
 static UOp *grad_reciprocal(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  UOp *g = tensor_mul(tensor_mul(tensor_neg(incoming(rw)), root), root);
+  UOp *g = mix_mul(mix_mul(mix_neg(incoming(rw)), root), root);
   return grads_of(rw, root, &g, 1);
 }
 
 /* d sin(x) = cos(x) = sin(pi/2 - x) */
 static UOp *grad_sin(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  UOp *g = tensor_mul(tensor_sin(tensor_sub(tensor_weak_float(M_PI / 2), root->src[0])), incoming(rw));
+  UOp *g = mix_mul(mix_sin(mix_sub(mix_weak_float(M_PI / 2), root->src[0])), incoming(rw));
   return grads_of(rw, root, &g, 1);
 }
 
 /* d log2(x) = 1/(x ln2) */
 static UOp *grad_log2(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  UOp *g = tensor_div(incoming(rw), tensor_mul(root->src[0], tensor_weak_float(M_LN2)), TG_ROUND_NONE);
+  UOp *g = mix_div(incoming(rw), mix_mul(root->src[0], mix_weak_float(M_LN2)), TG_ROUND_NONE);
   return grads_of(rw, root, &g, 1);
 }
 
 /* d 2^x = 2^x ln2 */
 static UOp *grad_exp2(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  UOp *g = tensor_mul(tensor_mul(root, incoming(rw)), tensor_weak_float(M_LN2));
+  UOp *g = mix_mul(mix_mul(root, incoming(rw)), mix_weak_float(M_LN2));
   return grads_of(rw, root, &g, 1);
 }
 
 /* d sqrt(x) = 1/(2 sqrt(x)) */
 static UOp *grad_sqrt(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  UOp *g = tensor_div(incoming(rw), tensor_mul(root, tensor_weak_int(2)), TG_ROUND_NONE);
+  UOp *g = mix_div(incoming(rw), mix_mul(root, mix_weak_int(2)), TG_ROUND_NONE);
   return grads_of(rw, root, &g, 1);
 }
 
 /* TRUNC is flat almost everywhere */
 static UOp *grad_trunc(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  UOp *g = tensor_const_like(incoming(rw), const_int(0), NULL);
+  UOp *g = mix_const_like(incoming(rw), const_int(0), NULL);
   return grads_of(rw, root, &g, 1);
 }
 
@@ -96,25 +96,25 @@ static UOp *grad_add(RwCtx *rw, UOp *root, UOp **m) {
 
 static UOp *grad_mul(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  UOp *g[2] = {tensor_mul(root->src[1], incoming(rw)), tensor_mul(root->src[0], incoming(rw))};
+  UOp *g[2] = {mix_mul(root->src[1], incoming(rw)), mix_mul(root->src[0], incoming(rw))};
   return grads_of(rw, root, g, 2);
 }
 
 /* POW(b, e): d/db = e*b^(e-1) (0 where e == 0); d/de = b^e*ln(b) (where b == 0: -inf for e < 0, else 0) */
 static UOp *grad_pow(RwCtx *rw, UOp *root, UOp **m) {
   UOp *b = m[0], *e = m[1], *ctx = incoming(rw);
-  UOp *db = tensor_where(tensor_eq(e, tensor_weak_int(0)), e, tensor_mul(e, tensor_pow(b, tensor_sub(e, tensor_weak_int(1)))));
-  UOp *at_zero = tensor_where(tensor_lt(e, tensor_weak_int(0)), tensor_const_like(root, const_float(-INFINITY), NULL), tensor_weak_int(0));
-  UOp *de = tensor_where(tensor_eq(b, tensor_weak_int(0)), at_zero, tensor_mul(tensor_mul(root, tensor_log2(b)), tensor_weak_float(M_LN2)));
-  UOp *g[2] = {tensor_mul(ctx, db), tensor_mul(ctx, de)};
+  UOp *db = mix_where(mix_eq(e, mix_weak_int(0)), e, mix_mul(e, mix_pow(b, mix_sub(e, mix_weak_int(1)))));
+  UOp *at_zero = mix_where(mix_lt(e, mix_weak_int(0)), mix_const_like(root, const_float(-INFINITY), NULL), mix_weak_int(0));
+  UOp *de = mix_where(mix_eq(b, mix_weak_int(0)), at_zero, mix_mul(mix_mul(root, mix_log2(b)), mix_weak_float(M_LN2)));
+  UOp *g[2] = {mix_mul(ctx, db), mix_mul(ctx, de)};
   return grads_of(rw, root, g, 2);
 }
 
 /* MAX(x, y): the gradient goes to the larger source, split in half on ties */
 static UOp *grad_max(RwCtx *rw, UOp *root, UOp **m) {
   UOp *x = m[0], *y = m[1], *ctx = incoming(rw);
-  UOp *gx = tensor_where(tensor_gt(x, y), ctx, tensor_where(tensor_eq(x, y), tensor_mul(ctx, tensor_weak_float(0.5)), tensor_weak_int(0)));
-  UOp *gy = tensor_where(tensor_lt(x, y), ctx, tensor_where(tensor_eq(x, y), tensor_mul(ctx, tensor_weak_float(0.5)), tensor_weak_int(0)));
+  UOp *gx = mix_where(mix_gt(x, y), ctx, mix_where(mix_eq(x, y), mix_mul(ctx, mix_weak_float(0.5)), mix_weak_int(0)));
+  UOp *gy = mix_where(mix_lt(x, y), ctx, mix_where(mix_eq(x, y), mix_mul(ctx, mix_weak_float(0.5)), mix_weak_int(0)));
   UOp *g[2] = {gx, gy};
   return grads_of(rw, root, g, 2);
 }
@@ -122,8 +122,8 @@ static UOp *grad_max(RwCtx *rw, UOp *root, UOp **m) {
 /* WHERE(c, a, b): the gradient goes to the branch that was taken */
 static UOp *grad_where(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  UOp *ctx = incoming(rw), *c = root->src[0], *zero = tensor_const_like(ctx, const_int(0), NULL);
-  UOp *g[3] = {no_grad(), tensor_where(c, ctx, zero), tensor_where(c, zero, ctx)};
+  UOp *ctx = incoming(rw), *c = root->src[0], *zero = mix_const_like(ctx, const_int(0), NULL);
+  UOp *g[3] = {no_grad(), mix_where(c, ctx, zero), mix_where(c, zero, ctx)};
   return grads_of(rw, root, g, 3);
 }
 
@@ -138,21 +138,21 @@ static UOp *grad_reduce(RwCtx *rw, UOp *root, UOp **m) {
   SymShape xs;
   if (!src_shape(rw, root, 0, &xs)) return root;
   switch ((TgOp)root->arg.red.op) {
-  case TG_OP_ADD: g = tensor_broadcast_to_sym(ctx, &xs); break;
+  case TG_OP_ADD: g = mix_broadcast_to_sym(ctx, &xs); break;
   case TG_OP_MAX: {
     /* the maxima share the gradient equally */
-    UOp *mask = tensor_cast(tensor_eq(x, root), ctx->dtype);
-    g = tensor_mul(tensor_div(mask, tensor_reduce(mask, TG_OP_ADD, axes, n, false), TG_ROUND_NONE), ctx);
+    UOp *mask = mix_cast(mix_eq(x, root), ctx->dtype);
+    g = mix_mul(mix_div(mask, mix_reduce(mask, TG_OP_ADD, axes, n, false), TG_ROUND_NONE), ctx);
     break;
   }
   case TG_OP_MUL: {
     /* d(prod x)/dx_j = prod of the others: y/x_j when x_j != 0; with one zero, its gradient is the product of the
      * rest and every other gradient is 0; with two or more zeros, every gradient is 0 */
-    UOp *is_zero = tensor_eq(x, tensor_weak_int(0));
-    UOp *safe_x = tensor_where(is_zero, tensor_weak_int(1), x);
-    UOp *zero_count = tensor_reduce(tensor_cast(is_zero, dt_sum_acc(is_zero->dtype)), TG_OP_ADD, axes, n, false);
-    UOp *others = tensor_where(tensor_eq(zero_count, tensor_weak_int(1)), tensor_reduce(safe_x, TG_OP_MUL, axes, n, false), tensor_weak_int(0));
-    g = tensor_mul(ctx, tensor_where(is_zero, others, tensor_div(root, safe_x, TG_ROUND_NONE)));
+    UOp *is_zero = mix_eq(x, mix_weak_int(0));
+    UOp *safe_x = mix_where(is_zero, mix_weak_int(1), x);
+    UOp *zero_count = mix_reduce(mix_cast(is_zero, dt_sum_acc(is_zero->dtype)), TG_OP_ADD, axes, n, false);
+    UOp *others = mix_where(mix_eq(zero_count, mix_weak_int(1)), mix_reduce(safe_x, TG_OP_MUL, axes, n, false), mix_weak_int(0));
+    g = mix_mul(ctx, mix_where(is_zero, others, mix_div(root, safe_x, TG_ROUND_NONE)));
     break;
   }
   default: return root; /* no gradient for this reduce op: compute_gradient reports it */
@@ -166,7 +166,7 @@ static UOp *grad_reshape(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
   SymShape s;
   if (!src_shape(rw, root, 0, &s)) return root;
-  UOp *g[2] = {tensor_reshape_sym(incoming(rw), &s), no_grad()};
+  UOp *g[2] = {mix_reshape_sym(incoming(rw), &s), no_grad()};
   return grads_of(rw, root, g, 2);
 }
 
@@ -188,7 +188,7 @@ static UOp *grad_pad(RwCtx *rw, UOp *root, UOp **m) {
     bounds[2 * i] = shape_sym_dim(&beg, i);
     bounds[2 * i + 1] = uop_add(bounds[2 * i], shape_sym_dim(&s, i));
   }
-  UOp *g[3] = {tensor_shrink_sym(incoming(rw), bounds, s.max.ndim), no_grad(), no_grad()};
+  UOp *g[3] = {mix_shrink_sym(incoming(rw), bounds, s.max.ndim), no_grad(), no_grad()};
   return grads_of(rw, root, g, 3);
 }
 
@@ -203,7 +203,7 @@ static UOp *grad_shrink(RwCtx *rw, UOp *root, UOp **m) {
     pads[2 * i] = shape_sym_dim(&off, i);
     pads[2 * i + 1] = uop_sub(uop_sub(shape_sym_dim(&s, i), pads[2 * i]), shape_sym_dim(&sz, i));
   }
-  UOp *g[3] = {tensor_pad_sym(incoming(rw), pads, s.max.ndim), no_grad(), no_grad()};
+  UOp *g[3] = {mix_pad_sym(incoming(rw), pads, s.max.ndim), no_grad(), no_grad()};
   return grads_of(rw, root, g, 3);
 }
 
@@ -212,7 +212,7 @@ static UOp *grad_permute(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
   int inv[TG_MAX_DIMS], n = (int)root->arg.len;
   for (int i = 0; i < n && i < TG_MAX_DIMS; i++) inv[root->arg.ints[i]] = i;
-  UOp *g = tensor_permute(incoming(rw), inv, n);
+  UOp *g = mix_permute(incoming(rw), inv, n);
   return grads_of(rw, root, &g, 1);
 }
 
@@ -222,7 +222,7 @@ static UOp *grad_flip(RwCtx *rw, UOp *root, UOp **m) {
   int axes[TG_MAX_DIMS], n = 0;
   for (uint32_t i = 0; i < root->arg.len && i < TG_MAX_DIMS; i++)
     if (root->arg.ints[i]) axes[n++] = (int)i;
-  UOp *g = tensor_flip(incoming(rw), axes, n);
+  UOp *g = mix_flip(incoming(rw), axes, n);
   return grads_of(rw, root, &g, 1);
 }
 
@@ -231,7 +231,7 @@ static UOp *grad_stack(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
   UOp *ctx = incoming(rw);
   Shape gs;
-  if (!tensor_shape(ctx, &gs) || gs.ndim < 1) {
+  if (!mix_shape(ctx, &gs) || gs.ndim < 1) {
     ((GradCtx *)rw->ctx)->failed = true;
     return root;
   }
@@ -240,7 +240,7 @@ static UOp *grad_stack(RwCtx *rw, UOp *root, UOp **m) {
     int64_t bounds[2 * TG_MAX_DIMS];
     bounds[0] = i, bounds[1] = i + 1;
     for (int k = 1; k < gs.ndim; k++) bounds[2 * k] = 0, bounds[2 * k + 1] = gs.d[k];
-    g[i] = tensor_reshape(tensor_shrink(ctx, bounds, gs.ndim), gs.d + 1, gs.ndim - 1);
+    g[i] = mix_reshape(mix_shrink(ctx, bounds, gs.ndim), gs.d + 1, gs.ndim - 1);
   }
   UOp *r = grads_of(rw, root, g, root->nsrc);
   if (g != stack_g) tg_free(g);
@@ -257,7 +257,7 @@ static UOp *grad_pass(RwCtx *rw, UOp *root, UOp **m) {
 
 static UOp *grad_contiguous_backward(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  UOp *g = tensor_contiguous(incoming(rw));
+  UOp *g = mix_contiguous(incoming(rw));
   return grads_of(rw, root, &g, 1);
 }
 
@@ -265,7 +265,7 @@ static UOp *grad_contiguous_backward(RwCtx *rw, UOp *root, UOp **m) {
 static UOp *grad_copy(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
   UOp *ctx = incoming(rw);
-  const char *dev = tensor_device_name(root->src[0]);
+  const char *dev = mix_device_name(root->src[0]);
   UOp *g = dev ? uop_new(TG_OP_COPY, ctx->dtype, &ctx, 1, arg_str(dev)) : ctx;
   return grads_of(rw, root, &g, 1);
 }
@@ -303,17 +303,17 @@ static UOp *grad_bitcast(RwCtx *rw, UOp *root, UOp **m) {
 /* CUSTOM_GRAD(value, inputs...): the value's own graph takes the incoming gradient (inputs it still reaches, like a
  * conv's weight, get theirs from it); the named rule gives the inputs' gradients. "conv2d_input:groups:py:px": value
  * is a stride-1 conv2d of DETACH(x) with w (src[1], src[2]), its groups and padding (py, px); x's gradient is the
- * transposed convolution of the incoming gradient (tensor/reduce.c tensor_conv2d_input_grad). */
+ * transposed convolution of the incoming gradient (tensor/reduce.c mix_conv2d_input_grad). */
 static UOp *grad_custom(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
   long long py, px;
   int groups;
   if (root->nsrc != 3 || sscanf(root->arg.str, "conv2d_input:%d:%lld:%lld", &groups, &py, &px) != 3) {
     ((GradCtx *)rw->ctx)->failed = true;
-    tg_set_error(TG_ERR_UNSUPPORTED, "%s: no gradient rule named \"%s\"", tensor_ctx_op(), root->arg.str);
+    tg_set_error(TG_ERR_UNSUPPORTED, "%s: no gradient rule named \"%s\"", mix_ctx_op(), root->arg.str);
     return root;
   }
-  UOp *g[3] = {incoming(rw), tensor_conv2d_input_grad(incoming(rw), root->src[2], groups, py, px), no_grad()};
+  UOp *g[3] = {incoming(rw), mix_conv2d_input_grad(incoming(rw), root->src[2], groups, py, px), no_grad()};
   return grads_of(rw, root, g, 3);
 }
 

@@ -645,7 +645,7 @@ static tg_tensor *data_tensor(const tg_gguf *g, const tg_gguf_tensor_info *t, tg
                               tg_gguf_load how, const char *op) {
   uint8_t *ptr = g->map->base + g->data_offset + t->offset;
   if (how == TG_GGUF_MAP && (uintptr_t)ptr % RT_HOST_WRAP_ALIGN == 0) {
-    tensor_ctx_begin(op);
+    mix_ctx_begin(op);
     atomic_fetch_add(&g->map->refs, 1);
     UOp *buf = engine_buffer_wrap_host("CPU", &tg_dtype_table[dtype], numel, ptr, map_unref, g->map);
     if (!buf) atomic_fetch_sub(&g->map->refs, 1); /* the handle's own reference keeps it above 0 */

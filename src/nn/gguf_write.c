@@ -9,7 +9,16 @@
 #include <stdlib.h>
 
 typedef struct WKv { char *key; tg_gguf_value value; } WKv;
-typedef struct WTensor { char *name; int type, ndim; int64_t ne[4]; uint8_t *data; size_t nbytes; } WTensor;
+/* data holds the bytes, or fill produces them row by row (ne[0] elements a row) when the file is written */
+typedef struct WTensor {
+  char *name;
+  int type, ndim;
+  int64_t ne[4];
+  uint8_t *data;
+  size_t nbytes;
+  tg_gguf_fill_fn fill;
+  void *user;
+} WTensor;
 
 struct tg_gguf_writer {
   uint32_t alignment;
@@ -193,10 +202,9 @@ tg_status tg_gguf_writer_add_string(tg_gguf_writer *w, const char *key, const ch
   return tg_gguf_writer_add(w, key, &x);
 }
 
-tg_status tg_gguf_writer_add_tensor(tg_gguf_writer *w, const char *name, int type, const int64_t *ne, size_t ndim,
-                                    const void *data, size_t nbytes) {
-  if (!w || !name || (ndim && !ne) || (!data && nbytes))
-    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_add_tensor: NULL argument");
+/* checks a tensor's name, type and sizes; nbytes is what they give (when *nbytes is SIZE_MAX) or must give */
+static tg_status check_tensor(const tg_gguf_writer *w, const char *name, int type, const int64_t *ne, size_t ndim,
+                              size_t *nbytes) {
   if (!good_identifier(name) || strlen(name) > 63)
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_add_tensor: name \"%s\" is empty, longer than 63 "
                         "bytes or not UTF-8", name);
@@ -221,13 +229,45 @@ tg_status tg_gguf_writer_add_tensor(tg_gguf_writer *w, const char *name, int typ
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_add_tensor: \"%s\": ne[0] = %lld is not a multiple "
                         "of %s's block of %lld", name, (long long)ne[0], tg_ggml_type_name(type), (long long)be);
   uint64_t need = zero ? 0 : numel / (uint64_t)be * (uint64_t)bb;
-  if (need != nbytes)
+  if (*nbytes == SIZE_MAX) {
+    if (need > SIZE_MAX / 2)
+      return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_add_tensor: \"%s\": too many bytes", name);
+    *nbytes = (size_t)need;
+  } else if (need != *nbytes) {
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_add_tensor: \"%s\": %s with these sizes is %llu "
-                        "bytes, given %zu", name, tg_ggml_type_name(type), (unsigned long long)need, nbytes);
-  WTensor t = {tg_strdup(name), type, (int)ndim, {1, 1, 1, 1}, tg_malloc(nbytes ? nbytes : 1), nbytes};
+                        "bytes, given %zu", name, tg_ggml_type_name(type), (unsigned long long)need, *nbytes);
+  }
+  return TG_OK;
+}
+
+static void push_tensor(tg_gguf_writer *w, const char *name, int type, const int64_t *ne, size_t ndim, uint8_t *data,
+                        size_t nbytes, tg_gguf_fill_fn fill, void *user) {
+  WTensor t = {tg_strdup(name), type, (int)ndim, {1, 1, 1, 1}, data, nbytes, fill, user};
   for (size_t d = 0; d < ndim; d++) t.ne[d] = ne[d];
-  if (nbytes) memcpy(t.data, data, nbytes);
   tg_vec_push(&w->tensors, t);
+}
+
+tg_status tg_gguf_writer_add_tensor(tg_gguf_writer *w, const char *name, int type, const int64_t *ne, size_t ndim,
+                                    const void *data, size_t nbytes) {
+  if (!w || !name || (ndim && !ne) || (!data && nbytes))
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_add_tensor: NULL argument");
+  if (nbytes == SIZE_MAX) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_add_tensor: bad size");
+  tg_status st = check_tensor(w, name, type, ne, ndim, &nbytes);
+  if (st != TG_OK) return st;
+  uint8_t *copy = tg_malloc(nbytes ? nbytes : 1);
+  if (nbytes) memcpy(copy, data, nbytes);
+  push_tensor(w, name, type, ne, ndim, copy, nbytes, NULL, NULL);
+  return TG_OK;
+}
+
+tg_status tg_gguf_writer_add_tensor_fill(tg_gguf_writer *w, const char *name, int type, const int64_t *ne,
+                                         size_t ndim, tg_gguf_fill_fn fill, void *user) {
+  if (!w || !name || (ndim && !ne) || !fill)
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_add_tensor_fill: NULL argument");
+  size_t nbytes = SIZE_MAX;
+  tg_status st = check_tensor(w, name, type, ne, ndim, &nbytes);
+  if (st != TG_OK) return st;
+  push_tensor(w, name, type, ne, ndim, NULL, nbytes, fill, user);
   return TG_OK;
 }
 
@@ -242,7 +282,7 @@ static void out_bytes(Out *o, const void *src, size_t n) {
     o->p = tg_realloc(o->p, cap);
     o->cap = cap;
   }
-  if (n) memcpy(o->p + o->len, src, n);
+  if (n && src) memcpy(o->p + o->len, src, n);
   o->len += n;
 }
 static void out_le(Out *o, uint64_t v, int n) {
@@ -294,41 +334,66 @@ static void out_pad(Out *o, uint32_t alignment) {
   while (o->len % alignment) out_bytes(o, zeros, TG_MIN(sizeof zeros, alignment - o->len % alignment));
 }
 
+/* the header, metadata, tensor infos and the padding before the data */
+static void out_header(const tg_gguf_writer *w, Out *o) {
+  bool own_alignment = w->alignment != 32;
+  out_bytes(o, "GGUF", 4);
+  out_le(o, 3, 4);
+  out_le(o, w->tensors.len, 8);
+  out_le(o, w->kvs.len + (own_alignment ? 1 : 0), 8);
+  if (own_alignment) {
+    out_str(o, "general.alignment", strlen("general.alignment"));
+    out_le(o, TG_GGUF_UINT32, 4);
+    out_le(o, w->alignment, 4);
+  }
+  for (size_t i = 0; i < w->kvs.len; i++) {
+    out_str(o, w->kvs.data[i].key, strlen(w->kvs.data[i].key));
+    out_le(o, (uint64_t)w->kvs.data[i].value.type, 4);
+    out_value(o, &w->kvs.data[i].value);
+  }
+  uint64_t offset = 0;
+  for (size_t i = 0; i < w->tensors.len; i++) {
+    const WTensor *t = &w->tensors.data[i];
+    out_str(o, t->name, strlen(t->name));
+    out_le(o, (uint64_t)t->ndim, 4);
+    for (int d = 0; d < t->ndim; d++) out_le(o, (uint64_t)t->ne[d], 8);
+    out_le(o, (uint64_t)t->type, 4);
+    out_le(o, offset, 8);
+    offset += t->nbytes;
+    offset += (w->alignment - offset % w->alignment) % w->alignment;
+  }
+  out_pad(o, w->alignment);
+}
+
+/* rows [r0, r1) of a filled tensor into dst */
+static tg_status fill_rows(const WTensor *t, uint64_t r0, uint64_t r1, uint8_t *dst) {
+  uint64_t rows = (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
+  size_t rb = rows ? t->nbytes / (size_t)rows : 0;
+  for (uint64_t r = r0; r < r1; r++) {
+    tg_status st = t->fill(t->user, r, dst + (size_t)(r - r0) * rb, rb);
+    if (st != TG_OK) return st;
+  }
+  return TG_OK;
+}
+
 tg_status tg_gguf_writer_write_buffer(const tg_gguf_writer *w, uint8_t **out, size_t *size) {
   if (!w || !out || !size) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_write: NULL argument");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
   return tg_set_error(TG_ERR_UNSUPPORTED, "gguf: big-endian hosts are not supported");
 #endif
   Out o = {NULL, 0, 0};
-  bool own_alignment = w->alignment != 32;
-  out_bytes(&o, "GGUF", 4);
-  out_le(&o, 3, 4);
-  out_le(&o, w->tensors.len, 8);
-  out_le(&o, w->kvs.len + (own_alignment ? 1 : 0), 8);
-  if (own_alignment) {
-    out_str(&o, "general.alignment", strlen("general.alignment"));
-    out_le(&o, TG_GGUF_UINT32, 4);
-    out_le(&o, w->alignment, 4);
-  }
-  for (size_t i = 0; i < w->kvs.len; i++) {
-    out_str(&o, w->kvs.data[i].key, strlen(w->kvs.data[i].key));
-    out_le(&o, (uint64_t)w->kvs.data[i].value.type, 4);
-    out_value(&o, &w->kvs.data[i].value);
-  }
-  uint64_t offset = 0;
+  out_header(w, &o);
   for (size_t i = 0; i < w->tensors.len; i++) {
     const WTensor *t = &w->tensors.data[i];
-    out_str(&o, t->name, strlen(t->name));
-    out_le(&o, (uint64_t)t->ndim, 4);
-    for (int d = 0; d < t->ndim; d++) out_le(&o, (uint64_t)t->ne[d], 8);
-    out_le(&o, (uint64_t)t->type, 4);
-    out_le(&o, offset, 8);
-    offset += t->nbytes;
-    offset += (w->alignment - offset % w->alignment) % w->alignment;
-  }
-  out_pad(&o, w->alignment);
-  for (size_t i = 0; i < w->tensors.len; i++) {
-    out_bytes(&o, w->tensors.data[i].data, w->tensors.data[i].nbytes);
+    if (t->fill) {
+      size_t at = o.len;
+      out_bytes(&o, NULL, t->nbytes); /* room for the rows */
+      tg_status st = t->nbytes ? fill_rows(t, 0, (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3],
+                                           o.p + at) : TG_OK;
+      if (st != TG_OK) { tg_free(o.p); return st; }
+    } else {
+      out_bytes(&o, t->data, t->nbytes);
+    }
     out_pad(&o, w->alignment);
   }
   *out = o.p;
@@ -336,18 +401,49 @@ tg_status tg_gguf_writer_write_buffer(const tg_gguf_writer *w, uint8_t **out, si
   return TG_OK;
 }
 
+/* the file is written as it is produced: the header, then each tensor (filled ones in chunks of rows) */
 tg_status tg_gguf_writer_write(const tg_gguf_writer *w, const char *path) {
-  if (!path) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_write: NULL path");
-  uint8_t *buf;
-  size_t size;
-  tg_status st = tg_gguf_writer_write_buffer(w, &buf, &size);
-  if (st != TG_OK) return st;
+  if (!w || !path) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_write: NULL argument");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+  return tg_set_error(TG_ERR_UNSUPPORTED, "gguf: big-endian hosts are not supported");
+#endif
   FILE *f = fopen(path, "wb");
-  if (!f) st = tg_set_error(TG_ERR_IO, "tg_gguf_writer_write: cannot create %s: %s", path, strerror(errno));
-  else {
-    if (fwrite(buf, 1, size, f) != size) st = tg_set_error(TG_ERR_IO, "tg_gguf_writer_write: write error on %s", path);
-    if (fclose(f) != 0 && st == TG_OK) st = tg_set_error(TG_ERR_IO, "tg_gguf_writer_write: write error on %s", path);
+  if (!f) return tg_set_error(TG_ERR_IO, "tg_gguf_writer_write: cannot create %s: %s", path, strerror(errno));
+  Out o = {NULL, 0, 0};
+  out_header(w, &o);
+  tg_status st = fwrite(o.p, 1, o.len, f) == o.len ? TG_OK : TG_ERR_IO;
+  uint64_t pos = o.len;
+  static const uint8_t zeros[64] = {0};
+  uint8_t *chunk = NULL;
+  for (size_t i = 0; i < w->tensors.len && st == TG_OK; i++) {
+    const WTensor *t = &w->tensors.data[i];
+    if (!t->fill) {
+      if (fwrite(t->data, 1, t->nbytes, f) != t->nbytes) st = TG_ERR_IO;
+    } else if (t->nbytes) {
+      uint64_t rows = (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3], rb = t->nbytes / rows;
+      uint64_t per = rb >= (4u << 20) ? 1 : (4u << 20) / rb;
+      if (!chunk) chunk = tg_malloc((size_t)(per * rb > (4u << 20) ? per * rb : (4u << 20)));
+      else chunk = tg_realloc(chunk, (size_t)(per * rb > (4u << 20) ? per * rb : (4u << 20)));
+      for (uint64_t r = 0; r < rows && st == TG_OK; r += per) {
+        uint64_t r1 = r + per < rows ? r + per : rows;
+        st = fill_rows(t, r, r1, chunk);
+        if (st == TG_OK && fwrite(chunk, 1, (size_t)((r1 - r) * rb), f) != (size_t)((r1 - r) * rb)) st = TG_ERR_IO;
+      }
+    }
+    pos += t->nbytes;
+    size_t pad = (size_t)((w->alignment - pos % w->alignment) % w->alignment);
+    for (size_t p = pad; st == TG_OK && p > 0;) {
+      size_t k = p < sizeof zeros ? p : sizeof zeros;
+      if (fwrite(zeros, 1, k, f) != k) st = TG_ERR_IO;
+      p -= k;
+    }
+    pos += pad;
   }
-  tg_free(buf);
+  tg_free(chunk);
+  tg_free(o.p);
+  bool io = st == TG_ERR_IO;
+  if (fclose(f) != 0 && st == TG_OK) io = true, st = TG_ERR_IO;
+  if (st != TG_OK) remove(path); /* no partial file */
+  if (io) return tg_set_error(TG_ERR_IO, "tg_gguf_writer_write: write error on %s", path);
   return st;
 }

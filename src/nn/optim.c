@@ -321,7 +321,7 @@ static tg_status check_grads(const tg_optim *o) {
   for (size_t i = 0; i < o->nparams; i++)
     if (!tg_grad(o->params[i]))
       return tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s step: param %zu (shape %s) has no gradient: call tg_backward "
-                          "on a loss first", o->op, i, tensor_fmt_dims(tg_shape(o->params[i]), tg_ndim(o->params[i])));
+                          "on a loss first", o->op, i, mix_fmt_dims(tg_shape(o->params[i]), tg_ndim(o->params[i])));
   return TG_OK;
 }
 

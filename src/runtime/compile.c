@@ -735,7 +735,7 @@ RtStats rt_stats(void) {
   pthread_mutex_lock(&compile_lock);
   RtStats s = stats;
   pthread_mutex_unlock(&compile_lock);
-  s.launches = rt_launch_count();
+  s.launches = rt_device_launch_count();
   s.programs_requested = rt_device_programs_requested();
   return s;
 }

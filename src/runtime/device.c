@@ -3,6 +3,7 @@
  * knob; its device part, "CUDA" of "CUDA:PTX"), else CPU, or what tg_set_default_device chose. */
 #include <ctype.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -114,13 +115,20 @@ tg_status rt_device_compile_many(RtDevice *d, const RtKernelSource *kernels, siz
   return d->ops->compile_many(d, kernels, n, out);
 }
 
+/* Kernel launches on every device (rt_stats().launches): counted here, where every launch passes, so a count means
+ * the same on the CPU (a core_id kernel's pieces are one launch) and on CUDA (a graph replay counts its nodes). */
+static atomic_long launch_count;
+long rt_device_launch_count(void) { return atomic_load(&launch_count); }
+
 tg_status rt_device_launch(RtDevice *d, const RtProgram *p, const uint64_t *bufs, const long long *vals, int nargs,
                            const int64_t grid[3], const int64_t block[3], double *seconds) {
   if (!d || !p) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_launch: NULL device or program");
   if (p->ops != d->ops || (p->device && p->device != d))
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_device_launch: %s was compiled for %s, not %s", p->name,
                         p->device ? p->device->name : p->ops->kind, d->name);
-  return d->ops->launch(d, p, bufs, vals, nargs, grid, block, seconds);
+  tg_status st = d->ops->launch(d, p, bufs, vals, nargs, grid, block, seconds);
+  if (st == TG_OK) atomic_fetch_add_explicit(&launch_count, 1, memory_order_relaxed);
+  return st;
 }
 
 tg_status rt_device_synchronize(RtDevice *d) {
@@ -212,7 +220,9 @@ tg_status rt_graph_set(RtGraph *g, size_t i, const uint64_t *bufs, const long lo
 
 tg_status rt_graph_launch(RtGraph *g, double *seconds) {
   if (!g) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_graph_launch: NULL graph");
-  return g->dev->ops->graph_launch(g->dev, g->impl, seconds);
+  tg_status st = g->dev->ops->graph_launch(g->dev, g->impl, seconds);
+  if (st == TG_OK) atomic_fetch_add_explicit(&launch_count, (long)g->n, memory_order_relaxed);
+  return st;
 }
 
 void rt_graph_free(RtGraph *g) {

@@ -35,7 +35,6 @@ static bool stopping;
 static Job job;
 static _Atomic uint64_t generation;
 static atomic_int next_core, workers_done;
-static atomic_long launch_count;
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -145,8 +144,6 @@ void rt_pool_shutdown(void) {
   pthread_mutex_unlock(&launch_lock);
 }
 
-long rt_launch_count(void) { return atomic_load(&launch_count); }
-
 tg_status rt_launch(const RtProgram *p, void *const *bufs, const long long *vals, int nargs, int core_param,
                     int ncores, double *seconds) {
   double t0 = now_seconds();
@@ -165,7 +162,6 @@ tg_status rt_launch(const RtProgram *p, void *const *bufs, const long long *vals
       return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_launch: %s: argument %d is a value but vals is NULL", p->name, i);
   }
   Job j = {p->entry, bufs, vals, nargs, core_param, ncores};
-  atomic_fetch_add_explicit(&launch_count, 1, memory_order_relaxed);
   if (core_param < 0) {
     p->entry(bufs, vals);
   } else {

@@ -104,7 +104,9 @@ void rt_alloc_reread_knobs(void);
 
 /* ---- thread pool ---- */
 void rt_pool_shutdown(void);
-long rt_launch_count(void);
+
+/* ---- device.c counters ---- */
+long rt_device_launch_count(void);       /* kernels launched on any device (graph nodes included) */
 long rt_device_programs_requested(void); /* device.c: kernels asked of rt_device_compile_many */
 
 #endif

@@ -231,7 +231,7 @@ typedef struct RtStats {
   long disk_hits;           /* kernels loaded from the disk cache */
   long memory_hits;         /* kernels found already loaded in this process */
   double compile_seconds;   /* wall time spent in compiler processes */
-  long launches;
+  long launches;            /* kernel launches through the device interface, every device (a graph: one per node) */
   long programs_requested;  /* kernels asked of rt_device_compile_many on any device (built, cached or loaded) */
 } RtStats;
 RtStats rt_stats(void);

@@ -196,7 +196,7 @@ static UOp *callify_copy(CallifyCtx *c, UOp *x, UOp *src, tg_status *st) {
   if (sched_shape_of(x, &c->shapes, &sh) != SHAPE_OK) { *st = TG_ERR_INVALID_ARGUMENT; return NULL; }
   int64_t numel = shape_numel(&sh);
   if (numel == 0) return src;
-  if (!sched_has_buffer_identity(src, true)) {
+  if (!uop_has_buffer_identity(src, true)) {
     src = store_into_new_buffer(c, src, x->src[0], st); /* contiguous on the source's device */
     if (!src) return NULL;
   }
@@ -225,7 +225,7 @@ static UOp *callify_node(CallifyCtx *c, UOp *x, tg_status *st) {
   switch (uop_op(x)) {
   case TG_OP_DETACH: case TG_OP_CONTIGUOUS_BACKWARD: case TG_OP_CUSTOM_GRAD: return y->src[0];
   case TG_OP_CONTIGUOUS:
-    if (y->src[0]->op == TG_OP_AFTER && sched_has_buffer_identity(y->src[0]->src[0], false)) {
+    if (y->src[0]->op == TG_OP_AFTER && uop_has_buffer_identity(y->src[0]->src[0], false)) {
       /* CONTIGUOUS of an assign into a buffer: the assign's storage already is contiguous; both map to it */
       tg_vec_push(&c->res->map_from, uop_keep(x));
       tg_vec_push(&c->res->map_to, uop_keep(assign_view(y->src[0])));
@@ -314,7 +314,7 @@ tg_status sched_callify(UOp *sink, SchedNewBuffer nb, void *nbctx, CallifyResult
 
   for (uint32_t i = 0; i < sink->nsrc; i++) {
     UOp *b = sched_base(sink->src[i]);
-    if (is_virtual(b) || sched_has_buffer_identity(b, false) || b->op == TG_OP_AFTER) continue;
+    if (is_virtual(b) || uop_has_buffer_identity(b, false) || b->op == TG_OP_AFTER) continue;
     if (b->op == TG_OP_BUFFER && b->arg.kind == ARG_PARAM && b->arg.param->addrspace == ADDR_ALU) continue;
     uopmap_put(&c.realize_base, b, b);
   }

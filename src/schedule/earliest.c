@@ -5,7 +5,7 @@
  * values as constants. */
 #include "schedule/sched_internal.h"
 
-#include "tensor/tensor.h" /* the mixin-equivalent builders, for rewrites tinygrad writes with Tensor methods */
+#include "uop/mixin.h" /* the builders: tinygrad writes these rewrites with the same methods on UOp */
 #include "uop/symbolic.h"
 
 #include <math.h>
@@ -351,7 +351,7 @@ static bool matrix_read(UOp *opnd, UOp *const *mul_idx, size_t mul_n, const Shap
   size_t n = (size_t)os.ndim, skip = mul_n - n;
   for (size_t i = 0; i < n; i++) idx[i] = os.d[i] == 1 ? sched_weak_int(0) : mul_idx[skip + i];
   out->base = trace_movement(opnd, idx, &n);
-  if (!out->base || out->base == opnd || !sched_has_buffer_identity(out->base, true) || !shape_of(out->base, &out->bs) ||
+  if (!out->base || out->base == opnd || !uop_has_buffer_identity(out->base, true) || !shape_of(out->base, &out->bs) ||
       !on_cpu(out->base))
     return false;
   return linear_coefs(idx, n, &out->bs, out->coef, xs->ndim);
@@ -513,31 +513,31 @@ static const DType *uint_of_size(int bytes) {
 static UOp *bitcast_by_shifts(UOp *x, const DType *to) {
   int ns = dt_itemsize(to), os = dt_itemsize(x->dtype);
   const DType *new_uint = uint_of_size(ns);
-  UOp *tmp = tensor_bitcast(x, uint_of_size(os));
+  UOp *tmp = mix_bitcast(x, uint_of_size(os));
   Shape xs;
-  if (!tmp || !tensor_shape(x, &xs) || xs.ndim == 0 || xs.ndim >= TG_MAX_DIMS) return NULL;
+  if (!tmp || !mix_shape(x, &xs) || xs.ndim == 0 || xs.ndim >= TG_MAX_DIMS) return NULL;
   if (ns > os) {
     int rate = ns / os;
     int64_t shape[TG_MAX_DIMS];
     for (int i = 0; i < xs.ndim - 1; i++) shape[i] = xs.d[i];
     shape[xs.ndim - 1] = xs.d[xs.ndim - 1] / rate;
     shape[xs.ndim] = rate;
-    tmp = tensor_reshape(tmp, shape, xs.ndim + 1);
+    tmp = mix_reshape(tmp, shape, xs.ndim + 1);
     UOp *sum = NULL;
     for (int i = 0; i < rate && tmp; i++) {
       int64_t bounds[2 * TG_MAX_DIMS];
       for (int k = 0; k < xs.ndim; k++) { bounds[2 * k] = 0; bounds[2 * k + 1] = shape[k]; }
       bounds[2 * xs.ndim] = i;
       bounds[2 * xs.ndim + 1] = i + 1;
-      UOp *part = tensor_alu(TG_OP_SHL, tensor_cast(tensor_shrink(tmp, bounds, xs.ndim + 1), new_uint), tensor_weak_int(8 * i * os));
-      sum = sum ? tensor_add(sum, part) : part;
+      UOp *part = mix_alu(TG_OP_SHL, mix_cast(mix_shrink(tmp, bounds, xs.ndim + 1), new_uint), mix_weak_int(8 * i * os));
+      sum = sum ? mix_add(sum, part) : part;
     }
-    return tensor_bitcast(tensor_squeeze(sum, -1), to);
+    return mix_bitcast(mix_squeeze(sum, -1), to);
   }
   UOp *parts[8];
   int n = os / ns;
-  for (int i = 0; i < n; i++) parts[i] = tensor_alu(TG_OP_SHR, tmp, tensor_weak_int(8 * i * ns));
-  return tensor_bitcast(tensor_cast(tensor_flatten(tensor_stack(parts, n, -1), -2, -1), new_uint), to);
+  for (int i = 0; i < n; i++) parts[i] = mix_alu(TG_OP_SHR, tmp, mix_weak_int(8 * i * ns));
+  return mix_bitcast(mix_cast(mix_flatten(mix_stack(parts, n, -1), -2, -1), new_uint), to);
 }
 
 /* a BITCAST that changes the element size becomes shifts over an unsigned view (tinygrad expand_bitcast) */
@@ -548,9 +548,9 @@ static UOp *expand_bitcast(RwCtx *rw, UOp *bc, UOp **m) {
   if (dt_itemsize(bc->dtype) == dt_itemsize(x->dtype)) return NULL;
   const char *dev = sched_device(x);
   if (dev && (strncmp(dev, "DISK", 4) == 0 || strncmp(dev, "TINYFS", 6) == 0)) return NULL;
-  tensor_ctx_begin("bitcast");
+  mix_ctx_begin("bitcast");
   UOp *r = uop_keep(bitcast_by_shifts(x, bc->dtype));
-  tensor_ctx_end_void();
+  mix_ctx_end();
   uop_drop(r); /* back in the rewrite's scope */
   return r;
 }

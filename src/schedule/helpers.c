@@ -137,14 +137,6 @@ UOp *sched_base(UOp *u) {
   return u;
 }
 
-bool sched_has_buffer_identity(const UOp *u, bool after_ok) {
-  for (;;) {
-    if (u->op == TG_OP_RESHAPE || u->op == TG_OP_UNSHARD || u->op == TG_OP_MSELECT) { u = u->src[0]; continue; }
-    if (after_ok && u->op == TG_OP_AFTER) { u = u->src[0]; continue; }
-    return u->op == TG_OP_BUFFER || u->op == TG_OP_PARAM;
-  }
-}
-
 UOp *sched_buf_uop(UOp *u) {
   if (u->op == TG_OP_BUFFER || u->op == TG_OP_PARAM) return u;
   UOp *b = sched_base(u);

@@ -5,7 +5,7 @@
 
 #include "schedule/schedule.h"
 #include "schedule/sched_device.h"
-#include "tensor/shape.h"
+#include "uop/shape.h"
 #include "uop/pattern.h"
 
 #define SCHED_MAX_IDX 32 /* most index sources of one INDEX/STAGE (tensor dims + 1) */
@@ -20,7 +20,6 @@ AddrSpace sched_stage_addrspace(const UOp *stage);
 const char *sched_device(UOp *u); /* NULL when the value has no device (a constant, index math) */
 UOp *sched_base(UOp *u);          /* strip movement ops, DETACH, CONTIGUOUS_BACKWARD, CUSTOM_GRAD */
 UOp *sched_buf_uop(UOp *u);
-bool sched_has_buffer_identity(const UOp *u, bool after_ok);
 bool sched_is_global_buffer(const UOp *u); /* BUFFER with a ParamArg in GLOBAL memory (not a Variable) */
 
 /* Open ranges of u (tinygrad UOp.ranges): RANGE nodes in first-seen order, minus the ones END/REDUCE/STAGE close. */

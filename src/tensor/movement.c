@@ -1,503 +1,226 @@
-/* movement.c — movement ops as tinygrad builds them (MovementMixin, UOp._mop, OpMixin pad/cat/getitem):
- * RESHAPE/EXPAND/PAD/SHRINK carry their shapes as UOp sources, EXPAND only prepends axes (broadcasting squeezes the
- * stretched axes, expands on the left and permutes back), and a view op that changes nothing returns its input. */
+/* movement.c — the movement part of the Tensor API (reshape, permute, pad, shrink, getitem, cat, split, pool ...):
+ * each call checks its C arguments (NULL arrays, too many dims), then wraps a builder of uop/mixin_movement.c or
+ * uop/mixin_index.c in a build context. */
 #include "tensor/tensor.h"
 
-static bool get_shape(UOp *x, Shape *s) { return x && tensor_shape(x, s); }
+#include <math.h>
 
-UOp *tensor_mop(UOp *x, TgOp op, const int64_t *a, const int64_t *b, int n) {
-  if (!x) return NULL;
-  UOp *src[3] = {x, NULL, NULL};
-  switch (op) {
-  case TG_OP_RESHAPE: case TG_OP_EXPAND:
-    if (op == TG_OP_EXPAND && n == 0) return x;
-    src[1] = shape_to_uop(a, n);
-    return uop_new(op, NULL, src, 2, arg_none());
-  case TG_OP_PAD: case TG_OP_SHRINK:
-    if (n == 0) return x;
-    src[1] = shape_to_uop(a, n);
-    src[2] = shape_to_uop(b, n);
-    return uop_new(op, NULL, src, 3, arg_none());
-  case TG_OP_PERMUTE: case TG_OP_FLIP:
-    return uop_new(op, NULL, src, 1, arg_ints(op == TG_OP_PERMUTE ? ARG_PERM : ARG_FLIP, a, (size_t)n));
-  default: return tensor_err("%s is not a movement op", uop_op_name(op));
-  }
+/* ------------------------------------------------------------------------------------------------ public API */
+
+static bool int_args(const void *p, size_t n, const char *what) {
+  if (n && !p) return mix_err("%s is NULL", what), false;
+  if (n > TG_MAX_DIMS) return mix_err("%zu %s, at most %d supported", n, what, TG_MAX_DIMS), false;
+  return true;
 }
 
-UOp *tensor_reshape(UOp *x, const int64_t *shape, int n) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n > TG_MAX_DIMS) return tensor_err("reshape to %d dims, at most %d supported", n, TG_MAX_DIMS);
-  int64_t ns[TG_MAX_DIMS], known = 1;
-  int infer = -1;
-  for (int i = 0; i < n; i++) {
-    ns[i] = shape[i];
-    if (shape[i] == -1) {
-      if (infer >= 0) return tensor_err("only one dimension can be inferred using -1, getting %s", tensor_fmt_dims(shape, n));
-      infer = i;
-    } else if (shape[i] < 0) return tensor_err("shape can't contain negative numbers %s", tensor_fmt_dims(shape, n));
-    else known *= shape[i];
-  }
-  if (infer >= 0) {
-    if (known == 0) return tensor_err("cannot infer -1 in %s for %s (zero elements)", tensor_fmt_dims(shape, n), tensor_fmt_shape(&s));
-    ns[infer] = shape_numel(&s) / known;
-  }
-  Shape to = {n, {0}};
-  memcpy(to.d, ns, (size_t)n * sizeof(int64_t));
-  if (shape_numel(&to) != shape_numel(&s)) return tensor_err("size mismatch, can't reshape (%s) -> (%s)", tensor_fmt_shape(&s), tensor_fmt_shape(&to));
-  if (shape_eq(&to, &s)) return x;
-  return tensor_mop(x, TG_OP_RESHAPE, ns, NULL, n);
+tg_tensor *tg_reshape(const tg_tensor *t, const int64_t *shape, size_t ndim) {
+  mix_ctx_begin("tg_reshape");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x && int_args(shape, ndim, "sizes") ? mix_reshape(x, shape, (int)ndim) : NULL);
 }
 
-UOp *tensor_permute(UOp *x, const int *order, int n) {
-  int nd = x ? tensor_ndim(x) : -1;
-  if (nd < 0) return NULL;
-  if (n != nd) return tensor_err("order has %d axes, tensor has %d", n, nd);
-  int64_t ord[TG_MAX_DIMS];
-  bool seen[TG_MAX_DIMS] = {0}, ident = true;
-  for (int i = 0; i < n; i++) {
-    int d;
-    if (!tensor_resolve_dim(x, order[i], false, &d)) return NULL;
-    if (seen[d]) return tensor_err("order is not a valid permutation of %d axes", n);
-    seen[d] = true;
-    ord[i] = d;
-    ident = ident && d == i;
-  }
-  return ident ? x : tensor_mop(x, TG_OP_PERMUTE, ord, NULL, n);
+tg_tensor *tg_permute(const tg_tensor *t, const int *order, size_t ndim) {
+  mix_ctx_begin("tg_permute");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x && int_args(order, ndim, "axes") ? mix_permute(x, order, (int)ndim) : NULL);
 }
 
-UOp *tensor_transpose(UOp *x, int d0, int d1) {
-  int nd = tensor_ndim(x), a, b;
-  if (nd < 0 || !tensor_resolve_dim(x, d0, false, &a) || !tensor_resolve_dim(x, d1, false, &b)) return NULL;
-  int order[TG_MAX_DIMS];
-  for (int i = 0; i < nd; i++) order[i] = i;
-  order[a] = b, order[b] = a;
-  return tensor_permute(x, order, nd);
+tg_tensor *tg_transpose(const tg_tensor *t, int dim0, int dim1) {
+  mix_ctx_begin("tg_transpose");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x ? mix_transpose(x, dim0, dim1) : NULL);
 }
 
-UOp *tensor_broadcast_to(UOp *x, const Shape *ns) {
-  SymShape s = shape_sym_from(ns);
-  return tensor_broadcast_to_sym(x, &s);
+tg_tensor *tg_expand(const tg_tensor *t, const int64_t *shape, size_t ndim) {
+  mix_ctx_begin("tg_expand");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x && int_args(shape, ndim, "sizes") ? mix_expand(x, shape, (int)ndim) : NULL);
 }
 
-UOp *tensor_expand(UOp *x, const int64_t *shape, int n) {
-  Shape s, ns;
-  if (!get_shape(x, &s)) return NULL;
-  if (n > TG_MAX_DIMS) return tensor_err("expand to %d dims, at most %d supported", n, TG_MAX_DIMS);
-  int nd = TG_MAX(n, s.ndim);
-  ns.ndim = nd;
-  for (int i = 0; i < nd; i++) {
-    int is = i - (nd - s.ndim), in = i - (nd - n);
-    int64_t from = is >= 0 ? s.d[is] : 1, to = in >= 0 ? shape[in] : 1;
-    ns.d[i] = to == -1 ? from : to;
-    if (ns.d[i] < 0) return tensor_err("invalid size %lld in expand to %s", (long long)to, tensor_fmt_dims(shape, n));
-  }
-  return tensor_broadcast_to(x, &ns);
-}
-
-UOp *tensor_flip(UOp *x, const int *axes, int n) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  int64_t flags[TG_MAX_DIMS] = {0};
-  bool any = false;
-  for (int i = 0; i < n; i++) {
-    int d;
-    if (!tensor_resolve_dim(x, axes[i], false, &d)) return NULL;
-    if (flags[d]) return tensor_err("dim can appear at most once, getting %d twice", d);
-    flags[d] = 1;
-    any = true;
-  }
-  return any ? tensor_mop(x, TG_OP_FLIP, flags, NULL, s.ndim) : x;
-}
-
-UOp *tensor_pad_raw(UOp *x, const int64_t *pads, int n) {
-  if (!x) return NULL;
-  if (n > TG_MAX_DIMS) return tensor_err("%d dims, at most %d supported", n, TG_MAX_DIMS);
-  UOp *p[2 * TG_MAX_DIMS];
-  for (int i = 0; i < 2 * n; i++) p[i] = uop_const_int(DT_WEAKINT, pads[i]);
-  return tensor_pad_sym(x, p, n);
-}
-
-UOp *tensor_shrink(UOp *x, const int64_t *bounds, int n) {
-  if (!x) return NULL;
-  if (n > TG_MAX_DIMS) return tensor_err("%d dims, at most %d supported", n, TG_MAX_DIMS);
-  UOp *b[2 * TG_MAX_DIMS];
-  for (int i = 0; i < 2 * n; i++) b[i] = uop_const_int(DT_WEAKINT, bounds[i]);
-  return tensor_shrink_sym(x, b, n);
-}
-
-UOp *tensor_shrink_to(UOp *x, const int64_t *shape, int n) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return tensor_err("ndim=%d != len(shape)=%d", s.ndim, n);
-  int64_t b[2 * TG_MAX_DIMS];
-  for (int i = 0; i < n; i++) b[2 * i] = 0, b[2 * i + 1] = shape[i] < 0 ? s.d[i] : shape[i];
-  return tensor_shrink(x, b, n);
-}
-
-UOp *tensor_pad_to(UOp *x, const int64_t *shape, int n) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return tensor_err("ndim=%d != len(shape)=%d", s.ndim, n);
-  int64_t beg[TG_MAX_DIMS] = {0}, sz[TG_MAX_DIMS];
-  bool same = true;
-  for (int i = 0; i < n; i++) {
-    sz[i] = shape[i] < 0 ? s.d[i] : shape[i];
-    if (sz[i] < s.d[i]) return tensor_err("cannot pad %s to smaller %s", tensor_fmt_shape(&s), tensor_fmt_dims(shape, n));
-    same = same && sz[i] == s.d[i];
-  }
-  return same ? x : tensor_mop(x, TG_OP_PAD, beg, sz, n);
-}
-
-UOp *tensor_squeeze(UOp *x, int dim) {
-  Shape s;
-  int d;
-  if (!get_shape(x, &s) || !tensor_resolve_dim(x, dim, false, &d)) return NULL;
-  if (s.ndim == 0 || s.d[d] != 1) return x;
-  int64_t ns[TG_MAX_DIMS];
-  int k = 0;
-  for (int i = 0; i < s.ndim; i++)
-    if (i != d) ns[k++] = s.d[i];
-  return tensor_reshape(x, ns, k);
-}
-
-UOp *tensor_unsqueeze(UOp *x, int dim) {
-  Shape s;
-  int d;
-  if (!get_shape(x, &s) || !tensor_resolve_dim(x, dim, true, &d)) return NULL;
-  if (s.ndim + 1 > TG_MAX_DIMS) return tensor_err("unsqueeze beyond %d dims", TG_MAX_DIMS);
-  int64_t ns[TG_MAX_DIMS];
-  for (int i = 0, k = 0; i <= s.ndim; i++) ns[i] = i == d ? 1 : s.d[k++];
-  return tensor_reshape(x, ns, s.ndim + 1);
-}
-
-UOp *tensor_flatten(UOp *x, int start, int end) {
-  Shape s;
-  int a, b;
-  if (!get_shape(x, &s) || !tensor_resolve_dim(x, start, false, &a) || !tensor_resolve_dim(x, end, false, &b)) return NULL;
-  int64_t ns[TG_MAX_DIMS], p = 1;
-  int k = 0;
-  for (int i = 0; i < a; i++) ns[k++] = s.d[i];
-  for (int i = a; i <= b && i < s.ndim; i++) p *= s.d[i];
-  ns[k++] = p;
-  for (int i = b + 1; i < s.ndim; i++) ns[k++] = s.d[i];
-  return tensor_reshape(x, ns, k);
-}
-
-UOp *tensor_repeat(UOp *x, const int64_t *repeats, int n) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n < s.ndim) return tensor_err("repeat needs at least %d repeats, got %d", s.ndim, n);
-  if (2 * n > TG_MAX_DIMS) return tensor_err("repeat over %d dims not supported (at most %d)", n, TG_MAX_DIMS / 2);
-  int64_t base[TG_MAX_DIMS], uns[TG_MAX_DIMS], exp[TG_MAX_DIMS], fin[TG_MAX_DIMS];
-  int nu = 0;
-  for (int i = 0; i < n; i++) {
-    if (repeats[i] < 0) return tensor_err("negative repeat %lld", (long long)repeats[i]);
-    base[i] = i < n - s.ndim ? 1 : s.d[i - (n - s.ndim)];
-  }
-  for (int i = 0; i < n; i++) {
-    if (repeats[i] == 1) uns[nu] = base[i], exp[nu++] = base[i];
-    else uns[nu] = 1, exp[nu++] = repeats[i], uns[nu] = base[i], exp[nu++] = base[i];
-    fin[i] = repeats[i] * base[i];
-  }
-  return tensor_reshape(tensor_expand(tensor_reshape(x, uns, nu), exp, nu), fin, n);
-}
-
-/* tinygrad stack: STACK(x0, x1, ...) of a common dtype (consts re-made at it), then the new axis moved to `dim` */
-UOp *tensor_stack(UOp *const *xs, int n, int dim) {
-  if (n <= 0) return tensor_err("stack needs at least one tensor");
-  Shape s0, si;
-  for (int i = 0; i < n; i++)
-    if (!xs[i]) return NULL;
-  if (!get_shape(xs[0], &s0)) return NULL;
-  for (int i = 1; i < n; i++) {
-    if (!get_shape(xs[i], &si)) return NULL;
-    if (!shape_eq(&s0, &si)) return tensor_err("all shapes must match for stack, got %s and %s", tensor_fmt_shape(&s0), tensor_fmt_shape(&si));
-  }
-  int d;
-  if (!tensor_resolve_dim(xs[0], dim, true, &d)) return NULL;
-  if (s0.ndim + 1 > TG_MAX_DIMS) return tensor_err("stack beyond %d dims", TG_MAX_DIMS);
-  const DType *dt = uop_derive_dtype(TG_OP_STACK, xs, (size_t)n, NULL);
-  UOp **src = tg_malloc((size_t)n * sizeof *src);
-  for (int i = 0; i < n; i++) {
-    UOp *u = xs[i];
-    src[i] = uop_is_invalid(u) ? u : u->op == TG_OP_CONST ? uop_const(dt, u->arg.c) : tensor_cast(u, dt);
-  }
-  UOp *r = uop_new(TG_OP_STACK, dt, src, (size_t)n, arg_none());
-  tg_free(src);
-  if (d == 0) return r;
-  int perm[TG_MAX_DIMS], k = 0;
-  for (int i = 1; i <= d; i++) perm[k++] = i;
-  perm[k++] = 0;
-  for (int i = d + 1; i < s0.ndim + 1; i++) perm[k++] = i;
-  return tensor_permute(r, perm, s0.ndim + 1);
-}
-
-/* cat when some size is symbolic: every piece padded to the total on `d` (offsets are expressions), then summed */
-static UOp *cat_sym(UOp *const *xs, int n, int d) {
-  SymShape s0, si;
-  if (!tensor_shape_sym(xs[0], &s0)) return NULL;
-  UOp *total = NULL;
-  for (int i = 0; i < n; i++) {
-    if (!tensor_shape_sym(xs[i], &si)) return NULL;
-    bool ok = si.max.ndim == s0.max.ndim;
-    for (int k = 0; ok && k < s0.max.ndim; k++) ok = k == d || shape_sym_dim_eq(&si, k, &s0, k);
-    if (!ok) {
-      char b1[200], b2[200];
-      return tensor_err("shapes %s and %s cannot be concatenated on dim %d", shape_sym_fmt(&s0, b1, sizeof b1), shape_sym_fmt(&si, b2, sizeof b2), d);
-    }
-    total = total ? uop_add(total, shape_sym_dim(&si, d)) : shape_sym_dim(&si, d);
-  }
-  total = tensor_sint(total);
-  UOp *acc = NULL, *at = uop_const_int(DT_WEAKINT, 0);
-  for (int i = 0; i < n && total; i++) {
-    tensor_shape_sym(xs[i], &si);
-    UOp *pads[2 * TG_MAX_DIMS], *zero = uop_const_int(DT_WEAKINT, 0), *size = shape_sym_dim(&si, d);
-    for (int k = 0; k < 2 * si.max.ndim; k++) pads[k] = zero;
-    pads[2 * d] = tensor_sint(at);
-    pads[2 * d + 1] = tensor_sint(uop_sub(uop_sub(total, at), size));
-    at = uop_add(at, size);
-    UOp *p = pads[2 * d] && pads[2 * d + 1] ? tensor_pad_sym(xs[i], pads, si.max.ndim) : NULL;
-    if (!p) return NULL;
-    acc = acc ? (acc->dtype == DT_BOOL ? tensor_alu(TG_OP_OR, acc, p) : tensor_add(acc, p)) : p;
-  }
-  return acc;
-}
-
-UOp *tensor_cat(UOp *const *xs, int n, int dim) {
-  if (n <= 0) return tensor_err("cat needs at least one tensor");
-  for (int i = 0; i < n; i++)
-    if (!xs[i]) return NULL;
-  Shape s0, si;
-  SymShape ss;
-  for (int i = 0; i < n; i++) {
-    if (!tensor_shape_sym(xs[i], &ss)) return NULL;
-    if (shape_sym_is_symbolic(&ss)) {
-      int d;
-      return tensor_resolve_dim(xs[0], dim, false, &d) ? cat_sym(xs, n, d) : NULL;
+tg_tensor *tg_pad(const tg_tensor *t, const int64_t *pads, size_t ndim, tg_pad_mode mode, double value) {
+  mix_ctx_begin("tg_pad");
+  UOp *x = tensor_in(t, 1), *r = NULL;
+  if (x && int_args(pads, ndim, "pad pairs")) {
+    if ((unsigned)mode > TG_PAD_CIRCULAR) r = mix_err("mode=%d is not supported", (int)mode);
+    else if ((int)ndim != t->shape.ndim) r = mix_err("padding length is improper, %zu pairs for %s", ndim, mix_fmt_shape(&t->shape));
+    else {
+      /* an integral fill of an int or bool tensor is an int constant (tinygrad's Python int): the dtype stays */
+      bool int_fill = (dt_is_int(x->dtype) || x->dtype == DT_BOOL) && value == floor(value) && fabs(value) < 9.2e18;
+      r = mix_pad_mode(x, pads, (int)ndim, mode, int_fill ? const_int((int64_t)value) : const_float(value));
     }
   }
-  int d;
-  if (!get_shape(xs[0], &s0) || !tensor_resolve_dim(xs[0], dim, false, &d)) return NULL;
-  bool same = true;
-  for (int i = 1; i < n; i++) {
-    if (!get_shape(xs[i], &si)) return NULL;
-    bool ok = si.ndim == s0.ndim;
-    for (int k = 0; ok && k < s0.ndim; k++) ok = k == d || si.d[k] == s0.d[k];
-    if (!ok) return tensor_err("shapes %s and %s cannot be concatenated on dim %d", tensor_fmt_shape(&s0), tensor_fmt_shape(&si), d);
-    same = same && si.d[d] == s0.d[d];
-  }
-  if (same) return tensor_flatten(tensor_stack(xs, n, d), d, d + 1);
-  int64_t total = 0, at = 0;
-  for (int i = 0; i < n; i++) {
-    tensor_shape(xs[i], &si);
-    total += si.d[d];
-  }
-  UOp *acc = NULL;
-  for (int i = 0; i < n; i++) {
-    tensor_shape(xs[i], &si);
-    int64_t pads[2 * TG_MAX_DIMS] = {0};
-    pads[2 * d] = at, pads[2 * d + 1] = total - at - si.d[d];
-    at += si.d[d];
-    UOp *p = tensor_pad_constant(xs[i], pads, si.ndim, const_float(0.0));
-    acc = acc ? (acc->dtype == DT_BOOL ? tensor_alu(TG_OP_OR, acc, p) : tensor_add(acc, p)) : p;
-  }
-  return acc;
+  return tensor_ctx_end(r);
 }
 
-/* floor-division based ceildiv that matches Python's -(-a // b) */
-static int64_t pyceildiv(int64_t a, int64_t b) {
-  int64_t na = -a, q = na / b;
-  if ((na % b != 0) && ((na < 0) != (b < 0))) q--;
-  return -q;
+tg_tensor *tg_shrink(const tg_tensor *t, const int64_t *bounds, size_t ndim) {
+  mix_ctx_begin("tg_shrink");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x && int_args(bounds, ndim, "bound pairs") ? mix_shrink(x, bounds, (int)ndim) : NULL);
 }
 
-/* Windows that do not overlap (stride >= kernel, no dilation, the last window inside the input) as a plain view:
- * each axis shrunk to o*s, split into (o, s), shrunk to (o, k). Not tinygrad's: its _pool always goes through repeat,
- * and the gradient of a repeat is a sum over the repeats, which for a 2x2 max pool becomes a 3x3 reduce of gated
- * div/mod loads per input pixel (beautiful_mnist's pool backward 16.5 ms a step); a view's gradient is a view (pad,
- * reshape), so the backward is elementwise. Same values, same kernels. NULL when the windows overlap. */
-static UOp *pool_disjoint(UOp *x, const Shape *s, const int64_t *k, int nk, const int64_t *stride,
-                          const int64_t *dilation, const int64_t *o_) {
-  int nn = s->ndim - nk;
-  for (int j = 0; j < nk; j++)
-    if (dilation[j] != 1 || stride[j] < k[j] || o_[j] * stride[j] > s->d[nn + j]) return NULL;
-  int64_t a[TG_MAX_DIMS];
-  for (int j = 0; j < nn; j++) a[j] = -1;
-  for (int j = 0; j < nk; j++) a[nn + j] = o_[j] * stride[j];
-  x = tensor_shrink_to(x, a, s->ndim);
-  for (int j = 0; j < nn; j++) a[j] = s->d[j];
-  for (int j = 0; j < nk; j++) a[nn + 2 * j] = o_[j], a[nn + 2 * j + 1] = stride[j];
-  x = tensor_reshape(x, a, nn + 2 * nk);
-  for (int j = 0; j < nn; j++) a[j] = -1;
-  for (int j = 0; j < nk; j++) a[nn + 2 * j] = o_[j], a[nn + 2 * j + 1] = k[j];
-  x = tensor_shrink_to(x, a, nn + 2 * nk);
-  int perm[TG_MAX_DIMS], p = 0;
-  for (int j = 0; j < nn; j++) perm[p++] = j;
-  for (int j = 0; j < nk; j++) perm[p++] = nn + 2 * j;
-  for (int j = 0; j < nk; j++) perm[p++] = nn + 2 * j + 1;
-  return tensor_permute(x, perm, nn + 2 * nk);
+tg_tensor *tg_flip(const tg_tensor *t, const int *axes, size_t naxes) {
+  mix_ctx_begin("tg_flip");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x && int_args(axes, naxes, "axes") ? mix_flip(x, axes, (int)naxes) : NULL);
 }
 
-/* tinygrad _pool: sliding windows over the last nk axes -> (..., o_1..o_n, k_1..k_n) */
-UOp *tensor_pool(UOp *x, const int64_t *k, int nk, const int64_t *stride, const int64_t *dilation) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (s.ndim < nk) return tensor_err("can't pool %s with %d kernel dims", tensor_fmt_shape(&s), nk);
-  int nn = s.ndim - nk;
-  if (nn + 3 * nk > TG_MAX_DIMS) return tensor_err("pooling needs more than %d dims", TG_MAX_DIMS);
-  int64_t i_[TG_MAX_DIMS], o_[TG_MAX_DIMS], f_[TG_MAX_DIMS];
-  for (int j = 0; j < nk; j++) {
-    i_[j] = s.d[nn + j];
-    if (k[j] < 1 || stride[j] < 1 || dilation[j] < 1) return tensor_err("kernel, stride and dilation must be positive");
-    if (dilation[j] * (k[j] - 1) + 1 > i_[j]) return tensor_err("kernel size cannot be greater than actual input size %s", tensor_fmt_shape(&s));
-    o_[j] = pyceildiv(i_[j] - dilation[j] * (k[j] - 1), stride[j]);
-    f_[j] = TG_MAX(1, pyceildiv(o_[j] * stride[j] - dilation[j], i_[j]));
-  }
-  if (tg_getenv_int("POOL_VIEW", 1)) {
-    UOp *v = pool_disjoint(x, &s, k, nk, stride, dilation, o_);
-    if (v) return v;
-  }
-  int64_t a[TG_MAX_DIMS];
-  for (int j = 0; j < nn; j++) a[j] = 1;
-  for (int j = 0; j < nk; j++) a[nn + j] = pyceildiv(k[j] * (i_[j] * f_[j] + dilation[j]), i_[j]);
-  x = tensor_repeat(x, a, s.ndim);
-  for (int j = 0; j < nn; j++) a[j] = -1;
-  for (int j = 0; j < nk; j++) a[nn + j] = k[j] * (i_[j] * f_[j] + dilation[j]);
-  x = tensor_shrink_to(x, a, s.ndim);
-  for (int j = 0; j < nn; j++) a[j] = s.d[j];
-  for (int j = 0; j < nk; j++) a[nn + 2 * j] = k[j], a[nn + 2 * j + 1] = i_[j] * f_[j] + dilation[j];
-  x = tensor_reshape(x, a, nn + 2 * nk);
-  for (int j = 0; j < nn; j++) a[j] = -1;
-  for (int j = 0; j < nk; j++) a[nn + 2 * j] = k[j], a[nn + 2 * j + 1] = o_[j] * stride[j];
-  x = tensor_shrink_to(x, a, nn + 2 * nk);
-  for (int j = 0; j < nn; j++) a[j] = s.d[j];
-  for (int j = 0; j < nk; j++) a[nn + 3 * j] = k[j], a[nn + 3 * j + 1] = o_[j], a[nn + 3 * j + 2] = stride[j];
-  x = tensor_reshape(x, a, nn + 3 * nk);
-  for (int j = 0; j < nn; j++) a[j] = -1;
-  for (int j = 0; j < nk; j++) a[nn + 3 * j] = k[j], a[nn + 3 * j + 1] = o_[j], a[nn + 3 * j + 2] = 1;
-  x = tensor_shrink_to(x, a, nn + 3 * nk);
-  for (int j = 0; j < nn; j++) a[j] = s.d[j];
-  for (int j = 0; j < nk; j++) a[nn + 2 * j] = k[j], a[nn + 2 * j + 1] = o_[j];
-  x = tensor_reshape(x, a, nn + 2 * nk);
-  int perm[TG_MAX_DIMS], p = 0;
-  for (int j = 0; j < nn; j++) perm[p++] = j;
-  for (int j = 0; j < nk; j++) perm[p++] = nn + 2 * j + 1;
-  for (int j = 0; j < nk; j++) perm[p++] = nn + 2 * j;
-  return tensor_permute(x, perm, nn + 2 * nk);
+tg_tensor *tg_squeeze(const tg_tensor *t, int axis) {
+  mix_ctx_begin("tg_squeeze");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x ? mix_squeeze(x, axis) : NULL);
 }
 
-/* OpMixin._pad_constant: negative pads shrink first; a nonzero fill goes through a bool mask and WHERE */
-UOp *tensor_pad_constant(UOp *x, const int64_t *pads, int n, Const value) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return tensor_err("padding length is improper, %d pairs for ndim=%d", n, s.ndim);
-  bool has_neg = false;
-  for (int i = 0; i < 2 * n; i++) has_neg = has_neg || pads[i] < 0;
-  int64_t pp[2 * TG_MAX_DIMS];
-  UOp *X = x;
-  if (has_neg) {
+tg_tensor *tg_squeeze_all(const tg_tensor *t) {
+  mix_ctx_begin("tg_squeeze_all");
+  UOp *x = tensor_in(t, 1);
+  if (!x) return tensor_ctx_end(NULL);
+  int64_t ns[TG_MAX_DIMS];
+  int k = 0;
+  for (int i = 0; i < t->shape.ndim; i++)
+    if (t->shape.d[i] != 1) ns[k++] = t->shape.d[i];
+  return tensor_ctx_end(mix_reshape(x, ns, k));
+}
+
+tg_tensor *tg_unsqueeze(const tg_tensor *t, int axis) {
+  mix_ctx_begin("tg_unsqueeze");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x ? mix_unsqueeze(x, axis) : NULL);
+}
+
+tg_tensor *tg_flatten(const tg_tensor *t, int start_dim, int end_dim) {
+  mix_ctx_begin("tg_flatten");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x ? mix_flatten(x, start_dim, end_dim) : NULL);
+}
+
+tg_tensor *tg_getitem(const tg_tensor *t, const tg_index *idx, size_t n) {
+  mix_ctx_begin("tg_getitem");
+  UOp *x = tensor_in(t, 1);
+  if (!x) return tensor_ctx_end(NULL);
+  if (n && !idx) return tensor_ctx_end(mix_err("indices are NULL"));
+  if (n > TG_MAX_DIMS * 2) return tensor_ctx_end(mix_err("too many indices (%zu)", n));
+  /* the index tensors' nodes (a NULL handle stays NULL: the builder names it) */
+  UOp *tensors[TG_MAX_DIMS * 2] = {0};
+  for (size_t i = 0; i < n; i++)
+    if (idx[i].kind == TG_IDX_TENSOR && idx[i].tensor && !(tensors[i] = tensor_in(idx[i].tensor, 2))) return tensor_ctx_end(NULL);
+  return tensor_ctx_end(mix_getitem(x, idx, tensors, n));
+}
+
+static tg_tensor *multi(const char *op, const tg_tensor *const *ts, size_t n, int axis, bool stack) {
+  mix_ctx_begin(op);
+  if (!ts || n == 0) return tensor_ctx_end(mix_err("needs at least one tensor"));
+  if (n > 4096) return tensor_ctx_end(mix_err("too many tensors (%zu)", n));
+  UOp **xs = tg_malloc(n * sizeof *xs);
+  bool ok = true;
+  for (size_t i = 0; i < n && ok; i++) ok = (xs[i] = tensor_in(ts[i], (int)i + 1)) != NULL;
+  UOp *r = ok ? (stack ? mix_stack(xs, (int)n, axis) : mix_cat(xs, (int)n, axis)) : NULL;
+  tg_free(xs);
+  return tensor_ctx_end(r);
+}
+
+tg_tensor *tg_cat(const tg_tensor *const *ts, size_t n, int axis) { return multi("tg_cat", ts, n, axis, false); }
+tg_tensor *tg_stack(const tg_tensor *const *ts, size_t n, int axis) { return multi("tg_stack", ts, n, axis, true); }
+
+tg_tensor *tg_repeat(const tg_tensor *t, const int64_t *repeats, size_t n) {
+  mix_ctx_begin("tg_repeat");
+  UOp *x = tensor_in(t, 1);
+  return tensor_ctx_end(x && int_args(repeats, n, "repeats") ? mix_repeat(x, repeats, (int)n) : NULL);
+}
+
+int tg_split(const tg_tensor *t, int64_t size, int axis, tg_tensor **out, size_t max_out) {
+  mix_ctx_begin("tg_split");
+  UOp *x = tensor_in(t, 1);
+  int d, count = -1;
+  if (!x || !mix_resolve_dim(x, axis, false, &d)) goto done;
+  if (size <= 0) { mix_err("split size must be positive, got %lld", (long long)size); goto done; }
+  if (t->shape.ndim == 0) { mix_err("cannot split a 0-d tensor"); goto done; }
+  int64_t dim_sz = t->shape.d[d];
+  int64_t pieces = dim_sz == 0 ? 1 : (dim_sz + size - 1) / size;
+  if (!out || (size_t)pieces > max_out) { mix_err("%lld pieces do not fit in out[%zu]", (long long)pieces, max_out); goto done; }
+  for (int64_t i = 0; i < pieces; i++) {
     int64_t b[2 * TG_MAX_DIMS];
-    for (int i = 0; i < n; i++) {
-      b[2 * i] = -TG_MIN(pads[2 * i], 0);
-      b[2 * i + 1] = TG_MIN(pads[2 * i + 1] + s.d[i], s.d[i]);
-      if (b[2 * i] > b[2 * i + 1]) return tensor_err("negative padding removes more than axis %d of %s", i, tensor_fmt_shape(&s));
-      pp[2 * i] = TG_MAX(pads[2 * i], 0), pp[2 * i + 1] = TG_MAX(pads[2 * i + 1], 0);
+    for (int k = 0; k < t->shape.ndim; k++) b[2 * k] = 0, b[2 * k + 1] = t->shape.d[k];
+    b[2 * d] = i * size, b[2 * d + 1] = TG_MIN(dim_sz, (i + 1) * size);
+    /* a new handle per piece: the nested begin/end only wraps, the outer context stays open */
+    mix_ctx_begin("tg_split");
+    out[i] = tensor_ctx_end(mix_shrink(x, b, t->shape.ndim));
+    if (!out[i]) {
+      for (int64_t k = 0; k < i; k++) tg_release(out[k]), out[k] = NULL;
+      goto done;
     }
-    X = tensor_shrink(x, b, n);
-  } else memcpy(pp, pads, (size_t)(2 * n) * sizeof(int64_t));
-  UOp *base = tensor_pad_raw(X, pp, n);
-  bool zero = (value.kind == CK_FLOAT && value.f == 0.0) || (value.kind == CK_INT && value.i == 0) ||
-              (value.kind == CK_BOOL && !value.b);
-  if (zero) return base;
-  UOp *mask = tensor_pad_raw(tensor_const_like(X, const_bool(true), DT_BOOL), pp, n);
-  return tensor_where(mask, base, tensor_const(value, NULL));
+  }
+  count = (int)pieces;
+done:
+  mix_ctx_end();
+  return count;
 }
 
-/* the reflect/replicate/circular modes of OpMixin.pad */
-UOp *tensor_pad_mode(UOp *x, const int64_t *pads, int n, tg_pad_mode mode, Const value) {
-  Shape s;
-  if (!get_shape(x, &s)) return NULL;
-  if (n != s.ndim) return tensor_err("padding length is improper, %d pairs for ndim=%d", n, s.ndim);
-  if (mode == TG_PAD_CONSTANT) return tensor_pad_constant(x, pads, n, value);
-  if (mode == TG_PAD_CIRCULAR) {
-    int64_t b[2 * TG_MAX_DIMS], pp[2 * TG_MAX_DIMS], rep[TG_MAX_DIMS];
-    for (int i = 0; i < n; i++) {
-      b[2 * i] = -TG_MIN(pads[2 * i], 0), b[2 * i + 1] = TG_MIN(pads[2 * i + 1] + s.d[i], s.d[i]);
-      if (b[2 * i] > b[2 * i + 1]) return tensor_err("negative padding removes more than axis %d of %s", i, tensor_fmt_shape(&s));
-      pp[2 * i] = TG_MAX(pads[2 * i], 0), pp[2 * i + 1] = TG_MAX(pads[2 * i + 1], 0);
-    }
-    UOp *X = tensor_shrink(x, b, n);
-    Shape xs;
-    if (!get_shape(X, &xs)) return NULL;
-    for (int i = 0; i < n; i++) {
-      if (pp[2 * i] > xs.d[i] || pp[2 * i + 1] > xs.d[i]) return tensor_err("Padding value causes wrapping around more than once.");
-      rep[i] = 1 + (pp[2 * i] != 0) + (pp[2 * i + 1] != 0);
-    }
-    UOp *R = tensor_repeat(X, rep, n);
-    Shape rs;
-    if (!get_shape(R, &rs)) return NULL;
-    for (int i = 0; i < n; i++) {
-      b[2 * i] = pp[2 * i] == 0 ? 0 : xs.d[i] - pp[2 * i];
-      b[2 * i + 1] = pp[2 * i + 1] == 0 ? rs.d[i] : rs.d[i] - xs.d[i] + pp[2 * i + 1];
-    }
-    return tensor_shrink(R, b, n);
+int tg_split_sizes(const tg_tensor *t, const int64_t *sizes, size_t n, int axis, tg_tensor **out, size_t max_out) {
+  mix_ctx_begin("tg_split_sizes");
+  UOp *x = tensor_in(t, 1);
+  int d, count = -1;
+  if (!x || !mix_resolve_dim(x, axis, false, &d)) goto done;
+  if (t->shape.ndim == 0) { mix_err("cannot split a 0-d tensor"); goto done; }
+  if (!sizes || n == 0 || n > (size_t)INT32_MAX) { mix_err("sizes are missing"); goto done; }
+  int64_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (sizes[i] < 0) { mix_err("negative split size %lld", (long long)sizes[i]); goto done; }
+    total += sizes[i];
   }
-  if (mode != TG_PAD_REFLECT && mode != TG_PAD_REPLICATE) return tensor_err("unknown pad mode %d", (int)mode);
-  UOp *X = x;
-  for (int d = 0; d < n; d++) {
-    int64_t pB = TG_MAX(pads[2 * d], 0), pA = TG_MAX(pads[2 * d + 1], 0);
-    Shape xs;
-    if (!get_shape(X, &xs)) return NULL;
-    int64_t sz = xs.d[d];
-    UOp *xB = NULL, *xA = NULL;
-    if (mode == TG_PAD_REFLECT) {
-      if (pB >= sz || pA >= sz)
-        return tensor_err("Padding (%lld, %lld) should be less than the input size=%lld for dim=%d.", (long long)pB, (long long)pA, (long long)sz, d);
-      tg_index idx[TG_MAX_DIMS];
-      for (int i = 0; i < xs.ndim; i++) idx[i] = (tg_index){TG_IDX_SLICE, 0, 0, 1, false, false, NULL};
-      if (pB > 0) {
-        idx[d] = (tg_index){TG_IDX_SLICE, pB, 0, -1, true, true, NULL};
-        xB = tensor_getitem(X, idx, (size_t)xs.ndim);
-      }
-      if (pA > 0) {
-        idx[d] = (tg_index){TG_IDX_SLICE, sz - 2, sz - 2 - pA, -1, true, sz - 2 - pA >= 0, NULL};
-        xA = tensor_getitem(X, idx, (size_t)xs.ndim);
-      }
-    } else {
-      int64_t b[2 * TG_MAX_DIMS], e[TG_MAX_DIMS];
-      for (int i = 0; i < xs.ndim; i++) b[2 * i] = 0, b[2 * i + 1] = xs.d[i], e[i] = -1;
-      if (pB > 0) {
-        b[2 * d] = 0, b[2 * d + 1] = 1, e[d] = pB;
-        xB = tensor_expand(tensor_shrink(X, b, xs.ndim), e, xs.ndim);
-      }
-      if (pA > 0) {
-        b[2 * d] = xs.d[d] - 1, b[2 * d + 1] = xs.d[d], e[d] = pA;
-        xA = tensor_expand(tensor_shrink(X, b, xs.ndim), e, xs.ndim);
-      }
-    }
-    UOp *pieces[3];
-    int np = 0;
-    if (xB) pieces[np++] = xB;
-    pieces[np++] = X;
-    if (xA) pieces[np++] = xA;
-    X = tensor_cat(pieces, np, d); /* a cat of one piece still stacks and flattens, as tinygrad's */
+  if (total != t->shape.d[d]) {
+    mix_err("expect sizes to sum exactly to %lld, but got %lld", (long long)t->shape.d[d], (long long)total);
+    goto done;
   }
-  Shape xs;
-  if (!get_shape(X, &xs)) return NULL;
-  int64_t b[2 * TG_MAX_DIMS];
-  for (int i = 0; i < n; i++) b[2 * i] = -TG_MIN(pads[2 * i], 0), b[2 * i + 1] = TG_MIN(pads[2 * i + 1] + xs.d[i], xs.d[i]);
-  return tensor_shrink(X, b, n);
+  if (!out || n > max_out) { mix_err("%zu pieces do not fit in out[%zu]", n, max_out); goto done; }
+  int64_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    int64_t b[2 * TG_MAX_DIMS];
+    for (int k = 0; k < t->shape.ndim; k++) b[2 * k] = 0, b[2 * k + 1] = t->shape.d[k];
+    b[2 * d] = at, b[2 * d + 1] = at + sizes[i];
+    at += sizes[i];
+    mix_ctx_begin("tg_split_sizes");
+    out[i] = tensor_ctx_end(mix_shrink(x, b, t->shape.ndim));
+    if (!out[i]) {
+      for (size_t k = 0; k < i; k++) tg_release(out[k]), out[k] = NULL;
+      goto done;
+    }
+  }
+  count = (int)n;
+done:
+  mix_ctx_end();
+  return count;
+}
+
+int tg_chunk(const tg_tensor *t, int chunks, int axis, tg_tensor **out, size_t max_out) {
+  if (!t) {
+    if (tg_last_status() == TG_OK) tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_chunk: argument 1 is NULL");
+    return -1;
+  }
+  if (chunks <= 0) {
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_chunk: expect chunks to be greater than 0, got: %d", chunks);
+    return -1;
+  }
+  int nd = t->shape.ndim, d = axis < 0 ? axis + nd : axis;
+  if (nd == 0 || d < 0 || d >= nd) {
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_chunk: dim=%d out of range for %d dims", axis, nd);
+    return -1;
+  }
+  int64_t sz = t->shape.d[d];
+  if (sz == 0) {
+    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: tg_chunk: chunking an empty axis not supported yet");
+    return -1;
+  }
+  return tg_split(t, (sz + chunks - 1) / chunks, axis, out, max_out);
 }
 
 tg_tensor *tg_pool(const tg_tensor *t, const int64_t *kernel, size_t nk, const int64_t *stride, const int64_t *dilation) {
-  tensor_ctx_begin("tg_pool");
+  mix_ctx_begin("tg_pool");
   UOp *x = tensor_in(t, 1), *r = NULL;
   int64_t ones[TG_MAX_DIMS];
   for (int i = 0; i < TG_MAX_DIMS; i++) ones[i] = 1;
   if (x) {
-    if (!kernel || nk == 0 || nk > TG_MAX_DIMS) r = tensor_err("kernel needs 1 to %d sizes, got %zu", TG_MAX_DIMS, nk);
-    else r = tensor_pool(x, kernel, (int)nk, stride ? stride : ones, dilation ? dilation : ones);
+    if (!kernel || nk == 0 || nk > TG_MAX_DIMS) r = mix_err("kernel needs 1 to %d sizes, got %zu", TG_MAX_DIMS, nk);
+    else r = mix_pool(x, kernel, (int)nk, stride ? stride : ones, dilation ? dilation : ones);
   }
   return tensor_ctx_end(r);
 }

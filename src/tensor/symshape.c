@@ -1,200 +1,19 @@
-/* symshape.c — symbolic sizes in the tensor frontend (tinygrad's sint): a size is an int or a weak-int expression of
- * bound Variables, e.g. the length start_pos+1 of a KV-cache slice. A tensor with such a size is a view of storage
- * sized for the maximum; its kernels loop to the expression, whose Variables reach them as scalar arguments.
- *
- * The builders here take and give SymShape / size UOps. Validity is checked at the bound values (what this realize
- * computes) on top of the shape rules' value-free checks (shape.c). The public calls tg_shrink_sym, tg_reshape_sym,
- * tg_expand_sym, tg_dim and tg_is_symbolic are at the end. */
+/* symshape.c — symbolic sizes in the Tensor API: tg_sint arguments (an int plus an optional Variable expression)
+ * turned into size UOps, storage for a symbolic shape (a buffer sized for the maximum, viewed shrunk to the
+ * expression), and the public calls around the builders of uop/mixin_symshape.c. */
 #include "engine/engine.h"
 #include "tensor/tensor.h"
-#include "uop/symbolic.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-
-/* leaves of a size expression: CONST ints and bound Variables (the value side of a bind is not walked) */
-static bool sint_ok(UOp *e, int depth) {
-  if (depth > 64) return false;
-  if (e->op == TG_OP_CONST) return e->arg.c.kind == CK_INT;
-  if (e->op == TG_OP_AFTER) return uop_unbind(e, NULL, NULL);
-  switch (e->op) {
-  case TG_OP_ADD: case TG_OP_MUL: case TG_OP_FLOORDIV: case TG_OP_FLOORMOD: case TG_OP_CDIV: case TG_OP_CMOD: case TG_OP_MAX: case TG_OP_NEG:
-    for (uint32_t i = 0; i < e->nsrc; i++)
-      if (!sint_ok(e->src[i], depth + 1)) return false;
-    return dt_is_int(e->dtype);
-  default: return false;
-  }
-}
-
-UOp *tensor_sint(UOp *e) {
-  if (!e) return NULL;
-  if (!sint_ok(e, 0))
-    return tensor_err("a symbolic size must be an int expression of bound Variables (tg_bind), got %s %s",
-                      uop_op_name(uop_op(e)), e->dtype->name);
-  if (e->op == TG_OP_CONST) return e->dtype == DT_WEAKINT ? e : uop_const_int(DT_WEAKINT, e->arg.c.i);
-  UOp *s = uop_simplify(e);
-  if (uop_vmin(s) < 0) {
-    char *r = uop_render(s);
-    tensor_err("size %s can be negative (minimum %lld)", r, (long long)uop_vmin(s));
-    free(r);
-    return NULL;
-  }
-  return s;
-}
-
-bool tensor_sint_value(UOp *e, int64_t *out) {
-  if (e->op == TG_OP_CONST) {
-    *out = e->arg.c.i;
-    return e->arg.c.kind == CK_INT;
-  }
-  UOpVec topo = {0}, from = {0}, to = {0};
-  uop_toposort(e, NULL, NULL, &topo);
-  for (size_t i = 0; i < topo.len; i++) {
-    int64_t v;
-    if (topo.data[i]->op == TG_OP_AFTER && uop_unbind(topo.data[i], NULL, &v)) {
-      tg_vec_push(&from, topo.data[i]);
-      tg_vec_push(&to, uop_const_int(topo.data[i]->dtype, v));
-    }
-  }
-  UOp *r = uop_simplify(uop_substitute(e, from.data, to.data, from.len));
-  tg_vec_free(&topo);
-  tg_vec_free(&from);
-  tg_vec_free(&to);
-  if (r->op != TG_OP_CONST || r->arg.c.kind != CK_INT) return false;
-  *out = r->arg.c.i;
-  return true;
-}
-
-static const char *fmt_sym(const SymShape *s) {
-  static char bufs[4][256];
-  static int at;
-  at = (at + 1) % 4;
-  return shape_sym_fmt(s, bufs[at], sizeof bufs[at]);
-}
-
-UOp *tensor_sym_numel(const SymShape *s, const bool *red) {
-  int64_t n = 1;
-  UOp *e = NULL;
-  for (int i = 0; i < s->max.ndim; i++) {
-    if (red && !red[i]) continue;
-    if (s->sym[i]) e = e ? uop_mul(e, s->sym[i]) : s->sym[i];
-    else n *= s->max.d[i];
-  }
-  if (!e) return uop_const_int(DT_WEAKINT, n);
-  return uop_simplify(n == 1 ? e : uop_mul(e, uop_const_int(DT_WEAKINT, n)));
-}
-
-UOp *tensor_reshape_sym(UOp *x, const SymShape *to) {
-  SymShape s, r;
-  if (!x || !tensor_shape_sym(x, &s)) return NULL;
-  if (shape_sym_eq(&s, to)) return x;
-  if (!shape_sym_is_symbolic(&s) && !shape_sym_is_symbolic(to)) return tensor_reshape(x, to->max.d, to->max.ndim);
-  UOp *src[2] = {x, shape_sym_to_uop(to)};
-  UOp *y = uop_new(TG_OP_RESHAPE, NULL, src, 2, arg_none());
-  if (!tensor_shape_sym(y, &r)) /* the rule's message names both shapes */
-    return tensor_err("size mismatch, can't reshape %s -> %s", fmt_sym(&s), fmt_sym(to));
-  return y;
-}
-
-static UOp *mop_sym(UOp *x, TgOp op, const SymShape *a, const SymShape *b) {
-  UOp *src[3] = {x, shape_sym_to_uop(a), b ? shape_sym_to_uop(b) : NULL};
-  return uop_new(op, NULL, src, b ? 3 : 2, arg_none());
-}
-
-/* tinygrad _broadcast_to: reshape away the stretched size-1 axes, EXPAND prepends, permute back */
-UOp *tensor_broadcast_to_sym(UOp *x, const SymShape *ns) {
-  SymShape s;
-  if (!x || !tensor_shape_sym(x, &s)) return NULL;
-  if (shape_sym_eq(&s, ns)) return x;
-  int nd = s.max.ndim;
-  if (nd > ns->max.ndim)
-    return tensor_err("cannot broadcast tensor to fewer dimensions. shape=%s to %s", fmt_sym(&s), fmt_sym(ns));
-  int n_left = ns->max.ndim - nd;
-  int expand_at[TG_MAX_DIMS], kept[TG_MAX_DIMS], ne = 0, nk = 0;
-  for (int i = 0; i < nd; i++) {
-    bool one = !s.sym[i] && s.max.d[i] == 1, target_one = !ns->sym[n_left + i] && ns->max.d[n_left + i] == 1;
-    if (!one && !shape_sym_dim_eq(&s, i, ns, n_left + i))
-      return tensor_err("cannot broadcast %s to %s", fmt_sym(&s), fmt_sym(ns));
-    if (one && !target_one) expand_at[ne++] = i;
-    else kept[nk++] = i;
-  }
-  SymShape sq, ex;
-  memset(&sq, 0, sizeof sq), memset(&ex, 0, sizeof ex);
-  sq.max.ndim = nk, ex.max.ndim = n_left + ne;
-  for (int i = 0; i < nk; i++) sq.max.d[i] = s.max.d[kept[i]], sq.sym[i] = s.sym[kept[i]];
-  for (int i = 0; i < n_left; i++) ex.max.d[i] = ns->max.d[i], ex.sym[i] = ns->sym[i];
-  for (int i = 0; i < ne; i++) ex.max.d[n_left + i] = ns->max.d[n_left + expand_at[i]], ex.sym[n_left + i] = ns->sym[n_left + expand_at[i]];
-  UOp *r = tensor_reshape_sym(x, &sq);
-  if (r && ex.max.ndim) r = mop_sym(r, TG_OP_EXPAND, &ex, NULL);
-  int perm[TG_MAX_DIMS];
-  for (int i = 0; i < n_left; i++) perm[i] = i;
-  for (int i = 0; i < nd; i++) {
-    int pos = -1;
-    for (int k = 0; k < ne; k++)
-      if (expand_at[k] == i) pos = k;
-    if (pos < 0)
-      for (int k = 0; k < nk; k++)
-        if (kept[k] == i) pos = ne + k;
-    perm[n_left + i] = n_left + pos;
-  }
-  return tensor_permute(r, perm, ns->max.ndim);
-}
-
-UOp *tensor_shrink_sym(UOp *x, UOp *const *bounds, int n) {
-  SymShape s, off, sz;
-  if (!x || !tensor_shape_sym(x, &s)) return NULL;
-  if (n != s.max.ndim) return tensor_err("ndim=%d != len(bounds)=%d", s.max.ndim, n);
-  memset(&off, 0, sizeof off), memset(&sz, 0, sizeof sz);
-  off.max.ndim = sz.max.ndim = n;
-  bool same = true;
-  for (int i = 0; i < n; i++) {
-    UOp *a = tensor_sint(bounds[2 * i]), *b = tensor_sint(bounds[2 * i + 1]);
-    if (!a || !b) return NULL;
-    UOp *size = shape_sym_dim(&s, i);
-    int64_t va, vb, vs;
-    if (!tensor_sint_value(a, &va) || !tensor_sint_value(b, &vb) || !tensor_sint_value(size, &vs))
-      return tensor_err("shrink on axis %d: a size without a value", i);
-    if (va < 0 || vb < va || vb > vs) {
-      char *ra = uop_render(a), *rb = uop_render(b);
-      tensor_err("invalid shrink (%s, %s) = (%lld, %lld) on axis %d of %s", ra, rb, (long long)va, (long long)vb, i, fmt_sym(&s));
-      free(ra), free(rb);
-      return NULL;
-    }
-    UOp *len = a->op == TG_OP_CONST && a->arg.c.i == 0 ? b : tensor_sint(uop_sub(b, a));
-    if (!shape_sym_set_dim(&off, i, a) || !len || !shape_sym_set_dim(&sz, i, len)) return tensor_err("bad shrink bounds on axis %d", i);
-    same = same && a->op == TG_OP_CONST && a->arg.c.i == 0 && shape_sym_dim_eq(&sz, i, &s, i);
-  }
-  return same ? x : mop_sym(x, TG_OP_SHRINK, &off, &sz);
-}
+#include <string.h>
 
 UOp *tensor_empty_sym(const SymShape *s, const DType *dt) {
-  if (dt_is_weak(dt) || dt == DT_VOID) return tensor_err("cannot create storage for weak dtype %s", dt->name);
+  if (dt_is_weak(dt) || dt == DT_VOID) return mix_err("cannot create storage for weak dtype %s", dt->name);
   UOp *buf = engine_new_buffer(tg_default_device(), dt, shape_numel(&s->max));
-  UOp *x = buf ? tensor_reshape(buf, s->max.d, s->max.ndim) : NULL;
+  UOp *x = buf ? mix_reshape(buf, s->max.d, s->max.ndim) : NULL;
   if (!x || !shape_sym_is_symbolic(s)) return x;
   UOp *b[2 * TG_MAX_DIMS];
   for (int i = 0; i < s->max.ndim; i++) b[2 * i] = uop_const_int(DT_WEAKINT, 0), b[2 * i + 1] = shape_sym_dim(s, i);
-  return tensor_shrink_sym(x, b, s->max.ndim);
-}
-
-UOp *tensor_pad_sym(UOp *x, UOp *const *pads, int n) {
-  SymShape s, beg, sz;
-  if (!x || !tensor_shape_sym(x, &s)) return NULL;
-  if (n != s.max.ndim) return tensor_err("ndim=%d != len(pads)=%d", s.max.ndim, n);
-  memset(&beg, 0, sizeof beg), memset(&sz, 0, sizeof sz);
-  beg.max.ndim = sz.max.ndim = n;
-  bool same = true;
-  for (int i = 0; i < n; i++) {
-    UOp *lo = tensor_sint(pads[2 * i]), *hi = tensor_sint(pads[2 * i + 1]);
-    if (!lo || !hi) return NULL;
-    int64_t vlo, vhi;
-    if (!tensor_sint_value(lo, &vlo) || !tensor_sint_value(hi, &vhi)) return tensor_err("pad on axis %d: a size without a value", i);
-    if (vlo < 0 || vhi < 0) return tensor_err("negative pad (%lld, %lld) on axis %d", (long long)vlo, (long long)vhi, i);
-    UOp *len = tensor_sint(uop_add(uop_add(shape_sym_dim(&s, i), lo), hi));
-    if (!len || !shape_sym_set_dim(&beg, i, lo) || !shape_sym_set_dim(&sz, i, len)) return tensor_err("bad pad on axis %d", i);
-    same = same && lo->op == TG_OP_CONST && lo->arg.c.i == 0 && hi->op == TG_OP_CONST && hi->arg.c.i == 0;
-  }
-  return same ? x : mop_sym(x, TG_OP_PAD, &beg, &sz);
+  return mix_shrink_sym(x, b, s->max.ndim);
 }
 
 /* ---- public ---- */
@@ -204,77 +23,77 @@ static UOp *sint_arg(tg_sint v, int argi) {
   if (!v.v) return c;
   UOp *e = tensor_in(v.v, argi);
   if (!e) return NULL;
-  if (!dt_is_int(e->dtype)) return tensor_err("argument %d: a size must be an int expression, got dtype %s", argi, e->dtype->name);
-  return tensor_sint(v.n ? uop_add(e, uop_const_like_int(e, v.n)) : e);
+  if (!dt_is_int(e->dtype)) return mix_err("argument %d: a size must be an int expression, got dtype %s", argi, e->dtype->name);
+  return mix_sint(v.n ? uop_add(e, uop_const_like_int(e, v.n)) : e);
 }
 
 bool tensor_sym_shape_arg(const tg_sint *shape, size_t ndim, bool keep_ok, SymShape *out) {
   memset(out, 0, sizeof *out);
-  if (ndim > TG_MAX_DIMS) return tensor_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS), false;
-  if (ndim && !shape) return tensor_err("shape is NULL with ndim %zu", ndim), false;
+  if (ndim > TG_MAX_DIMS) return mix_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS), false;
+  if (ndim && !shape) return mix_err("shape is NULL with ndim %zu", ndim), false;
   out->max.ndim = (int)ndim;
   for (size_t i = 0; i < ndim; i++) {
     UOp *e = sint_arg(shape[i], 2);
     if (!e) return false;
-    if (!shape_sym_set_dim(out, (int)i, e)) return tensor_err("invalid size on axis %zu", i), false;
-    if (!out->sym[i] && out->max.d[i] < (keep_ok ? -1 : 0)) return tensor_err("negative size on axis %zu", i), false;
+    if (!shape_sym_set_dim(out, (int)i, e)) return mix_err("invalid size on axis %zu", i), false;
+    if (!out->sym[i] && out->max.d[i] < (keep_ok ? -1 : 0)) return mix_err("negative size on axis %zu", i), false;
   }
   return true;
 }
 
 tg_tensor *tg_shrink_sym(const tg_tensor *t, const tg_sint *bounds, size_t ndim) {
-  tensor_ctx_begin("tg_shrink_sym");
+  mix_ctx_begin("tg_shrink_sym");
   UOp *x = tensor_in(t, 1), *b[2 * TG_MAX_DIMS], *r = NULL;
   bool ok = x != NULL;
-  if (ok && ndim > TG_MAX_DIMS) ok = tensor_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS) != NULL;
-  if (ok && ndim && !bounds) ok = tensor_err("bounds is NULL with ndim %zu", ndim) != NULL;
+  if (ok && ndim > TG_MAX_DIMS) ok = mix_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS) != NULL;
+  if (ok && ndim && !bounds) ok = mix_err("bounds is NULL with ndim %zu", ndim) != NULL;
   for (size_t i = 0; ok && i < 2 * ndim; i++) ok = (b[i] = sint_arg(bounds[i], 2)) != NULL;
-  if (ok) r = tensor_shrink_sym(x, b, (int)ndim);
+  if (ok) r = mix_shrink_sym(x, b, (int)ndim);
   return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_pad_sym(const tg_tensor *t, const tg_sint *pads, size_t ndim) {
-  tensor_ctx_begin("tg_pad_sym");
+  mix_ctx_begin("tg_pad_sym");
   UOp *x = tensor_in(t, 1), *p[2 * TG_MAX_DIMS], *r = NULL;
   bool ok = x != NULL;
-  if (ok && ndim > TG_MAX_DIMS) ok = tensor_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS) != NULL;
-  if (ok && ndim && !pads) ok = tensor_err("pads is NULL with ndim %zu", ndim) != NULL;
+  if (ok && ndim > TG_MAX_DIMS) ok = mix_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS) != NULL;
+  if (ok && ndim && !pads) ok = mix_err("pads is NULL with ndim %zu", ndim) != NULL;
   for (size_t i = 0; ok && i < 2 * ndim; i++) ok = (p[i] = sint_arg(pads[i], 2)) != NULL;
-  if (ok) r = tensor_pad_sym(x, p, (int)ndim);
+  if (ok) r = mix_pad_sym(x, p, (int)ndim);
   return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_reshape_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim) {
-  tensor_ctx_begin("tg_reshape_sym");
+  mix_ctx_begin("tg_reshape_sym");
   UOp *x = tensor_in(t, 1);
   SymShape to;
-  return tensor_ctx_end(x && tensor_sym_shape_arg(shape, ndim, false, &to) ? tensor_reshape_sym(x, &to) : NULL);
+  return tensor_ctx_end(x && tensor_sym_shape_arg(shape, ndim, false, &to) ? mix_reshape_sym(x, &to) : NULL);
 }
 
 tg_tensor *tg_expand_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim) {
-  tensor_ctx_begin("tg_expand_sym");
+  mix_ctx_begin("tg_expand_sym");
   UOp *x = tensor_in(t, 1);
   SymShape to, s;
-  if (!x || !tensor_sym_shape_arg(shape, ndim, true, &to) || !tensor_shape_sym(x, &s)) return tensor_ctx_end(NULL);
+  if (!x || !tensor_sym_shape_arg(shape, ndim, true, &to) || !mix_shape_sym(x, &s)) return tensor_ctx_end(NULL);
   /* -1 keeps a size (right-aligned, as tg_expand) */
   for (int i = 0; i < to.max.ndim; i++) {
     int k = i - (to.max.ndim - s.max.ndim);
     if (!to.sym[i] && to.max.d[i] == -1) {
-      if (k < 0) return tensor_ctx_end(tensor_err("-1 on a new axis %d", i));
+      if (k < 0) return tensor_ctx_end(mix_err("-1 on a new axis %d", i));
       to.max.d[i] = s.max.d[k], to.sym[i] = s.sym[k];
     }
   }
-  return tensor_ctx_end(tensor_broadcast_to_sym(x, &to));
+  return tensor_ctx_end(mix_broadcast_to_sym(x, &to));
 }
 
 bool tg_is_symbolic(const tg_tensor *t) { return t && t->symbolic; }
 
 tg_tensor *tg_dim(const tg_tensor *t, int axis) {
-  tensor_ctx_begin("tg_dim");
+  mix_ctx_begin("tg_dim");
   UOp *x = tensor_in(t, 1), *r = NULL;
   int d;
-  if (x && tensor_resolve_dim(x, axis, false, &d)) {
-    if (t->shape.ndim == 0) r = tensor_err("a 0-d tensor has no axis %d", axis);
+  if (x && mix_resolve_dim(x, axis, false, &d)) {
+    if (t->shape.ndim == 0) r = mix_err("a 0-d tensor has no axis %d", axis);
     else r = t->sym[d] ? t->sym[d] : uop_const_int(DT_WEAKINT, t->shape.d[d]);
   }
   return tensor_ctx_end(r);

@@ -1,5 +1,5 @@
-/* tensor.c — tensor handles, scopes, the per-call context, inspection, creation (tinygrad CreationMixin and
- * Tensor.__init__), realize, assign and copies to the host.
+/* tensor.c — tensor handles, scopes, the handle-level ends of a build context (uop/mixin.h), inspection, creation
+ * (tinygrad CreationMixin and Tensor.__init__), realize, assign and copies to the host.
  *
  * Lifetimes: a handle holds one uop_keep on its node. It starts with one reference owned by the innermost open
  * tg_scope (or by the caller when none is open); tg_retain/tg_release add and drop references. */
@@ -56,12 +56,12 @@ tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device) {
 
 tg_tensor *tensor_handle_internal(UOp *u) {
   SymShape s;
-  if (!u || !tensor_shape_sym(u, &s)) return NULL;
+  if (!u || !mix_shape_sym(u, &s)) return NULL;
   tg_tensor *t = tg_calloc(1, sizeof *t);
   t->uop = uop_keep(u);
   handle_set_shape(t, &s);
   t->rc = 1;
-  t->device = tensor_device_name(u);
+  t->device = mix_device_name(u);
   t->internal = true;
   t->next = live_head;
   if (live_head) live_head->prev = t;
@@ -122,44 +122,15 @@ tg_tensor *tg_scope_keep(tg_tensor *t) {
 
 size_t tg_live_tensors(void) { return live_count; }
 
-/* ---------------------------------------------------------------------------------------------- call context */
-
-static struct {
-  int depth;
-  const char *op;
-  UOpScope scope;
-  ShapeCache cache;
-  UOpMap device; /* node -> its interned device name, or &no_device; seeded by the inputs */
-} ctx;
-static char no_device; /* the device memo's "none" */
-
-void tensor_ctx_begin(const char *op) {
-  if (ctx.depth++ > 0) return;
-  ctx.op = op;
-  ctx.scope = uop_scope_begin();
-  shape_cache_init(&ctx.cache);
-  uopmap_init(&ctx.device);
-}
-
-const char *tensor_ctx_op(void) { return ctx.op ? ctx.op : "tinygrad"; }
-
-static void ctx_close(void) {
-  if (--ctx.depth > 0) return;
-  shape_cache_free(&ctx.cache);
-  uopmap_free(&ctx.device);
-  uop_scope_end(ctx.scope);
-  ctx.op = NULL;
-}
+/* ------------------------------------------------------------------------------------------ calls on handles */
 
 tg_tensor *tensor_ctx_end(UOp *result) {
   tg_tensor *t = NULL;
   SymShape s;
-  if (result && tensor_shape_sym(result, &s)) t = handle_new_sym(result, &s, tensor_device_name(result));
-  ctx_close();
+  if (result && mix_shape_sym(result, &s)) t = handle_new_sym(result, &s, mix_device_name(result));
+  mix_ctx_end();
   return t;
 }
-
-void tensor_ctx_end_void(void) { ctx_close(); }
 
 tg_tensor *tensor_ctx_end_owned(UOp *result) {
   size_t before = scopes.len ? scopes.data[scopes.len - 1].len : 0;
@@ -170,147 +141,15 @@ tg_tensor *tensor_ctx_end_owned(UOp *result) {
 
 tg_tensor *tensor_live_first(void) { return live_head; }
 
-UOp *tensor_err(const char *fmt, ...) {
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: %s", tensor_ctx_op(), msg);
-  return NULL;
-}
-
-UOp *tensor_err_unsupported(const char *what) {
-  tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: %s: %s not supported yet", tensor_ctx_op(), what);
-  return NULL;
-}
-
 UOp *tensor_in(const tg_tensor *t, int i) {
   if (!t) {
     /* keep the first error: a NULL that came out of a failed call already has its message */
-    if (tg_last_status() == TG_OK) tensor_err("argument %d is NULL", i);
+    if (tg_last_status() == TG_OK) mix_err("argument %d is NULL", i);
     return NULL;
   }
   SymShape ts = tensor_handle_shape(t);
-  shape_cache_seed_sym(&ctx.cache, t->uop, &ts);
-  uopmap_put(&ctx.device, t->uop, t->device ? (void *)t->device : (void *)&no_device);
+  mix_ctx_seed(t->uop, &ts, t->device);
   return t->uop;
-}
-
-bool tensor_shape_sym(UOp *u, SymShape *out) {
-  if (!u) return false;
-  ShapeResult r = uop_shape_sym_cached(u, &ctx.cache, out);
-  if (r == SHAPE_OK) return true;
-  if (r == SHAPE_NONE) tensor_err("%s has no shape", uop_op_name(uop_op(u)));
-  return false;
-}
-
-bool tensor_shape(UOp *u, Shape *out) {
-  if (!u) return false;
-  SymShape ss;
-  ShapeResult r = uop_shape_sym_cached(u, &ctx.cache, &ss);
-  if (r == SHAPE_OK && shape_sym_is_symbolic(&ss)) {
-    char b[200];
-    tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: %s: symbolic shape %s not supported by this op yet", tensor_ctx_op(),
-                 shape_sym_fmt(&ss, b, sizeof b));
-    return false;
-  }
-  *out = ss.max;
-  if (r == SHAPE_OK) return true;
-  if (r == SHAPE_NONE) tensor_err("%s has no shape", uop_op_name(uop_op(u)));
-  return false;
-}
-
-int tensor_ndim(UOp *u) {
-  SymShape s;
-  return tensor_shape_sym(u, &s) ? s.max.ndim : -1;
-}
-
-static bool device_unknown(const UOp *u, void *unused) {
-  TG_UNUSED(unused);
-  return uopmap_get(&ctx.device, u) == NULL;
-}
-
-const char *tensor_device_intern(const char *canonical) {
-  static TG_VEC(char *) names;
-  for (size_t i = 0; i < names.len; i++)
-    if (strcmp(names.data[i], canonical) == 0) return names.data[i];
-  tg_vec_push(&names, tg_strdup(canonical));
-  return names.data[names.len - 1];
-}
-
-/* a node's own device: a global BUFFER's (a Variable has none), a COPY's target */
-static const char *own_device(const UOp *n, bool *has_own) {
-  *has_own = false;
-  if (n->op == TG_OP_BUFFER && n->arg.kind == ARG_PARAM) {
-    *has_own = true;
-    return n->arg.param->device[0] ? tensor_device_intern(n->arg.param->device) : NULL;
-  }
-  if (n->op == TG_OP_COPY && n->arg.kind == ARG_STR) {
-    *has_own = true;
-    return tensor_device_intern(n->arg.str);
-  }
-  return NULL;
-}
-
-/* tinygrad's UOp.device (memoized per call, stopping at the inputs, whose devices tensor_in() seeded) */
-const char *tensor_device_name(UOp *u) {
-  if (!u) return NULL;
-  UOpVec order = {0};
-  UOpMap local;
-  UOpMap *memo = ctx.depth ? &ctx.device : &local;
-  if (!ctx.depth) uopmap_init(&local);
-  if (ctx.depth) uop_toposort(u, device_unknown, NULL, &order);
-  else uop_toposort(u, NULL, NULL, &order);
-  for (size_t i = 0; i < order.len; i++) {
-    UOp *n = order.data[i];
-    if (uopmap_get(memo, n)) continue;
-    bool has_own;
-    const char *dev = own_device(n, &has_own);
-    for (uint32_t k = 0; k < n->nsrc && !has_own && !dev; k++) {
-      void **v = uopmap_get(memo, n->src[k]);
-      if (v && *v != (void *)&no_device) dev = *v;
-    }
-    uopmap_put(memo, n, dev ? (void *)dev : (void *)&no_device);
-  }
-  tg_vec_free(&order);
-  void **v = uopmap_get(memo, u);
-  const char *r = v && *v != (void *)&no_device ? *v : NULL;
-  if (!ctx.depth) uopmap_free(&local);
-  return r;
-}
-
-/* tinygrad's UOp.device is not None: some BUFFER below */
-bool tensor_has_device(UOp *u) {
-  if (!u) return false;
-  if (ctx.depth == 0) return uop_op_in_backward_slice_with_self(u, TG_OP_BUFFER);
-  return tensor_device_name(u) != NULL;
-}
-
-bool tensor_resolve_dim(UOp *u, int dim, bool extra, int *out) {
-  int nd = tensor_ndim(u);
-  if (nd < 0) return false;
-  int total = nd + (extra ? 1 : 0), lim = TG_MAX(1, total);
-  if (dim < -lim || dim > lim - 1) {
-    tensor_err("dim=%d out of range [%d, %d]", dim, -lim, lim - 1);
-    return false;
-  }
-  *out = dim < 0 ? dim + total : dim;
-  return true;
-}
-
-const char *tensor_fmt_shape(const Shape *s) {
-  static char bufs[4][192];
-  static int at;
-  at = (at + 1) & 3;
-  return shape_fmt(s, bufs[at], sizeof bufs[at]);
-}
-
-const char *tensor_fmt_dims(const int64_t *d, int n) {
-  Shape s;
-  s.ndim = TG_MIN(n, TG_MAX_DIMS);
-  for (int i = 0; i < s.ndim; i++) s.d[i] = d[i];
-  return tensor_fmt_shape(&s);
 }
 
 /* --------------------------------------------------------------------------------------------------- inspection */
@@ -340,36 +179,10 @@ size_t tg_dtype_itemsize(tg_dtype d) {
 char *tg_graph_str(const tg_tensor *t) { return t ? uop_str(t->uop) : NULL; }
 void tg_str_free(char *s) { tg_free(s); }
 
-/* ------------------------------------------------------------------------------------------------------ helpers */
-
-static const DType *from_py(Const v) {
-  switch (v.kind) {
-  case CK_BOOL: case CK_INVALID: return DT_BOOL;
-  case CK_INT: return DT_WEAKINT;
-  default: return DT_WEAKFLOAT;
-  }
-}
-
-UOp *tensor_const(Const v, const DType *d) {
-  if (!d || v.kind == CK_INVALID) d = from_py(v);
-  return uop_const(d, v);
-}
-
-UOp *tensor_weak_float(double v) { return tensor_const(const_float(v), NULL); }
-UOp *tensor_weak_int(int64_t v) { return tensor_const(const_int(v), NULL); }
-
-UOp *tensor_const_like(UOp *like, Const v, const DType *d) {
-  Shape s;
-  if (!tensor_shape(like, &s)) return NULL;
-  UOp *c = tensor_const(v, d ? d : like->dtype);
-  if (s.ndim == 0) return c;
-  return tensor_mop(c, TG_OP_EXPAND, s.d, NULL, s.ndim);
-}
-
 /* a user dtype argument: TG_VOID means `dflt`; out-of-range ids are errors */
 static bool user_dtype(tg_dtype d, const DType *dflt, const DType **out) {
   if ((unsigned)d >= TG_DTYPE_COUNT) {
-    tensor_err("unknown dtype %d", (int)d);
+    mix_err("unknown dtype %d", (int)d);
     return false;
   }
   *out = d == TG_VOID ? dflt : &tg_dtype_table[d];
@@ -378,17 +191,17 @@ static bool user_dtype(tg_dtype d, const DType *dflt, const DType **out) {
 
 static bool check_shape_arg(const int64_t *shape, size_t ndim, Shape *out) {
   if (ndim > TG_MAX_DIMS) {
-    tensor_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS);
+    mix_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS);
     return false;
   }
   if (ndim && !shape) {
-    tensor_err("shape is NULL with ndim %zu", ndim);
+    mix_err("shape is NULL with ndim %zu", ndim);
     return false;
   }
   out->ndim = (int)ndim;
   for (size_t i = 0; i < ndim; i++) {
     if (shape[i] < 0) {
-      tensor_err("negative size in shape %s", tensor_fmt_dims(shape, (int)ndim));
+      mix_err("negative size in shape %s", mix_fmt_dims(shape, (int)ndim));
       return false;
     }
     out->d[i] = shape[i];
@@ -400,20 +213,17 @@ static bool check_shape_arg(const int64_t *shape, size_t ndim, Shape *out) {
 
 /* tinygrad Tensor.empty: new_buffer(size).reshape(shape), on `device` (NULL: the default) */
 static UOp *t_empty_on(const Shape *s, const DType *dt, const char *device) {
-  if (dt_is_weak(dt) || dt == DT_VOID) return tensor_err("cannot create storage for weak dtype %s", dt->name);
+  if (dt_is_weak(dt) || dt == DT_VOID) return mix_err("cannot create storage for weak dtype %s", dt->name);
   UOp *buf = engine_new_buffer(device ? device : tg_default_device(), dt, shape_numel(s));
   if (!buf) return NULL;
-  return tensor_reshape(buf, s->d, s->ndim);
+  return mix_reshape(buf, s->d, s->ndim);
 }
 static UOp *t_empty(const Shape *s, const DType *dt) { return t_empty_on(s, dt, NULL); }
 
-/* tinygrad Tensor.full: const(fill, dt).reshape((1,)*n).expand(shape), then (buffer=True) stored into a new buffer */
-static UOp *t_full(const Shape *s, Const fill, const DType *dt, bool buffer, bool explicit_dtype) {
-  int64_t ones[TG_MAX_DIMS];
-  for (int i = 0; i < s->ndim; i++) ones[i] = 1;
-  UOp *val = tensor_const(fill, dt);
-  val = tensor_expand(tensor_reshape(val, ones, s->ndim), s->d, s->ndim);
-  if (!buffer || !val) return val;
+/* tinygrad Tensor.full(buffer=True): the constant (mix_full) stored into a new buffer; dt NULL: fill's own kind */
+static UOp *t_full_buffer(const Shape *s, Const fill, const DType *dt, bool explicit_dtype) {
+  UOp *val = mix_full(s, fill, dt);
+  if (!val) return NULL;
   UOp *ret = t_empty(s, explicit_dtype ? dt : dt_strong(val->dtype));
   if (!ret) return NULL;
   UOp *st[2] = {ret, val};
@@ -423,7 +233,7 @@ static UOp *t_full(const Shape *s, Const fill, const DType *dt, bool buffer, boo
 }
 
 tg_tensor *tg_empty_sym(const tg_sint *shape, size_t ndim, tg_dtype dtype) {
-  tensor_ctx_begin("tg_empty_sym");
+  mix_ctx_begin("tg_empty_sym");
   SymShape s;
   const DType *dt;
   bool ok = tensor_sym_shape_arg(shape, ndim, false, &s) && user_dtype(dtype, dt_default_float(), &dt);
@@ -433,7 +243,7 @@ tg_tensor *tg_empty_sym(const tg_sint *shape, size_t ndim, tg_dtype dtype) {
 tg_tensor *tg_empty(const int64_t *shape, size_t ndim, tg_dtype dtype) { return tg_empty_on(shape, ndim, dtype, NULL); }
 
 tg_tensor *tg_empty_on(const int64_t *shape, size_t ndim, tg_dtype dtype, const char *device) {
-  tensor_ctx_begin("tg_empty");
+  mix_ctx_begin("tg_empty");
   Shape s;
   const DType *dt;
   UOp *r = check_shape_arg(shape, ndim, &s) && user_dtype(dtype, dt_default_float(), &dt) ? t_empty_on(&s, dt, device) : NULL;
@@ -442,24 +252,24 @@ tg_tensor *tg_empty_on(const int64_t *shape, size_t ndim, tg_dtype dtype, const 
 
 /* tinygrad Tensor.to: the same value when it is on `device` already (or has no device), else COPY(x, device) */
 tg_tensor *tg_to(const tg_tensor *t, const char *device) {
-  tensor_ctx_begin("tg_to");
+  mix_ctx_begin("tg_to");
   UOp *x = tensor_in(t, 1), *r = NULL;
   char canon[TG_NAME_MAX];
-  if (x && !device) r = tensor_err("device is NULL");
+  if (x && !device) r = mix_err("device is NULL");
   else if (x && !rt_device_canonical(device, canon, sizeof canon)) r = NULL;
   else if (x && (!t->device || strcmp(t->device, canon) == 0)) r = x;
-  else if (x && dt_is_weak(x->dtype)) r = tensor_err("cannot copy a weak dtype (%s) to %s", x->dtype->name, canon);
+  else if (x && dt_is_weak(x->dtype)) r = mix_err("cannot copy a weak dtype (%s) to %s", x->dtype->name, canon);
   else if (x) r = uop_new(TG_OP_COPY, x->dtype, &x, 1, arg_str(canon));
   return tensor_ctx_end(r);
 }
 
 static tg_tensor *full_common(const char *op, const int64_t *shape, size_t ndim, Const fill, tg_dtype dtype) {
-  tensor_ctx_begin(op);
+  mix_ctx_begin(op);
   Shape s;
   const DType *dt;
   UOp *r = NULL;
   if (check_shape_arg(shape, ndim, &s) && user_dtype(dtype, NULL, &dt))
-    r = t_full(&s, fill, dt ? dt : from_py(fill), true, dt != NULL);
+    r = t_full_buffer(&s, fill, dt, dt != NULL);
   return tensor_ctx_end(r);
 }
 
@@ -477,11 +287,11 @@ tg_tensor *tg_ones(const int64_t *shape, size_t ndim, tg_dtype dtype) {
 }
 
 static tg_tensor *like_common(const char *op, const tg_tensor *t, Const fill, tg_dtype dtype, bool empty) {
-  tensor_ctx_begin(op);
+  mix_ctx_begin(op);
   UOp *x = tensor_in(t, 1), *r = NULL;
   const DType *dt;
   if (x && user_dtype(dtype, x->dtype, &dt))
-    r = empty ? t_empty(&t->shape, dtype == TG_VOID ? dt_strong(dt) : dt) : t_full(&t->shape, fill, dt, true, true);
+    r = empty ? t_empty(&t->shape, dtype == TG_VOID ? dt_strong(dt) : dt) : t_full_buffer(&t->shape, fill, dt, true);
   return tensor_ctx_end(r);
 }
 
@@ -497,16 +307,16 @@ tg_tensor *tg_from_data(const void *data, tg_dtype dtype, const int64_t *shape, 
 }
 
 tg_tensor *tg_from_data_on(const void *data, tg_dtype dtype, const int64_t *shape, size_t ndim, const char *device) {
-  tensor_ctx_begin("tg_from_data");
+  mix_ctx_begin("tg_from_data");
   Shape s;
   const DType *dt;
   UOp *r = NULL;
   if (check_shape_arg(shape, ndim, &s) && user_dtype(dtype, dt_default_float(), &dt)) {
-    if (dt_is_weak(dt) || dt == DT_VOID) r = tensor_err("cannot create storage for weak dtype %s", dt->name);
-    else if (!data && shape_numel(&s) > 0) r = tensor_err("data is NULL");
+    if (dt_is_weak(dt) || dt == DT_VOID) r = mix_err("cannot create storage for weak dtype %s", dt->name);
+    else if (!data && shape_numel(&s) > 0) r = mix_err("data is NULL");
     else {
       UOp *buf = engine_buffer_from_host(device ? device : tg_default_device(), dt, shape_numel(&s), data);
-      r = buf ? tensor_reshape(buf, s.d, s.ndim) : NULL;
+      r = buf ? mix_reshape(buf, s.d, s.ndim) : NULL;
     }
   }
   return tensor_ctx_end(r);
@@ -517,20 +327,20 @@ tg_tensor *tg_from_floats(const float *data, const int64_t *shape, size_t ndim) 
 }
 
 static tg_tensor *const_handle(const char *op, Const v, const DType *d) {
-  tensor_ctx_begin(op);
-  return tensor_ctx_end(tensor_const(v, d));
+  mix_ctx_begin(op);
+  return tensor_ctx_end(mix_const(v, d));
 }
 tg_tensor *tg_const_float(double v) { return const_handle("tg_const_float", const_float(v), NULL); }
 tg_tensor *tg_const_int(int64_t v) { return const_handle("tg_const_int", const_int(v), NULL); }
 tg_tensor *tg_const_bool(bool v) { return const_handle("tg_const_bool", const_bool(v), NULL); }
 
 tg_tensor *tg_scalar(double v, tg_dtype dtype) {
-  tensor_ctx_begin("tg_scalar");
+  mix_ctx_begin("tg_scalar");
   const DType *dt;
   UOp *r = NULL;
   if (user_dtype(dtype, dt_default_float(), &dt)) {
-    if (dt == DT_VOID) r = tensor_err("void dtype");
-    else r = tensor_const(dt_is_float(dt) ? const_float(v) : dt_is_bool(dt) ? const_bool(v != 0) : const_int((int64_t)v), dt);
+    if (dt == DT_VOID) r = mix_err("void dtype");
+    else r = mix_const(dt_is_float(dt) ? const_float(v) : dt_is_bool(dt) ? const_bool(v != 0) : const_int((int64_t)v), dt);
   }
   return tensor_ctx_end(r);
 }
@@ -540,11 +350,11 @@ tg_tensor *tg_scalar(double v, tg_dtype dtype) {
  * CONST)); both are plain handles, so scopes, lifetimes and arithmetic work as for any weak int scalar. */
 
 tg_tensor *tg_variable(const char *name, int64_t min, int64_t max) {
-  tensor_ctx_begin("tg_variable");
+  mix_ctx_begin("tg_variable");
   UOp *r = NULL;
-  if (!name || !name[0]) r = tensor_err("a Variable needs a name");
-  else if (strlen(name) >= TG_NAME_MAX) r = tensor_err("Variable name '%.16s...' is longer than %d characters", name, TG_NAME_MAX - 1);
-  else if (min > max) r = tensor_err("Variable %s: empty range [%lld, %lld]", name, (long long)min, (long long)max);
+  if (!name || !name[0]) r = mix_err("a Variable needs a name");
+  else if (strlen(name) >= TG_NAME_MAX) r = mix_err("Variable name '%.16s...' is longer than %d characters", name, TG_NAME_MAX - 1);
+  else if (min > max) r = mix_err("Variable %s: empty range [%lld, %lld]", name, (long long)min, (long long)max);
   else r = uop_variable(name, min, max, NULL);
   return tensor_ctx_end(r);
 }
@@ -555,20 +365,20 @@ static tg_tensor *tctx_end_scalar(UOp *result) {
   SymShape s;
   memset(&s, 0, sizeof s);
   tg_tensor *t = result ? handle_new_sym(result, &s, NULL) : NULL;
-  ctx_close();
+  mix_ctx_end();
   return t;
 }
 
 tg_tensor *tg_bind(const tg_tensor *var, int64_t value) {
-  tensor_ctx_begin("tg_bind");
+  mix_ctx_begin("tg_bind");
   UOp *v = var ? var->uop : tensor_in(var, 1), *r = NULL;
   UOp *bound_var;
-  if (v && uop_unbind(v, &bound_var, NULL)) r = tensor_err("Variable %s is already bound", bound_var->arg.param->name);
-  else if (v && !uop_is_variable(v)) r = tensor_err("a tensor of dtype %s is not a Variable", v->dtype->name);
+  if (v && uop_unbind(v, &bound_var, NULL)) r = mix_err("Variable %s is already bound", bound_var->arg.param->name);
+  else if (v && !uop_is_variable(v)) r = mix_err("a tensor of dtype %s is not a Variable", v->dtype->name);
   else if (v) {
     const ParamArg *p = v->arg.param;
     if ((i128)value < p->vmin || (i128)value > p->vmax)
-      r = tensor_err("bind %lld not in range [%lld, %lld] of Variable %s", (long long)value, (long long)p->vmin,
+      r = mix_err("bind %lld not in range [%lld, %lld] of Variable %s", (long long)value, (long long)p->vmin,
                (long long)p->vmax, p->name);
     else r = uop_bind(v, value);
   }
@@ -598,73 +408,45 @@ tg_status tg_variable_value(const tg_tensor *t, int64_t *value) {
                       t->uop->dtype->name);
 }
 
-static bool is_integral(double v) { return isfinite(v) && v == floor(v) && fabs(v) < 9.007199254740992e15; }
 
-/* tinygrad arange: full((n,), step).cumsum + (start - step), cast to dtype */
-UOp *tensor_arange(double start, double stop, double step, const DType *dtype) {
-  bool ints = is_integral(start) && is_integral(stop) && is_integral(step);
-  if (step == 0 || isnan(step) || isnan(start) || isnan(stop)) return tensor_err("arange step must be nonzero and finite");
-  if (!dtype) {
-    dtype = ints ? dt_default_int() : dt_default_float();
-    double lo = step > 0 ? start : stop - step, hi = step > 0 ? stop - step : start;
-    if (dtype == dt_default_int() && (lo < -2147483648.0 || hi > 2147483647.0)) dtype = DT_INT64;
-  }
-  double n = ceil((stop - start) / step);
-  if (n > (double)INT32_MAX * 64) return tensor_err("arange of %g elements is too large", n);
-  int64_t len = n > 0 ? (int64_t)n : 0;
-  Shape s = {1, {len}};
-  if (len <= 0) {
-    s.d[0] = 0;
-    return t_full(&s, const_int(0), dtype, false, true);
-  }
-  UOp *steps = t_full(&s, ints ? const_int((int64_t)step) : const_float(step), dtype, false, true);
-  UOp *off = ints ? tensor_weak_int((int64_t)(start - step)) : tensor_weak_float(start - step);
-  return tensor_cast(tensor_add(tensor_cumalu(steps, 0, TG_OP_ADD), off), dtype);
-}
 
 tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dtype) {
-  tensor_ctx_begin("tg_arange");
+  mix_ctx_begin("tg_arange");
   const DType *dt;
-  UOp *r = user_dtype(dtype, NULL, &dt) ? tensor_arange(start, stop, step, dt) : NULL;
+  UOp *r = user_dtype(dtype, NULL, &dt) ? mix_arange(start, stop, step, dt) : NULL;
   return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_linspace(double start, double stop, int64_t steps, tg_dtype dtype) {
-  tensor_ctx_begin("tg_linspace");
+  mix_ctx_begin("tg_linspace");
   const DType *dt;
   UOp *r = NULL;
   if (!user_dtype(dtype, dt_default_float(), &dt)) return tensor_ctx_end(NULL);
-  if (steps < 0) r = tensor_err("number of steps must be non-negative, got %lld", (long long)steps);
-  else if (dt == DT_BOOL) r = tensor_err("linspace with bool dtype is not supported");
+  if (steps < 0) r = mix_err("number of steps must be non-negative, got %lld", (long long)steps);
+  else if (dt == DT_BOOL) r = mix_err("linspace with bool dtype is not supported");
   else if (steps == 1) {
     Shape s = {1, {1}};
-    r = t_full(&s, is_integral(start) ? const_int((int64_t)start) : const_float(start), dt, false, true);
+    r = mix_full(&s, mix_py_const(start), dt);
   } else {
-    UOp *ar = tensor_arange(0, (double)steps, 1, dt_default_float());
-    UOp *scaled = tensor_mul(ar, tensor_weak_float((stop - start) / (double)(steps - 1)));
-    r = tensor_cast(tensor_add(is_integral(start) ? tensor_weak_int((int64_t)start) : tensor_weak_float(start), scaled), dt);
+    UOp *ar = mix_arange(0, (double)steps, 1, dt_default_float());
+    UOp *scaled = mix_mul(ar, mix_weak_float((stop - start) / (double)(steps - 1)));
+    r = mix_cast(mix_add(mix_py_scalar(start), scaled), dt);
   }
   return tensor_ctx_end(r);
 }
 
 tg_tensor *tg_eye(int64_t n, int64_t m, tg_dtype dtype) {
-  tensor_ctx_begin("tg_eye");
+  mix_ctx_begin("tg_eye");
   const DType *dt;
   UOp *r = NULL;
   if (m < 0) m = n;
   if (!user_dtype(dtype, dt_default_float(), &dt)) return tensor_ctx_end(NULL);
-  if (n < 0) r = tensor_err("cannot have negative n=%lld", (long long)n);
-  else r = tensor_cast(tensor_eq(tensor_unsqueeze(tensor_arange(0, (double)n, 1, NULL), -1), tensor_arange(0, (double)m, 1, NULL)), dt);
+  if (n < 0) r = mix_err("cannot have negative n=%lld", (long long)n);
+  else r = mix_cast(mix_eq(mix_unsqueeze(mix_arange(0, (double)n, 1, NULL), -1), mix_arange(0, (double)m, 1, NULL)), dt);
   return tensor_ctx_end(r);
 }
 
 /* ---------------------------------------------------------------------------------------------- realize / data */
-
-static bool has_buffer_identity(const UOp *u, bool after_ok) {
-  while (u->op == TG_OP_RESHAPE || u->op == TG_OP_UNSHARD || u->op == TG_OP_MSELECT || (after_ok && u->op == TG_OP_AFTER))
-    u = u->src[0];
-  return u->op == TG_OP_BUFFER || u->op == TG_OP_PARAM;
-}
 
 /* Every live handle's graph with the nodes of `repl` (UOp -> UOp) replaced: tinygrad's _apply_map_to_tensors. One
  * post-order walk per handle with a memo shared across handles, so the cost is the size of the live graphs. */
@@ -733,7 +515,7 @@ static tg_status realize_uops(UOp **roots, size_t n) {
 }
 
 tg_status tg_realize_many(tg_tensor *const *ts, size_t n) {
-  tensor_ctx_begin("tg_realize");
+  mix_ctx_begin("tg_realize");
   UOp **roots = tg_calloc(n ? n : 1, sizeof *roots);
   size_t k = 0;
   tg_status st = TG_OK;
@@ -741,36 +523,30 @@ tg_status tg_realize_many(tg_tensor *const *ts, size_t n) {
     UOp *u = tensor_in(ts ? ts[i] : NULL, (int)i + 1);
     if (!u) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; break; }
     /* virtual values (no device, or weak) and plain buffers have nothing to compute */
-    if (!ts[i]->device || dt_is_weak(u->dtype) || has_buffer_identity(u, false)) continue;
+    if (!ts[i]->device || dt_is_weak(u->dtype) || uop_has_buffer_identity(u, false)) continue;
     roots[k++] = u;
   }
   if (st == TG_OK && k) st = realize_uops(roots, k);
   tg_free(roots);
-  tensor_ctx_end_void();
+  mix_ctx_end();
   return st;
 }
 
 tg_status tg_realize(tg_tensor *t) { return tg_realize_many(&t, 1); }
 
-UOp *tensor_contiguous(UOp *x) {
-  if (!x) return NULL;
-  if (dt_is_weak(x->dtype)) return x;
-  if (x->op == TG_OP_CONTIGUOUS || !tensor_has_device(x) || has_buffer_identity(x, false)) return x;
-  return uop_alu1(TG_OP_CONTIGUOUS, x);
-}
 
 tg_tensor *tg_contiguous(const tg_tensor *t) {
-  tensor_ctx_begin("tg_contiguous");
-  return tensor_ctx_end(tensor_contiguous(tensor_in(t, 1)));
+  mix_ctx_begin("tg_contiguous");
+  return tensor_ctx_end(mix_contiguous(tensor_in(t, 1)));
 }
 
 /* a device-less value gets a buffer on the default device: tinygrad's clone() (empty_like + AFTER(STORE)) */
 static UOp *clone_to_default(UOp *x) {
   Shape s;
-  if (!tensor_shape(x, &s)) return NULL;
+  if (!mix_shape(x, &s)) return NULL;
   UOp *ret = t_empty(&s, dt_strong(x->dtype));
   if (!ret) return NULL;
-  UOp *st[2] = {ret, tensor_cast(x, ret->dtype)};
+  UOp *st[2] = {ret, mix_cast(x, ret->dtype)};
   UOp *store = uop_new(TG_OP_STORE, DT_VOID, st, 2, arg_none());
   UOp *af[2] = {ret, store};
   return uop_new(TG_OP_AFTER, NULL, af, 2, arg_none());
@@ -785,19 +561,19 @@ static tg_status copyout_view(UOp *v, void *out, size_t nbytes) {
   if (v && v->op == TG_OP_SHRINK && v->src[0]->op == TG_OP_BUFFER && v->dtype == v->src[0]->dtype &&
       uop_marg_pair(v, &off, &sz) && off.ndim == 1 && uop_as_shape(v->src[0]->src[0], &full) && full.ndim == 1) {
     size_t isz = (size_t)dt_itemsize(v->dtype), total = (size_t)full.d[0] * isz;
-    if ((size_t)sz.d[0] * isz != nbytes) return tensor_err("view of %lld elements for %zu bytes", (long long)sz.d[0], nbytes), TG_ERR_INVALID_ARGUMENT;
+    if ((size_t)sz.d[0] * isz != nbytes) return mix_err("view of %lld elements for %zu bytes", (long long)sz.d[0], nbytes), TG_ERR_INVALID_ARGUMENT;
     unsigned char *tmp = tg_malloc(total ? total : 1);
     tg_status st = engine_copyout(v->src[0], tmp, total);
     if (st == TG_OK) memcpy(out, tmp + (size_t)off.d[0] * isz, nbytes);
     tg_free(tmp);
     return st;
   }
-  tensor_err_unsupported("copying out this view of a buffer");
+  mix_err_unsupported("copying out this view of a buffer");
   return TG_ERR_UNSUPPORTED;
 }
 
 tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
-  tensor_ctx_begin("tg_to_host");
+  mix_ctx_begin("tg_to_host");
   UOp *x = tensor_in(t, 1);
   tg_status st = TG_OK;
   if (!x) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; goto done; }
@@ -812,25 +588,25 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
                       shape_sym_fmt(&ss, b, sizeof b));
     goto done;
   }
-  if (dt_is_weak(x->dtype)) x = tensor_cast(x, dt_strong(x->dtype));
+  if (dt_is_weak(x->dtype)) x = mix_cast(x, dt_strong(x->dtype));
   size_t need = (size_t)shape_numel(&t->shape) * (size_t)dt_itemsize(x->dtype);
   if (nbytes != need) {
-    tensor_err("buffer of %zu bytes for %s %s needs %zu", nbytes, tensor_fmt_shape(&t->shape), x->dtype->name, need);
+    mix_err("buffer of %zu bytes for %s %s needs %zu", nbytes, mix_fmt_shape(&t->shape), x->dtype->name, need);
     st = TG_ERR_INVALID_ARGUMENT;
     goto done;
   }
   if (need == 0) goto done;
-  if (!out) { tensor_err("out is NULL"); st = TG_ERR_INVALID_ARGUMENT; goto done; }
+  if (!out) { mix_err("out is NULL"); st = TG_ERR_INVALID_ARGUMENT; goto done; }
   bool same_value = x == t->uop; /* no cast was needed: the realized buffer can stand for t from now on */
-  x = tensor_has_device(x) ? tensor_contiguous(x) : clone_to_default(x);
+  x = mix_has_device(x) ? mix_contiguous(x) : clone_to_default(x);
   if (!x) { st = tg_last_status(); goto done; }
   UOp *buf = x;
-  if (!has_buffer_identity(x, false)) {
+  if (!uop_has_buffer_identity(x, false)) {
     UOp *res = NULL;
     UOpMap assigned;
     uopmap_init(&assigned);
     st = engine_realize_assigns(&x, 1, &res, &assigned);
-    if (st == TG_OK && same_value && res && !has_buffer_identity(t->uop, false)) retarget_handles(t->uop, res);
+    if (st == TG_OK && same_value && res && !uop_has_buffer_identity(t->uop, false)) retarget_handles(t->uop, res);
     if (st == TG_OK && assigned.len) apply_map_to_handles(&assigned); /* the assigns that ran never run again */
     uopmap_free(&assigned);
     if (st != TG_OK) goto done;
@@ -839,7 +615,7 @@ tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
   while (buf && (buf->op == TG_OP_RESHAPE || buf->op == TG_OP_AFTER)) buf = buf->src[0];
   st = copyout_view(buf, out, nbytes);
 done:
-  tensor_ctx_end_void();
+  mix_ctx_end();
   return st;
 }
 
@@ -911,22 +687,22 @@ void tensor_assign_node(tg_tensor *t, UOp *src) {
 }
 
 tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
-  tensor_ctx_begin("tg_assign");
+  mix_ctx_begin("tg_assign");
   UOp *dst = tensor_in(t, 1), *src = tensor_in(x, 2);
   tg_status st = TG_OK;
   if (!dst || !src) { st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INVALID_ARGUMENT; goto done; }
   if (dt_is_weak(dst->dtype) || !t->device) {
-    tensor_err("cannot assign into a tensor without storage (%s, dtype %s)", tensor_fmt_shape(&t->shape), dst->dtype->name);
+    mix_err("cannot assign into a tensor without storage (%s, dtype %s)", mix_fmt_shape(&t->shape), dst->dtype->name);
     st = TG_ERR_INVALID_ARGUMENT;
     goto done;
   }
   if (dst == src) goto done;
   SymShape ts = tensor_handle_shape(t);
-  src = tensor_broadcast_to_sym(src, &ts);
-  if (src && dt_is_weak(src->dtype)) src = tensor_cast(src, dt_least_upper(dst->dtype, src->dtype));
+  src = mix_broadcast_to_sym(src, &ts);
+  if (src && dt_is_weak(src->dtype)) src = mix_cast(src, dt_least_upper(dst->dtype, src->dtype));
   if (!src) { st = tg_last_status(); goto done; }
   if (src->dtype != dst->dtype) {
-    tensor_err("assign dtype mismatch %s != %s", dst->dtype->name, src->dtype->name);
+    mix_err("assign dtype mismatch %s != %s", dst->dtype->name, src->dtype->name);
     st = TG_ERR_INVALID_ARGUMENT;
     goto done;
   }
@@ -935,10 +711,10 @@ tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
   UOp *as[2] = {dst, store};
   UOp *assign = uop_new(TG_OP_AFTER, NULL, as, 2, arg_none());
   UOp *ib = dst;
-  while (!has_buffer_identity(ib, false) &&
+  while (!uop_has_buffer_identity(ib, false) &&
          (op_has(uop_op(ib), OPP_MOVEMENT) || ib->op == TG_OP_BITCAST || ib->op == TG_OP_DETACH))
     ib = ib->src[0];
-  if (ib != dst && has_buffer_identity(ib, true)) {
+  if (ib != dst && uop_has_buffer_identity(ib, true)) {
     /* view assign: the buffer itself becomes AFTER(buffer, assign) in every live tensor */
     UOp *as2[2] = {ib, assign};
     UOpMap repl;
@@ -952,6 +728,6 @@ tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
     t->uop = assign;
   }
 done:
-  tensor_ctx_end_void();
+  mix_ctx_end();
   return st;
 }

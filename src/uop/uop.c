@@ -667,6 +667,12 @@ bool uop_is_variable(const UOp *u) {
 
 const char *uop_variable_name(const UOp *u) { return uop_is_variable(u) ? u->arg.param->name : NULL; }
 
+bool uop_has_buffer_identity(const UOp *u, bool after_ok) {
+  while (u->op == TG_OP_RESHAPE || u->op == TG_OP_UNSHARD || u->op == TG_OP_MSELECT || (after_ok && u->op == TG_OP_AFTER))
+    u = u->src[0];
+  return u->op == TG_OP_BUFFER || u->op == TG_OP_PARAM;
+}
+
 UOp *uop_bind(UOp *var, int64_t value) {
   if (!uop_is_variable(var)) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "bind: %s is not a Variable", uop_op_name(uop_op(var)));

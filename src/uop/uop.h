@@ -238,6 +238,10 @@ const char *uop_variable_name(const UOp *u);
 /* All Variables in the graph (bound or not), sorted by name; returns the count, fills out (caller frees). */
 size_t uop_variables(UOp *root, UOp ***out);
 
+/* tinygrad's has_buffer_identity: u is a BUFFER (or PARAM) seen through RESHAPE/UNSHARD/MSELECT (and AFTER when
+ * after_ok), so writing u writes that buffer. */
+bool uop_has_buffer_identity(const UOp *u, bool after_ok);
+
 /* ---- scopes and references ---- */
 typedef size_t UOpScope;
 UOpScope uop_scope_begin(void);

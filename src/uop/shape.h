@@ -9,8 +9,8 @@
  * PARAMs in a callified body) in place of the CONST. SymShape carries such sizes: sym[i] is the expression (NULL for
  * a concrete size) and max.d[i] its vmax, the size buffers are allocated for. The plain Shape queries refuse a
  * symbolic shape with an error that says so, so code written for concrete sizes never sees a maximum as a size. */
-#ifndef TG_TENSOR_SHAPE_H
-#define TG_TENSOR_SHAPE_H
+#ifndef TG_UOP_SHAPE_H
+#define TG_UOP_SHAPE_H
 
 #include "uop/uop.h"
 

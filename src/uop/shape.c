@@ -1,7 +1,7 @@
 /* shape.c — shape inference for tensor-graph UOps, following tinygrad's UOp._shape case by case (see shape.h).
  *
  * uop_shape walks the graph in toposort order once, so a deep tensor graph costs its size, not its depth squared. */
-#include "tensor/shape.h"
+#include "uop/shape.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,8 +3,10 @@
  * it, later calls check the inputs as tinygrad does and replay the list with the new input buffers and Variable
  * values. A symbolic shape (an input view or an output whose sizes are expressions of the Variables in `vars`) is
  * captured with the bound values of the capture call and re-bound to each call's values: the kernels already take the
- * values as arguments, so one capture serves every value (tinygrad's test_symbolic_jit). This file is the API half: input preparation and checks (_prepare_jit_inputs), the three phases, the
- * output handles; the engine half (capture hook, freeze, replay) lives in engine.c next to the kernels it launches. */
+ * values as arguments, so one capture serves every value (tinygrad's test_symbolic_jit).
+ * This file is the half that works on tensor handles: input preparation and checks (_prepare_jit_inputs), the three
+ * phases, the output handles; it sits with the Tensor API because it reads handles, as the rest of src/tensor does.
+ * The engine half (capture hook, freeze, replay) lives in src/engine/engine.c next to the kernels it launches. */
 #include <stdio.h>
 
 #include "engine/engine.h"
@@ -115,7 +117,7 @@ static tg_status prepare_inputs(tg_tensor *const *in, size_t nin, tg_tensor *con
     if (!t->device || dt_is_weak(t->uop->dtype) || uop_is_variable(t->uop) || uop_unbind(t->uop, NULL, NULL))
       return tg_set_error(TG_ERR_INVALID_ARGUMENT,
                           "JIT inputs must be real buffers; use tg_contiguous (input %zu: %s %s without storage)", i,
-                          tensor_fmt_shape(&t->shape), t->uop->dtype->name);
+                          mix_fmt_shape(&t->shape), t->uop->dtype->name);
     if (!view_base(t->uop)) {
       tg_status st = tg_realize(t);
       if (st != TG_OK) return st;

@@ -1,0 +1,280 @@
+/* test_attention.c — tg_attention and tg_flash_attention (src/nn/attention.c).
+ *
+ * 1. Every case of tests/fixtures/attention.tgf (tools/gen_attention_fixtures.py, PyTorch in float64): the plain and
+ *    the flash forms (several block sizes: one block, blocks that divide S, a partial last block) against torch's
+ *    output, and the gradients w.r.t. q, k, v and the sinks of sum(out * dout).
+ * 2. flash == plain on random shapes and options (GQA, causal offsets, windows, sinks, masks, block sizes).
+ * 3. A symbolic key length (a KV cache viewed at start_pos + T, start_pos a bound Variable) against the concrete
+ *    program, with one compile for every value.
+ * 4. Errors on bad shapes and options, naming the op. TG_ATTN_ONLY=<substring> runs only the matching fixtures. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "base/base.h"
+#include "fixture.h"
+#include "runtime/runtime.h"
+#include "test.h"
+#include "tinygrad.h"
+
+static tg_tensor *from_tf(const tf_tensor *t) {
+  return tg_from_data(t->data, t->dtype == TF_BOOL ? TG_BOOL : TG_FLOAT32, t->shape, (size_t)t->ndim);
+}
+
+/* got matches the expected float32 tensor: shape, then |g - e| <= atol + rtol*|e| */
+static bool matches(const char *what, tg_tensor *got, const tf_tensor *exp, double atol, double rtol) {
+  if (!got) {
+    fprintf(stderr, "  %s: no result: %s\n", what, tg_last_error());
+    return false;
+  }
+  bool ok = tg_ndim(got) == exp->ndim;
+  for (int i = 0; ok && i < exp->ndim; i++) ok = tg_shape(got)[i] == exp->shape[i];
+  if (!ok) {
+    fprintf(stderr, "  %s: wrong shape\n", what);
+    return false;
+  }
+  size_t n = (size_t)exp->numel;
+  float *buf = malloc((n ? n : 1) * sizeof *buf);
+  ok = tg_to_host(got, buf, n * sizeof *buf) == TG_OK;
+  if (!ok) fprintf(stderr, "  %s: realize failed: %s\n", what, tg_last_error());
+  for (size_t i = 0; ok && i < n; i++) {
+    double e = tf_get_double(exp->dtype, exp->data, (int64_t)i), g = buf[i];
+    if (fabs(g - e) <= atol + rtol * fabs(e)) continue;
+    fprintf(stderr, "  %s: element %zu is %.9g, expected %.9g\n", what, i, g, e);
+    ok = false;
+  }
+  free(buf);
+  return ok;
+}
+
+static int64_t iparam(const tf_case *c, const char *key) {
+  int64_t v;
+  return tf_param_int(c, key, &v) ? v : 0;
+}
+
+typedef tg_tensor *(*attn_fn)(const tg_tensor *, const tg_tensor *, const tg_tensor *, const tg_attention_opts *);
+
+static bool run_case(const tf_case *c) {
+  tg_tensor *in[TF_MAX_TENSORS] = {0};
+  for (int i = 0; i < c->ninputs; i++) in[i] = from_tf(&c->inputs[i]);
+  tg_attention_opts o = {0};
+  o.causal = iparam(c, "causal") != 0;
+  o.start = TG_SI(iparam(c, "start"));
+  o.window = iparam(c, "window");
+  double scale = 0;
+  if (tf_param_double(c, "scale", &scale)) o.scale = scale;
+  int next = 3;
+  bool has_sinks = iparam(c, "sinks") != 0, grad = iparam(c, "grad") != 0;
+  if (has_sinks) o.sinks = in[next++];
+  if (iparam(c, "mask")) o.mask = in[next++];
+  tg_tensor *dout = grad ? in[next++] : NULL;
+  bool ok = true;
+  const int64_t blocks[] = {0, 4, 3, 1000};
+  for (int form = 0; form < 5; form++) {
+    attn_fn fn = form == 0 ? tg_attention : tg_flash_attention;
+    o.block = form == 0 ? 0 : blocks[form - 1];
+    char what[128];
+    snprintf(what, sizeof what, "%s %s block %lld", c->name, form ? "flash" : "plain", (long long)o.block);
+    tg_tensor *out = fn(in[0], in[1], in[2], &o);
+    const tg_tensor *wrt[4] = {in[0], in[1], in[2], o.sinks};
+    tg_tensor *g[4] = {0};
+    size_t nw = has_sinks ? 4 : 3;
+    /* the gradients are built before out is realized (realizing cuts its graph off the inputs) */
+    bool with_grad = grad && out && !(tg_test_light() && form > 1);
+    if (with_grad && tg_gradient(tg_sum(tg_mul(out, dout), NULL, 0, false), wrt, nw, g) != TG_OK) {
+      fprintf(stderr, "  %s: gradient failed: %s\n", what, tg_last_error());
+      ok = false;
+      with_grad = false;
+    }
+    ok &= matches(what, out, &c->outputs[0], c->atol, c->rtol);
+    static const char *names[] = {"dq", "dk", "dv", "dsinks"};
+    for (size_t i = 0; with_grad && i < nw; i++) {
+      char w2[160];
+      snprintf(w2, sizeof w2, "%s %s", what, names[i]);
+      ok &= matches(w2, g[i], &c->outputs[1 + i], c->atol, c->rtol);
+    }
+  }
+  return ok;
+}
+
+static void fixture_cases(void) {
+  char path[1024], err[256];
+  snprintf(path, sizeof path, "%s/attention.tgf", tf_dir());
+  tf_file f;
+  bool loaded = tf_load(path, &f, err, sizeof err);
+  CHECK_MSG(loaded, "cannot load %s: %s", path, err);
+  if (!loaded) return;
+  const char *only = getenv("TG_ATTN_ONLY");
+  size_t ran = 0;
+  for (size_t i = 0; i < f.ncases; i++) {
+    const tf_case *c = &f.cases[i];
+    if (only && !strstr(c->name, only)) continue;
+    tg_scope s = tg_scope_begin();
+    bool ok = run_case(c);
+    tg_scope_end(s);
+    CHECK_MSG(ok, "attention fixture case %s", c->name);
+    ran++;
+  }
+  if (!only) CHECK(ran >= 23);
+  tf_free(&f);
+}
+
+/* ------------------------------------------------------------------------------------------- flash == plain */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+  return rng_state;
+}
+static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
+
+static tg_tensor *rnd_tensor(const int64_t *shape, size_t ndim, float lo, float hi) {
+  int64_t n = 1;
+  for (size_t i = 0; i < ndim; i++) n *= shape[i];
+  float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  for (int64_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * (float)(rnd() % 100000) / 100000.0f;
+  tg_tensor *t = tg_from_floats(v, shape, ndim);
+  free(v);
+  return t;
+}
+
+/* max |a - b| / (1 + |b|) over two concrete float tensors of the same shape, or INFINITY */
+static double rel_diff(tg_tensor *a, tg_tensor *b) {
+  if (!a || !b || tg_numel(a) != tg_numel(b)) return INFINITY;
+  size_t n = (size_t)tg_numel(a);
+  float *x = malloc((n ? n : 1) * sizeof *x), *y = malloc((n ? n : 1) * sizeof *y);
+  double worst = 0;
+  if (tg_to_host(a, x, n * sizeof *x) != TG_OK || tg_to_host(b, y, n * sizeof *y) != TG_OK) worst = INFINITY;
+  for (size_t i = 0; i < n && worst < INFINITY; i++) {
+    double d = fabs((double)x[i] - y[i]) / (1 + fabs((double)y[i]));
+    if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+  }
+  free(x);
+  free(y);
+  return worst;
+}
+
+static void flash_equals_plain(void) {
+  int n = tg_test_light() ? 6 : 20;
+  for (int it = 0; it < n; it++) {
+    tg_scope s = tg_scope_begin();
+    int64_t kvh = rnd_in(1, 2), g = rnd_in(1, 3), b = rnd_in(1, 2), d = rnd_in(1, 3) * 4, dv = rnd_in(1, 2) * 3;
+    int64_t h = kvh * g, sl = rnd_in(1, 70), t = rnd_in(1, sl < 9 ? sl : 9);
+    tg_attention_opts o = {0};
+    o.causal = rnd() % 3 != 0;
+    if (o.causal) o.start = TG_SI(sl - t - (int64_t)(rnd() % 2) * (sl - t) / 2);
+    if (o.causal && rnd() % 2) o.window = rnd_in(1, 12);
+    if (rnd() % 2) o.sinks = rnd_tensor(TG_SHAPE(h), -1, 2);
+    if (!o.causal && rnd() % 2) o.mask = rnd_tensor(TG_SHAPE(1, h, t, sl), -2, 1);
+    o.block = (int64_t[]){0, 1, 5, 16, 32}[rnd() % 5];
+    tg_tensor *q = rnd_tensor(TG_SHAPE(b, h, t, d), -2, 2), *k = rnd_tensor(TG_SHAPE(b, kvh, sl, d), -2, 2),
+              *v = rnd_tensor(TG_SHAPE(b, kvh, sl, dv), -2, 2);
+    double e = rel_diff(tg_flash_attention(q, k, v, &o), tg_attention(q, k, v, &o));
+    CHECK_MSG(e < 1e-5, "flash vs plain it %d: B %lld H %lld KVH %lld T %lld S %lld D %lld causal %d start %lld "
+              "window %lld sinks %d mask %d block %lld: rel diff %g (%s)", it, (long long)b, (long long)h,
+              (long long)kvh, (long long)t, (long long)sl, (long long)d, o.causal, (long long)o.start.n,
+              (long long)o.window, o.sinks != NULL, o.mask != NULL, (long long)o.block, e, tg_last_error());
+    tg_scope_end(s);
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ symbolic length */
+
+static long programs_requested(void) {
+  RtStats st = rt_stats();
+  return st.kernels_compiled + st.disk_hits + st.memory_hits;
+}
+
+/* decode / chunked prefill against a KV cache (1, KVH, 40, D) viewed at sp + T keys, sp a bound Variable */
+static void symbolic_length(void) {
+  tg_scope s = tg_scope_begin();
+  const int64_t kvh = 2, h = 4, d = 8, smax = 40;
+  tg_tensor *kc = rnd_tensor(TG_SHAPE(1, kvh, smax, d), -2, 2), *vc = rnd_tensor(TG_SHAPE(1, kvh, smax, d), -2, 2);
+  tg_tensor *sinks = rnd_tensor(TG_SHAPE(h), 0, 2);
+  CHECK(tg_realize(kc) == TG_OK && tg_realize(vc) == TG_OK && tg_realize(sinks) == TG_OK);
+  tg_tensor *var = tg_variable("start_pos", 0, smax - 4);
+  for (int t = 1; t <= 3; t += 2) {
+    tg_tensor *q = rnd_tensor(TG_SHAPE(1, h, t, d), -2, 2);
+    CHECK(tg_realize(q) == TG_OK);
+    for (int form = 0; form < 2; form++) {
+      const int sps[] = {0, 5, 17, 30, 36};
+      for (size_t i = 0; i < sizeof sps / sizeof sps[0]; i++) {
+        int sp = sps[i];
+        if (sp + t > smax) continue;
+        tg_scope in = tg_scope_begin();
+        tg_tensor *vb = tg_bind(var, sp);
+        tg_sint kb[8] = {TG_SI(0), TG_SI(1), TG_SI(0), TG_SI(kvh), TG_SI(0), TG_SV(vb, t), TG_SI(0), TG_SI(d)};
+        tg_attention_opts o = {.causal = true, .start = TG_SV(vb, 0), .window = 6, .sinks = sinks, .block = 8};
+        attn_fn fn = form ? tg_flash_attention : tg_attention;
+        tg_tensor *got = fn(q, tg_shrink_sym(kc, kb, 4), tg_shrink_sym(vc, kb, 4), &o);
+        CHECK_MSG(got && !tg_is_symbolic(got), "symbolic %s sp %d: %s", form ? "flash" : "plain", sp, tg_last_error());
+        long before = programs_requested();
+        CHECK_MSG(got && tg_realize(got) == TG_OK, "realize: %s", tg_last_error());
+        long fresh = programs_requested() - before;
+        /* every value after the first reuses the compiled kernels and the schedule (no program is requested) */
+        if (i > 0) CHECK_MSG(fresh == 0, "symbolic %s t %d sp %d: %ld programs requested", form ? "flash" : "plain",
+                             t, sp, fresh);
+        int64_t cb[8] = {0, 1, 0, kvh, 0, sp + t, 0, d};
+        tg_attention_opts oc = o;
+        oc.start = TG_SI(sp);
+        tg_tensor *want = tg_attention(q, tg_shrink(kc, cb, 4), tg_shrink(vc, cb, 4), &oc);
+        double e = rel_diff(got, want);
+        CHECK_MSG(e < 1e-5, "symbolic %s t %d sp %d: rel diff %g (%s)", form ? "flash" : "plain", t, sp, e,
+                  tg_last_error());
+        tg_scope_end(in);
+      }
+    }
+  }
+  tg_scope_end(s);
+}
+
+/* ----------------------------------------------------------------------------------------------------- errors */
+
+static bool fails_with(tg_tensor *r, const char *part) {
+  bool ok = r == NULL && strstr(tg_last_error(), part) != NULL;
+  if (!ok) fprintf(stderr, "  expected an error with '%s', got %s: '%s'\n", part, r ? "a tensor" : "NULL",
+                   tg_last_error());
+  tg_release(r);
+  return ok;
+}
+
+static void errors(void) {
+  tg_scope s = tg_scope_begin();
+  tg_tensor *q = tg_zeros(TG_SHAPE(1, 4, 3, 8), TG_FLOAT32), *k = tg_zeros(TG_SHAPE(1, 2, 5, 8), TG_FLOAT32);
+  tg_tensor *v = tg_zeros(TG_SHAPE(1, 2, 5, 6), TG_FLOAT32);
+  attn_fn fns[2] = {tg_attention, tg_flash_attention};
+  const char *names[2] = {"tg_attention", "tg_flash_attention"};
+  for (int f = 0; f < 2; f++) {
+    attn_fn fn = fns[f];
+    tg_clear_error();
+    CHECK(fails_with(fn(NULL, k, v, NULL), names[f]));
+    CHECK(fails_with(fn(tg_zeros(TG_SHAPE(4, 3, 8), TG_FLOAT32), k, v, NULL), "must be 4-d"));
+    CHECK(fails_with(fn(tg_zeros(TG_SHAPE(1, 3, 3, 8), TG_FLOAT32), k, v, NULL), "n_kv_heads must divide n_heads"));
+    CHECK(fails_with(fn(tg_zeros(TG_SHAPE(1, 4, 3, 7), TG_FLOAT32), k, v, NULL), "head dims differ"));
+    CHECK(fails_with(fn(q, k, tg_zeros(TG_SHAPE(1, 2, 4, 6), TG_FLOAT32), NULL), "different lengths"));
+    CHECK(fails_with(fn(q, k, tg_zeros(TG_SHAPE(1, 1, 5, 6), TG_FLOAT32), NULL), "different head counts"));
+    CHECK(fails_with(fn(tg_zeros(TG_SHAPE(2, 4, 3, 8), TG_FLOAT32), k, v, NULL), "batch sizes differ"));
+    CHECK(fails_with(fn(tg_zeros(TG_SHAPE(1, 4, 3, 8), TG_INT32), k, v, NULL), "float tensors"));
+    CHECK(fails_with(fn(q, k, v, &(tg_attention_opts){.window = 3}), "needs causal"));
+    CHECK(fails_with(fn(q, k, v, &(tg_attention_opts){.causal = true, .window = -1}), "window"));
+    CHECK(fails_with(fn(q, k, v, &(tg_attention_opts){.block = -2}), "block"));
+    CHECK(fails_with(fn(q, k, v, &(tg_attention_opts){.scale = -1}), "scale"));
+    CHECK(fails_with(fn(q, k, v, &(tg_attention_opts){.causal = true, .start = TG_SI(-1)}), "start"));
+    CHECK(fails_with(fn(q, k, v, &(tg_attention_opts){.sinks = tg_zeros(TG_SHAPE(2), TG_FLOAT32)}), "sinks"));
+    CHECK(fails_with(fn(q, k, v, &(tg_attention_opts){.mask = tg_zeros(TG_SHAPE(3, 4), TG_FLOAT32)}),
+                     "does not broadcast"));
+    CHECK(fails_with(fn(q, k, v, &(tg_attention_opts){.mask = tg_zeros(TG_SHAPE(1, 3, 3, 5), TG_FLOAT32)}),
+                     "does not broadcast"));
+  }
+  /* a good call still works after the errors: (1, 4, 3, 6) */
+  tg_tensor *r = tg_flash_attention(q, k, v, NULL);
+  CHECK(r && tg_ndim(r) == 4 && tg_shape(r)[1] == 4 && tg_shape(r)[3] == 6 && tg_realize(r) == TG_OK);
+  tg_scope_end(s);
+}
+
+void suite_attention(void);
+void suite_attention(void) {
+  fixture_cases();
+  flash_equals_plain();
+  symbolic_length();
+  errors();
+}

@@ -1,0 +1,274 @@
+/* test_moe.c — tg_topk, tg_moe_router and tg_moe_ffn (src/nn/moe.c).
+ *
+ * 1. Every case of tests/fixtures/moe.tgf (tools/gen_attention_fixtures.py, PyTorch in float64): topk values and
+ *    indices exactly (ties in index order, largest and smallest, any axis), the router's weights and experts for each
+ *    gating function, the MoE feed-forward against a per-token, per-expert loop (SwiGLU; gpt-oss's clamped SwiGLU with
+ *    expert biases).
+ * 2. topk against a brute-force selection on random rows with many ties.
+ * 3. tg_moe_ffn with Q8_0 expert weights (lazy dequantization of raw bytes, tg_ggml_dequantize) equals the same call on
+ *    the realized dequantized weights, and a decode step is a small, fixed number of kernels whatever E.
+ * 4. Errors on bad arguments. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "base/base.h"
+#include "fixture.h"
+#include "runtime/runtime.h"
+#include "test.h"
+#include "tinygrad.h"
+
+static tg_tensor *from_tf(const tf_tensor *t) {
+  return tg_from_data(t->data, t->dtype == TF_FLOAT32 ? TG_FLOAT32 : TG_INT64, t->shape, (size_t)t->ndim);
+}
+
+static bool matches(const char *what, tg_tensor *got, const tf_tensor *exp, double atol, double rtol) {
+  if (!got) {
+    fprintf(stderr, "  %s: no result: %s\n", what, tg_last_error());
+    return false;
+  }
+  bool ok = tg_ndim(got) == exp->ndim;
+  for (int i = 0; ok && i < exp->ndim; i++) ok = tg_shape(got)[i] == exp->shape[i];
+  if (!ok) {
+    fprintf(stderr, "  %s: wrong shape\n", what);
+    return false;
+  }
+  size_t n = (size_t)exp->numel;
+  double *buf = malloc((n ? n : 1) * sizeof *buf);
+  ok = tg_to_host(tg_cast(got, TG_FLOAT64), buf, n * sizeof *buf) == TG_OK;
+  if (!ok) fprintf(stderr, "  %s: realize failed: %s\n", what, tg_last_error());
+  for (size_t i = 0; ok && i < n; i++) {
+    double e = tf_get_double(exp->dtype, exp->data, (int64_t)i), g = buf[i];
+    if (fabs(g - e) <= atol + rtol * fabs(e)) continue;
+    fprintf(stderr, "  %s: element %zu is %.9g, expected %.9g\n", what, i, g, e);
+    ok = false;
+  }
+  free(buf);
+  return ok;
+}
+
+static int64_t iparam(const tf_case *c, const char *key) {
+  int64_t v;
+  return tf_param_int(c, key, &v) ? v : 0;
+}
+
+static bool run_case(const tf_case *c) {
+  tg_tensor *in[TF_MAX_TENSORS] = {0};
+  for (int i = 0; i < c->ninputs; i++) in[i] = from_tf(&c->inputs[i]);
+  char what[128];
+  if (!strcmp(c->op, "topk")) {
+    tg_tensor *idx = NULL;
+    tg_tensor *vals = tg_topk(in[0], iparam(c, "k"), (int)iparam(c, "axis"), iparam(c, "largest") != 0, &idx);
+    snprintf(what, sizeof what, "%s values", c->name);
+    bool ok = matches(what, vals, &c->outputs[0], 0, 0);
+    snprintf(what, sizeof what, "%s indices", c->name);
+    ok &= idx && tg_get_dtype(idx) == TG_INT32 && matches(what, idx, &c->outputs[1], 0, 0);
+    return ok;
+  }
+  tg_moe_opts o = {0};
+  o.k = iparam(c, "k");
+  o.gating = (tg_moe_gating)iparam(c, "gating");
+  o.normalize = iparam(c, "normalize") != 0;
+  double scale = 0;
+  if (tf_param_double(c, "scale", &scale)) o.scale = scale;
+  if (!strcmp(c->op, "router")) {
+    if (iparam(c, "select_bias")) o.select_bias = in[1];
+    tg_tensor *sel = NULL, *probs = tg_moe_router(in[0], &o, &sel);
+    snprintf(what, sizeof what, "%s probs", c->name);
+    bool ok = matches(what, probs, &c->outputs[0], c->atol, c->rtol);
+    snprintf(what, sizeof what, "%s sel", c->name);
+    return ok & matches(what, sel, &c->outputs[1], 0, 0);
+  }
+  if (!strcmp(c->op, "moe_ffn")) {
+    o.act = (tg_moe_act)iparam(c, "act");
+    if (iparam(c, "biases")) { /* the gate and up biases come stacked (E, 2, H) */
+      o.router_bias = in[5], o.down_bias = in[7];
+      o.gate_bias = tg_squeeze(tg_shrink(in[6], (int64_t[]){0, c->inputs[6].shape[0], 0, 1, 0, c->inputs[6].shape[2]}, 3), 1);
+      o.up_bias = tg_squeeze(tg_shrink(in[6], (int64_t[]){0, c->inputs[6].shape[0], 1, 2, 0, c->inputs[6].shape[2]}, 3), 1);
+    }
+    return matches(c->name, tg_moe_ffn(in[0], in[1], in[2], in[3], in[4], &o), &c->outputs[0], c->atol, c->rtol);
+  }
+  fprintf(stderr, "  %s: unknown op %s\n", c->name, c->op);
+  return false;
+}
+
+static void fixture_cases(void) {
+  char path[1024], err[256];
+  snprintf(path, sizeof path, "%s/moe.tgf", tf_dir());
+  tf_file f;
+  bool loaded = tf_load(path, &f, err, sizeof err);
+  CHECK_MSG(loaded, "cannot load %s: %s", path, err);
+  if (!loaded) return;
+  for (size_t i = 0; i < f.ncases; i++) {
+    tg_scope s = tg_scope_begin();
+    bool ok = run_case(&f.cases[i]);
+    tg_scope_end(s);
+    CHECK_MSG(ok, "moe fixture case %s", f.cases[i].name);
+  }
+  CHECK(f.ncases >= 17);
+  tf_free(&f);
+}
+
+/* ------------------------------------------------------------------------------------------ topk brute force */
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+static void topk_brute_force(void) {
+  enum { ROWS = 6, N = 37 };
+  float x[ROWS * N];
+  for (int i = 0; i < ROWS * N; i++) x[i] = (float)(rnd() % 9) - 4.0f;  /* many ties */
+  for (int largest = 0; largest < 2; largest++) {
+    for (int64_t k = 1; k <= N; k += 9) {
+      tg_scope s = tg_scope_begin();
+      tg_tensor *idx = NULL, *vals = tg_topk(tg_from_floats(x, TG_SHAPE(ROWS, N)), k, 1, largest, &idx);
+      float v[ROWS * N];
+      int32_t ix[ROWS * N];
+      CHECK_MSG(vals && tg_to_host(vals, v, sizeof(float) * (size_t)(ROWS * k)) == TG_OK &&
+                    tg_to_host(idx, ix, sizeof(int32_t) * (size_t)(ROWS * k)) == TG_OK,
+                "topk: %s", tg_last_error());
+      for (int r = 0; r < ROWS; r++) {
+        bool used[N] = {0};
+        for (int64_t slot = 0; slot < k; slot++) {
+          /* the first unused element that is best (largest or smallest; earliest among equals) */
+          int best = -1;
+          for (int j = 0; j < N; j++) {
+            if (used[j]) continue;
+            float a = x[r * N + j];
+            if (best < 0 || (largest ? a > x[r * N + best] : a < x[r * N + best])) best = j;
+          }
+          used[best] = true;
+          CHECK_MSG(ix[r * k + slot] == best && v[r * k + slot] == x[r * N + best],
+                    "topk largest %d k %lld row %d slot %lld: got index %d value %g, want %d %g", largest,
+                    (long long)k, r, (long long)slot, ix[r * k + slot], v[r * k + slot], best, x[r * N + best]);
+        }
+      }
+      tg_scope_end(s);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------------ quantized experts, kernels */
+
+/* Q8_0 bytes (per 32 values: f16 scale, 32 int8) for an (e, out, in) weight with a deterministic pattern */
+static uint8_t *q8_0_bytes(int64_t numel, size_t *nbytes) {
+  int64_t blocks = numel / 32;
+  *nbytes = (size_t)(blocks * 34);
+  uint8_t *b = malloc(*nbytes);
+  for (int64_t i = 0; i < blocks; i++) {
+    uint16_t scale_bits = (uint16_t)(0x2000 + (rnd() % 0x400)); /* f16 in [2^-7, 2^-6) */
+    b[i * 34] = (uint8_t)(scale_bits & 0xff), b[i * 34 + 1] = (uint8_t)(scale_bits >> 8);
+    for (int j = 0; j < 32; j++) b[i * 34 + 2 + j] = (uint8_t)(int8_t)((int)(rnd() % 255) - 127);
+  }
+  return b;
+}
+
+static tg_tensor *q8_weight(int64_t e, int64_t out, int64_t in) {
+  size_t nb;
+  uint8_t *b = q8_0_bytes(e * out * in, &nb);
+  tg_tensor *raw = tg_from_data(b, TG_UINT8, (int64_t[]){(int64_t)nb}, 1);
+  free(b);
+  CHECK(tg_realize(raw) == TG_OK);
+  return tg_ggml_dequantize(raw, TG_GGML_Q8_0, (int64_t[]){e, out, in}, 3);
+}
+
+static tg_tensor *realized_copy(const tg_tensor *t) {
+  tg_tensor *c = tg_contiguous(t);
+  CHECK(tg_realize(c) == TG_OK);
+  return c;
+}
+
+static double max_rel(tg_tensor *a, tg_tensor *b, size_t n) {
+  float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+  double worst = INFINITY;
+  if (a && b && tg_to_host(a, x, n * sizeof *x) == TG_OK && tg_to_host(b, y, n * sizeof *y) == TG_OK) {
+    worst = 0;
+    for (size_t i = 0; i < n; i++) {
+      double d = fabs((double)x[i] - y[i]) / (1 + fabs((double)y[i]));
+      worst = d > worst || isnan(d) ? d : worst;
+    }
+  }
+  free(x);
+  free(y);
+  return worst;
+}
+
+static void quantized_experts(void) {
+  tg_scope s = tg_scope_begin();
+  const int64_t d = 64, hd = 32, t = 3;
+  for (int64_t e = 8; e <= 32; e *= 4) {
+    tg_tensor *gw = q8_weight(e, hd, d), *uw = q8_weight(e, hd, d), *dw = q8_weight(e, d, hd);
+    tg_tensor *rw = tg_mul(q8_weight(1, e, d), tg_const_float(4.0));
+    rw = realized_copy(tg_reshape(rw, TG_SHAPE(e, d)));
+    tg_tensor *x = realized_copy(tg_randn(TG_SHAPE(t, d), TG_FLOAT32));
+    tg_moe_opts o = {.k = 4, .act = TG_MOE_SWIGLU_OAI};
+    tg_tensor *want = tg_moe_ffn(x, rw, realized_copy(gw), realized_copy(uw), realized_copy(dw), &o);
+    CHECK(tg_realize(want) == TG_OK);
+    tg_tensor *got = tg_moe_ffn(x, rw, gw, uw, dw, &o);
+    long launches = rt_stats().launches;
+    CHECK_MSG(got && tg_realize(got) == TG_OK, "quantized moe: %s", tg_last_error());
+    long kernels = rt_stats().launches - launches;
+    /* the router, topk, gate/up, down and the weighted sum: a handful of kernels, not one per expert */
+    CHECK_MSG(kernels >= 1 && kernels <= 12, "quantized moe E %lld: %ld kernels", (long long)e, kernels);
+    /* the same values summed in another order (the fused dequant kernels take other opts than the copies): fp32
+     * reassociation over the 64- and 32-long dot products, not a wrong weight */
+    double err = max_rel(got, want, (size_t)(t * d));
+    CHECK_MSG(err < 1e-4, "quantized moe E %lld: rel diff %g", (long long)e, err);
+  }
+  tg_scope_end(s);
+}
+
+/* ---------------------------------------------------------------------------------------------------- errors */
+
+static bool fails_with(tg_tensor *r, const char *part) {
+  bool ok = r == NULL && strstr(tg_last_error(), part) != NULL;
+  if (!ok) fprintf(stderr, "  expected an error with '%s', got %s: '%s'\n", part, r ? "a tensor" : "NULL",
+                   tg_last_error());
+  return ok;
+}
+
+static void errors(void) {
+  tg_scope s = tg_scope_begin();
+  tg_tensor *x = tg_zeros(TG_SHAPE(2, 5), TG_FLOAT32), *idx = NULL;
+  CHECK(fails_with(tg_topk(x, 6, 1, true, &idx), "out of range") && idx == NULL);
+  CHECK(fails_with(tg_topk(x, -1, 1, true, NULL), "out of range"));
+  CHECK(fails_with(tg_topk(x, 1, 2, true, NULL), "axis 2"));
+  CHECK(fails_with(tg_topk(tg_zeros(NULL, 0, TG_FLOAT32), 1, 0, true, NULL), "axis"));
+  CHECK(fails_with(tg_topk(tg_zeros(TG_SHAPE(3), TG_BOOL), 1, 0, true, NULL), "bool"));
+  tg_clear_error();
+  CHECK(fails_with(tg_topk(NULL, 1, 0, true, NULL), "tg_topk"));
+  tg_tensor *sel = NULL;
+  CHECK(fails_with(tg_moe_router(x, &(tg_moe_opts){.k = 0}, &sel), "k=0") && sel == NULL);
+  CHECK(fails_with(tg_moe_router(x, &(tg_moe_opts){.k = 6}, &sel), "k=6"));
+  CHECK(fails_with(tg_moe_router(x, &(tg_moe_opts){.k = 2, .gating = (tg_moe_gating)9}, &sel), "gating"));
+  CHECK(fails_with(tg_moe_router(x, &(tg_moe_opts){.k = 2, .select_bias = tg_zeros(TG_SHAPE(4), TG_FLOAT32)}, &sel),
+                   "select_bias"));
+  CHECK(fails_with(tg_moe_router(x, NULL, &sel), "opts"));
+  const int64_t e = 4, d = 5, hd = 3;
+  tg_tensor *rw = tg_zeros(TG_SHAPE(e, d), TG_FLOAT32), *gw = tg_zeros(TG_SHAPE(e, hd, d), TG_FLOAT32);
+  tg_tensor *dw = tg_zeros(TG_SHAPE(e, d, hd), TG_FLOAT32);
+  tg_moe_opts o = {.k = 2};
+  CHECK(fails_with(tg_moe_ffn(x, tg_zeros(TG_SHAPE(e, 4), TG_FLOAT32), gw, gw, dw, &o), "router_w"));
+  CHECK(fails_with(tg_moe_ffn(x, rw, gw, tg_zeros(TG_SHAPE(e, hd + 1, d), TG_FLOAT32), dw, &o), "up_w"));
+  CHECK(fails_with(tg_moe_ffn(x, rw, gw, gw, gw, &o), "down_w"));
+  CHECK(fails_with(tg_moe_ffn(x, rw, gw, gw, NULL, &o), "NULL down_w"));
+  CHECK(fails_with(tg_moe_ffn(x, rw, gw, gw, dw, &(tg_moe_opts){.k = 5}), "k=5"));
+  CHECK(fails_with(tg_moe_ffn(x, rw, gw, gw, dw, &(tg_moe_opts){.k = 2, .gate_bias = tg_zeros(TG_SHAPE(e, d),
+                                                                                             TG_FLOAT32)}),
+                   "gate_bias"));
+  CHECK(fails_with(tg_moe_ffn(x, rw, gw, gw, dw, &(tg_moe_opts){.k = 2, .act = (tg_moe_act)7}), "activation"));
+  CHECK(fails_with(tg_moe_ffn(tg_zeros(TG_SHAPE(2, 5), TG_INT32), rw, gw, gw, dw, &o), "float"));
+  tg_tensor *ok = tg_moe_ffn(x, rw, gw, gw, dw, &o);
+  CHECK(ok && tg_ndim(ok) == 2 && tg_shape(ok)[1] == d && tg_realize(ok) == TG_OK);
+  tg_scope_end(s);
+}
+
+void suite_moe(void);
+void suite_moe(void) {
+  fixture_cases();
+  topk_brute_force();
+  quantized_experts();
+  errors();
+}
