@@ -341,6 +341,38 @@ ${beam_out_of[$fig]}"
   mm_peak_line matmul_peak_fraction_beam2 "$beam_figs_out"
 fi
 
+# the tokenizer (issue 18; bench/bench_tokenizer.c): encode MB/s of a fixed 4 MB pseudo-text per GGUF vocabulary.
+# Peers (bench/peer_tokenizer.py, Debian's python3 + python3-regex): tinygrad's own tokenizer (tinygrad/llm/cli.py,
+# llama-3 presets only) on the llama-3 vocabulary, and the Python reference of tools/gen_tokenizer_fixtures.py on
+# gpt-2 (none is installable for SentencePiece here). The full llama-3 / o200k vocabularies are not in the repository:
+# TG_VOCAB_DIR names a folder that tools/gen_tokenizer_fixtures.py --full wrote; without it those lines are skipped.
+# Both sides must produce the same number of tokens (a note says when not).
+tok_corpus=$(mktemp)
+tok_args=(gpt-2="$ROOT/tests/data/vocab/ggml-vocab-gpt-2.gguf" llama-spm="$ROOT/tests/data/vocab/ggml-vocab-llama-spm.gguf")
+for v in llama3 o200k; do
+  [ -n "${TG_VOCAB_DIR:-}" ] && [ -f "$TG_VOCAB_DIR/$v-full.gguf" ] && tok_args+=("$v=$TG_VOCAB_DIR/$v-full.gguf")
+done
+[ -z "${TG_VOCAB_DIR:-}" ] && echo "bench: tokenize_llama3 / tokenize_o200k not run: TG_VOCAB_DIR is not set"
+tok_out=$("$B/bench_tokenizer" --corpus "$tok_corpus" "${tok_args[@]}") || echo "bench: $B/bench_tokenizer failed"
+for arg in "${tok_args[@]}"; do
+  name=${arg%%=*}; file=${arg#*=}
+  line=$(echo "$tok_out" | awk -v n="$name" '$1 == "tokenize" && $2 == n'); [ -z "$line" ] && continue
+  set -- $line; o=$3; ot=${5#tokens=}
+  case $name in llama3) peer=tinygrad ;; gpt-2|o200k) peer=pyref ;; *) peer="" ;; esac
+  pline=""
+  if [ -n "$peer" ]; then
+    pline=$(PYTHONPATH="${tg:-}" /usr/bin/python3 "$ROOT/bench/peer_tokenizer.py" "$peer" "$name" "$file" "$tok_corpus" \
+      2>/dev/null | awk '$1 == "peer"')
+  fi
+  if [ -n "$pline" ]; then
+    set -- $pline; p=$4; pt=${6#tokens=}
+    note=""; [ "$pt" != "$ot" ] && note=" (NOTE: $peer made $pt tokens, ours $ot)"
+    echo "bench tokenize_$name ours=$o MB/s $peer=$p ratio=$(awk -v a="$o" -v b="$p" 'BEGIN { printf "%.2f", a / b }')$note"
+  else
+    echo "bench tokenize_$name ours=$o MB/s peer=${peer:-none} ratio=n/a"
+  fi
+done
+rm -f "$tok_corpus"
 # issue 18's attention and MoE figures (bench/bench_attention.c): a decode step (1 query, 4096 keys) and a 512-token
 # causal prefill with 32 query / 8 kv heads of dim 64, the same with a sliding window of 128 (decode, 1024-token
 # prefill), tg_flash_attention and tg_attention (the plain form), and a
