@@ -84,6 +84,34 @@ uint64_t tg_hash_bytes(const void *p, size_t n, uint64_t seed) {
   return tg_hash_mix(h, tail);
 }
 
+size_t tg_utf8_seq_len(const unsigned char *s, size_t avail) {
+  if (avail == 0) return 0;
+  unsigned char c = s[0];
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t cp, min; /* min: the smallest code point that needs n bytes (smaller ones are overlong) */
+  if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1Fu; min = 0x80; }
+  else if (c >= 0xE0 && c <= 0xEF) { n = 3; cp = c & 0x0Fu; min = 0x800; }
+  else if (c >= 0xF0 && c <= 0xF4) { n = 4; cp = c & 0x07u; min = 0x10000; }
+  else return 0;
+  if (avail < n) return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3Fu);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+bool tg_utf8_valid(const char *s, size_t len) {
+  for (size_t i = 0; i < len;) {
+    size_t k = tg_utf8_seq_len((const unsigned char *)s + i, len - i);
+    if (!k) return false;
+    i += k;
+  }
+  return true;
+}
+
 int64_t tg_gcd64(int64_t a, int64_t b) {
   uint64_t x = a < 0 ? (uint64_t)0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? (uint64_t)0 - (uint64_t)b : (uint64_t)b;
   while (y) {
