@@ -133,11 +133,12 @@ i128 tg_gcd128(i128 a, i128 b) {
 }
 
 /* ---- env knobs, read once ----
- * Every knob name seen by tg_getenv_int gets one slot in a fixed open-addressing table: the environment is read the
- * first time the name is asked for and the parsed value is kept (tinygrad's getenv is cached the same way), so the
- * hot paths (the schedule cache key reads seven knobs per realize) pay a hash and a compare, not a scan of environ.
- * A slot holds whether the variable was set to an integer and its value; the caller's default is applied on each
- * call, so two call sites with different defaults still see what they did before. Readers take no lock: a slot is
+ * Every knob name seen by tg_getenv_int or tg_getenv_str gets one slot in a fixed open-addressing table: the
+ * environment is read the first time the name is asked for and the parsed value is kept (tinygrad's getenv is cached
+ * the same way), so the hot paths (the schedule cache key reads seven knobs per realize) pay a hash and a compare,
+ * not a scan of environ. A slot holds whether the variable was set to an integer and its value, and its text; the
+ * caller's default is applied on each call, so two call sites with different defaults still see what they did
+ * before. Readers take no lock: a slot is
  * published once with release order and never moves. tg_knobs_reload() (public, tinygrad.h) re-reads every knob in
  * place; it is for a program (or a test) that changed its environment between calls, not while other threads run
  * library code. */
@@ -147,6 +148,7 @@ typedef struct Knob {
   uint64_t hash;
   _Atomic int64_t value;
   _Atomic bool set; /* the variable holds an integer (else the caller's default is returned) */
+  _Atomic(char *) str; /* its text (tg_getenv_str), NULL when unset or empty */
 } Knob;
 static _Atomic(Knob *) knob_table[KNOB_SLOTS];
 static pthread_mutex_t knob_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -158,6 +160,11 @@ static void knob_read_env(Knob *k) {
   bool ok = v && *v && !*end;
   atomic_store_explicit(&k->value, ok ? (int64_t)x : 0, memory_order_relaxed);
   atomic_store_explicit(&k->set, ok, memory_order_relaxed);
+  /* the text is replaced only when it changed, so a string read before a reload of an unchanged knob stays valid */
+  char *old = atomic_load_explicit(&k->str, memory_order_relaxed);
+  if (v && *v && old && strcmp(old, v) == 0) return;
+  atomic_store_explicit(&k->str, v && *v ? tg_strdup(v) : NULL, memory_order_release);
+  tg_free(old);
 }
 
 static Knob *knob_find(const char *name) {
@@ -209,6 +216,8 @@ int64_t tg_getenv_int(const char *name, int64_t dflt) {
                                                               : dflt;
 }
 int tg_debug_level(void) { return (int)tg_getenv_int("DEBUG", 0); }
+
+const char *tg_getenv_str(const char *name) { return atomic_load_explicit(&knob_of(name)->str, memory_order_acquire); }
 
 void tg_knobs_reload(void) {
   pthread_mutex_lock(&knob_lock);

@@ -100,6 +100,9 @@ i128 tg_gcd128(i128 a, i128 b);
  * empty or not an integer. Each name is read from the environment once and kept; tg_knobs_reload() (tinygrad.h)
  * re-reads them all after the program changed its environment. */
 int64_t tg_getenv_int(const char *name, int64_t dflt);
+/* The same table for text knobs (OPTIM_DTYPE, DEFAULT_FLOAT, BEAM_MIN_PROGRESS, ...): the value read once, NULL when
+ * unset or empty. The string stays valid until a tg_knobs_reload() that sees a different value. */
+const char *tg_getenv_str(const char *name);
 int tg_debug_level(void); /* DEBUG */
 
 /* The error slot behind tg_last_error(): set by validation code, read by the user. Returns `st`. */
