@@ -42,10 +42,10 @@ tg_status tg_last_status(void);
 const char *tg_version(void);
 /* The env knobs (DEBUG, BEAM, NOOPT, ...: tinygrad's names and meanings) are read from the environment once, at first
  * use, and kept. After changing them with setenv/unsetenv, call tg_knobs_reload() to make the library read them
- * again (not while another thread is inside the library). Knobs read once per process or device (SPEC,
+ * again (not while another thread is inside the library); text knobs (OPTIM_DTYPE, BEAM_MIN_PROGRESS, GEMM_TILE,
+ * CACHEDB at the cache's next open) are kept the same way. Knobs read once per process or device (SPEC,
  * TRACK_MATCH_STATS, REWRITE_STACK_LIMIT, the dtype knobs DEFAULT_FLOAT/DEFAULT_INT/SUM_DTYPE, DEV; LRU and
- * CACHELEVEL until rt_shutdown) are not changed by it; the few string knobs read per use (OPTIM_DTYPE at optimizer
- * creation, BEAM_MIN_PROGRESS per search, GEMM_TILE per GEMM kernel) need no reload. */
+ * CACHELEVEL until rt_shutdown) are not changed by it. */
 void tg_knobs_reload(void);
 
 

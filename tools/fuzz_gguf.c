@@ -89,15 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifndef TG_LIBFUZZER
-/* ---- standalone driver: replay files, or mutate seeds made by the writer ---- */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-static uint64_t rng(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+/* ---- standalone driver (tools/fuzz_driver.h): replay files, or mutate seeds made by the writer ---- */
+#include "fuzz_driver.h"
 
 static uint8_t *make_seed(int which, size_t *n) {
   tg_gguf_writer *w = tg_gguf_writer_new(which == 1 ? 64 : 32);
@@ -125,41 +118,14 @@ static uint8_t *make_seed(int which, size_t *n) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "-n") != 0) {
-    for (int i = 1; i < argc; i++) {
-      FILE *f = fopen(argv[i], "rb");
-      if (!f) { perror(argv[i]); return 1; }
-      static uint8_t buf[1 << 22];
-      size_t n = fread(buf, 1, sizeof buf, f);
-      fclose(f);
-      LLVMFuzzerTestOneInput(buf, n);
-    }
-    printf("fuzz_gguf: %d files replayed, no failure\n", argc - 1);
-    return 0;
-  }
-  long iters = argc > 2 ? strtol(argv[2], NULL, 10) : 5000;
   size_t sn[3];
   uint8_t *seeds[3];
   for (int i = 0; i < 3; i++) seeds[i] = make_seed(i, &sn[i]);
-  uint8_t buf[2048];
-  for (long it = 0; it < iters; it++) {
-    int which = (int)(it % 3);
-    size_t n = sn[which];
-    memcpy(buf, seeds[which], n);
-    int edits = 1 + (int)(rng() % 4);
-    for (int e = 0; e < edits && n; e++) {
-      switch (rng() % 5) {
-        case 0: buf[rng() % n] = (uint8_t)rng(); break;                            /* a random byte */
-        case 1: n = (size_t)(rng() % (n + 1)); break;                              /* truncate */
-        case 2: buf[rng() % n] ^= (uint8_t)(1u << (rng() % 8)); break;             /* flip a bit */
-        case 3: { size_t at = rng() % n; buf[at] = (uint8_t)(buf[at] + 1 - 2 * (int)(rng() % 2)); break; } /* +-1 */
-        default: { size_t at = rng() % n; memmove(buf + at, buf + at + 1, n - at - 1); n--; }          /* delete */
-      }
-    }
-    LLVMFuzzerTestOneInput(buf, n);
-  }
+  const uint8_t *const ptrs[3] = {seeds[0], seeds[1], seeds[2]};
+  static const FuzzEdit edits[] = {FUZZ_BYTE, FUZZ_TRUNCATE, FUZZ_BIT, FUZZ_PLUS_MINUS, FUZZ_DELETE};
+  FuzzTarget t = {"fuzz_gguf", ptrs, sn, 3, edits, 5, NULL, 5000};
+  int rc = fuzz_driver_main(&t, argc, argv);
   for (int i = 0; i < 3; i++) tg_buffer_free(seeds[i]);
-  printf("fuzz_gguf: %ld mutated inputs, no failure\n", iters);
-  return 0;
+  return rc;
 }
 #endif
