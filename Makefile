@@ -13,9 +13,10 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 LIB_SRC := $(sort $(wildcard src/*/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
 GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
-TOOLS := fuzz_symbolic demo_symbolic demo_tensor gemm_probe
+TOOLS := fuzz_symbolic demo_symbolic demo_tensor gemm_probe gpu_opts
 BENCHES := bench_rewrite bench_tensor bench_train
 BENCHES += bench_matmul
+BENCHES += bench_tokenizer
 BENCHES += bench_attention
 BENCHES += bench_llm
 TOOLS += tg-llm tg-mkmodel
@@ -70,7 +71,7 @@ $(B)/%: examples/%.c $(B)/libtinygrad.a
 # one closing line with the totals. make test-fast: the optimized build's quick subset (TG_TEST_QUICK=1), what to run
 # before each commit. Both keep the kernel cache in $(B)/cache.db unless CACHEDB is set.
 test: $(B)/libtinygrad.a $(B)/libtinygrad.so $(B)/run_tests $(B)/run_tests_san $(B)/fuzz_symbolic $(B)/fuzz_gguf_san \
-      $(B)/test_llm_serve
+      $(B)/test_llm_serve $(B)/tg-llm $(B)/tg-mkmodel
 	@bash tests/run_all.sh $(B)
 
 test-gpu: $(B)/run_tests_gpu
@@ -138,10 +139,10 @@ SERVE_LIBS := -lmicrohttpd -lcjson -lm -lpthread
 $(B)/test_llm_serve: tests/llm/test_serve.c tools/llm/serve.c tools/llm/serve.h
 	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(SAN) -O1 -o $@ tests/llm/test_serve.c tools/llm/serve.c $(SERVE_LIBS)
 
-# tg-llm runs a GGUF model (tools/tg_llm.c; prompt as token ids until the tokenizer lands); tg-mkmodel writes a
+# tg-llm runs a GGUF model (tools/tg_llm.c: a prompt, or --serve PORT with tools/llm/serve.c); tg-mkmodel writes a
 # random-weight model of a real architecture (tools/tg_mkmodel.c, src/nn/llm_mkmodel.c) for tests and bench_llm
-$(B)/tg-llm: tools/tg_llm.c $(B)/libtinygrad.a
-	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ $< $(B)/libtinygrad.a $(LDLIBS)
+$(B)/tg-llm: tools/tg_llm.c tools/llm/serve.c tools/llm/serve.h $(B)/libtinygrad.a
+	$(CC) $(CPPFLAGS) -Itools $(CFLAGS_ALL) -o $@ tools/tg_llm.c tools/llm/serve.c $(B)/libtinygrad.a $(LDLIBS) $(SERVE_LIBS)
 $(B)/tg-mkmodel: tools/tg_mkmodel.c $(B)/libtinygrad.a
 	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -o $@ $< $(B)/libtinygrad.a $(LDLIBS)
 

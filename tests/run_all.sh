@@ -86,6 +86,7 @@ else
     job "$logs/python.log" bash "$T/../python/run_tests.sh" "$B"
     job "$logs/fuzz_gguf.log" env ASAN_OPTIONS=detect_leaks=1 "$B/fuzz_gguf_san" -n 3000
     job "$logs/serve.log" env ASAN_OPTIONS=detect_leaks=1 "$B/test_llm_serve"
+    job "$logs/tg_llm.log" /usr/bin/python3 "$T/llm/test_tg_llm.py" "$B"
     job "$logs/san2.log" "${san[@]}" $(others "$SAN_LANE")
   } &
   wait
@@ -104,6 +105,12 @@ else
   if [ -n "$last" ]; then pass=$((pass + ${last%% *})); fail=$((fail + $(echo "$last" | cut -d' ' -f3))); fi
   if [ -z "$last" ] || [ "$(cat "$logs/serve.log.rc")" -ne 0 ]; then
     echo "  FAIL: the server test ($logs/serve.log) did not pass"; fail=$((fail+1)); rc=1; fi
+  # tg-llm end to end: a tg-mkmodel model through the CLI and through --serve over HTTP (tests/llm/test_tg_llm.py)
+  grep -v -E '^[0-9]+ passed, [0-9]+ failed$' "$logs/tg_llm.log"
+  last=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logs/tg_llm.log" | tail -1)
+  if [ -n "$last" ]; then pass=$((pass + ${last%% *})); fail=$((fail + $(echo "$last" | cut -d' ' -f3))); fi
+  if [ -z "$last" ] || [ "$(cat "$logs/tg_llm.log.rc")" -ne 0 ]; then
+    echo "  FAIL: the tg-llm end-to-end test ($logs/tg_llm.log) did not pass"; fail=$((fail+1)); rc=1; fi
   echo "make test: $(secs "$t_all" "$(now)") s wall; lane 1: asan+ubsan $SAN_LANE $(cat "$logs/san1.log.time") s;" \
        "lane 2: optimized $(cat "$logs/opt.log.time") s, fuzzer $(cat "$logs/fuzz.log.time") s, python" \
        "$(cat "$logs/python.log.time") s, asan+ubsan (the" \

@@ -7,8 +7,12 @@
  * THREAD split that counts a tiled kernel's work in vectors and takes the axis leaving each piece the fewest input
  * bytes (cpu_threads).
  * GPU adaptations (measured on the H200, bench/bench_gpu): 256-thread blocks for elementwise kernels (gpu_locals: a
- * neg over 2^28 1.7 -> 4.1 TB/s, relu(a*b+c) 3.3 -> 4.4) and a warp per row for long contiguous row reduces
- * (gpu_row_reduce: sum over 2^28 2.1 -> 4.1 TB/s, softmax 4096x4096 0.17 -> 1.2 TB/s). */
+ * neg over 2^28 1.7 -> 4.1 TB/s, relu(a*b+c) 3.3 -> 4.4), a warp per row for contiguous row reduces
+ * (gpu_row_reduce: sum over 2^28 2.1 -> 4.1 TB/s, softmax 4096x4096 0.17 -> 1.2 TB/s), enough threads to fill the
+ * GPU for reduces with few outputs (a wider small-output GROUPTOP, gpu_group_first, gpu_late_group), flat ids for elementwise
+ * kernels with a narrow inner axis. beautiful_mnist's CNN train step (bench_train on DEV=CUDA, JIT): with the
+ * multi-axis row reduce, the two group steps and the flat ids 197 steps/s against 151 with all four off (same run),
+ * the step's kernel time (JIT=2 DEBUG=2) 8.32 -> 5.06 ms. */
 #include "cg_internal.h"
 #include "opt.h"
 
@@ -782,20 +786,29 @@ static bool gpu_matvec(OptScheduler *s, Shape *sh) {
   return false;
 }
 
-/* GPU row reduce (not tinygrad's): one REDUCE axis of at least 512 that every load it indexes reads contiguously (a
- * row sum, softmax's max and sum, the first stage of a split sum), with an output too big for the small-output
- * GROUPTOP. tinygrad upcasts 4 rows per thread and unrolls the row by 4: one thread walks 4 rows alone, so softmax
- * 4096x4096 runs on 1024 threads in all (0.085x torch here) and the split sum's lanes read 16 KiB apart. Here a warp
- * reduces a row: UNROLL 4 (a float4 per lane), then GROUP 32 on the rest of the row (lane g reads elements
- * (k*32 + g)*4 .. +3: one 512-byte line per warp and step), the 32 partials summed through shared memory; and
- * LOCAL 4 rows per block (128 threads). Applied on a copy: all or nothing. */
+/* GPU row reduce (not tinygrad's): a kernel whose last reduce axis every load it indexes reads contiguously (a row
+ * sum, softmax's max and sum, the first stage of a split sum, BatchNorm's per-channel sums over (n, h*w)), with an
+ * output too big for the small-output GROUPTOP. tinygrad upcasts 4 rows per thread and unrolls the row by 4: one
+ * thread walks 4 rows alone, so softmax 4096x4096 runs on 1024 threads in all (0.085x torch here) and the split sum's
+ * lanes read 16 KiB apart. Here a warp (or half of one) reduces a row: UNROLL u (a float4 per lane for u = 4), then
+ * GROUP g on the rest of the row (lane l reads elements (k*g + l)*u .. +u-1: neighbouring lanes, neighbouring
+ * bytes), the g partials summed through shared memory; and LOCAL 4 rows per block. (u, g) is the first of (4, 32),
+ * (2, 32), (1, 32), (4, 16), (2, 16), (1, 16) whose product divides the row (a row of 400 = 20x20: GROUP 16; the
+ * BatchNorm statistics of the CNN step, [32, 256, r2, r400], ran on 512 threads in all). Other reduce axes (r2 there)
+ * stay loops of every lane. GPU_ROW_REDUCE=0 turns it off. Applied on a copy: all or nothing. */
 static bool gpu_row_reduce(OptScheduler *s, Shape *sh) {
-  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0)) return false;
+  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_ROW_REDUCE", 1))
+    return false;
   shape_load(s, sh);
-  if (unrollable_count(sh) != 1 || count_type(sh, AXIS_UPCAST, AXIS_UNROLL) || upcastable_output_prod(sh) <= 2048)
+  if (!unrollable_count(sh) || count_type(sh, AXIS_UPCAST, AXIS_UNROLL) || upcastable_output_prod(sh) <= 2048)
     return false;
   int r = last_unrollable(sh);
-  if (r < 0 || sh->type[r] != AXIS_REDUCE || sh->size[r] < 512 || sh->size[r] % 128) return false;
+  if (r < 0 || sh->type[r] != AXIS_REDUCE || !sh->known[r] || sh->size[r] < 128) return false;
+  static const int splits[][2] = {{4, 32}, {2, 32}, {1, 32}, {4, 16}, {2, 16}, {1, 16}};
+  int u = 0, g = 0;
+  for (size_t i = 0; i < TG_ARRAY_LEN(splits) && !g; i++)
+    if (sh->size[r] % (splits[i][0] * splits[i][1]) == 0) u = splits[i][0], g = splits[i][1];
+  if (!g) return false;
   UOp *rng = sh->rngs.data[r];
   UOpVec idxs = {0};
   buffer_indexes(s->ast, &idxs);
@@ -807,9 +820,11 @@ static bool gpu_row_reduce(OptScheduler *s, Shape *sh) {
   }
   tg_vec_free(&idxs);
   if (!any || !contiguous) return false;
+  int nred = 0; /* the row's index among the REDUCE axes (GROUP's axis) */
+  for (int i = 0; i < r; i++) nred += sh->type[i] == AXIS_REDUCE;
   OptScheduler t;
   opt_sched_copy(&t, s);
-  bool ok = try_opt(&t, OPT_UNROLL, 0, 4) && try_opt(&t, OPT_GROUP, 0, 32);
+  bool ok = (u == 1 || try_opt(&t, OPT_UNROLL, unrollable_count(sh) - 1, u)) && try_opt(&t, OPT_GROUP, nred, g);
   if (ok) { /* 4 rows (or 2) per block, on the last output axis that takes it */
     Shape tsh;
     memset(&tsh, 0, sizeof tsh);
@@ -828,6 +843,90 @@ static bool gpu_row_reduce(OptScheduler *s, Shape *sh) {
   }
   tg_clear_error();
   return ok;
+}
+
+/* GPU group first (not tinygrad's): an output of 2K-64K elements each summing 2048 or more (a conv's weight gradient,
+ * [64, 64, 3, 3, r512, r6, r6] in the CNN step) is split over a group before any upcast: LOCAL 32 (or the largest of
+ * 16 ... 2 that divides it) on the first output axis, GROUP 16 on the largest reduce axis, one greedy upcast of a
+ * global axis (one some buffer broadcasts over, by 3 or 4), and nothing more. These are the opts BEAM=2 found for
+ * that kernel on the H200 (LOCAL 32, GROUP 16, UPCAST kw): 88 us where upcasts then gpu_late_group took 803 us.
+ * GPU_GROUP_FIRST=0 turns it off. Applied on a copy: all or nothing. */
+static bool gpu_group_first(OptScheduler *s, Shape *sh) {
+  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_GROUP_FIRST", 1))
+    return false;
+  shape_load(s, sh);
+  int64_t out = upcastable_output_prod(sh), red = 1;
+  int best = -1, best_k = -1, k = 0, first_out = -1;
+  for (int i = 0; i < sh->n; i++) {
+    if (sh->type[i] == AXIS_REDUCE) {
+      red *= sh->size[i];
+      if (sh->known[i] && sh->size[i] % 16 == 0 && (best < 0 || sh->size[i] > sh->size[best])) best = i, best_k = k;
+      k++;
+    } else if (first_out < 0 && is_upcastable(sh, i) && (sh->type[i] == AXIS_GLOBAL || sh->type[i] == AXIS_WEAK)) {
+      first_out = i;
+    }
+  }
+  if (best < 0 || first_out < 0 || out <= 2048 || out > 65536 || red < 2048 || count_type(sh, AXIS_UPCAST, AXIS_UNROLL))
+    return false;
+  OptScheduler t;
+  opt_sched_copy(&t, s);
+  static const int locs[] = {32, 16, 8, 4, 2};
+  for (size_t i = 0; i < TG_ARRAY_LEN(locs); i++)
+    if (sh->size[first_out] % locs[i] == 0 && try_opt(&t, OPT_LOCAL, first_out, locs[i])) break;
+  bool ok = try_opt(&t, OPT_GROUP, best_k, 16);
+  if (ok) {
+    Shape tsh;
+    memset(&tsh, 0, sizeof tsh);
+    shape_load(&t, &tsh);
+    bool upcasted[64] = {0}; /* the block's own axes keep their threads (BEAM's 512-thread block) */
+    for (int i = 0; i < tsh.n; i++) upcasted[i] = tsh.type[i] == AXIS_LOCAL;
+    greedy_upcast_step(&t, &tsh, upcasted);
+    tg_vec_free(&tsh.rngs);
+    opt_sched_free(s);
+    *s = t;
+  } else {
+    opt_sched_free(&t);
+  }
+  tg_clear_error();
+  return ok;
+}
+
+/* GPU late group (not tinygrad's): a reduce kernel whose threads after the upcasts and locals cannot fill the GPU
+ * (fewer than 16384; the H200 keeps 2048 per SM on 132 SMs) splits its largest reduce axis over a group of threads
+ * too: GROUP when every load reads that axis contiguously (neighbouring lanes, neighbouring bytes), else GROUPTOP,
+ * by the largest of 32, 16, 8, 4, 2 that divides it, keeps the block within 1024 threads and the partials within
+ * shared memory (opt_apply checks). The CNN step's conv weight gradient [64, 64, 3, 3, r512, r6, r6] ran on 3072
+ * threads of 12 accumulators each. GPU_LATE_GROUP=0 turns it off. */
+static void gpu_late_group(OptScheduler *s, Shape *sh) {
+  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_LATE_GROUP", 1))
+    return;
+  shape_load(s, sh);
+  if (count_type(sh, AXIS_GROUP_REDUCE, AXIS_GROUP_REDUCE) || s->dont_use_locals) return;
+  int64_t threads = 1, block = 1;
+  int best = -1, best_k = -1, k = 0;
+  for (int i = 0; i < sh->n; i++) {
+    AxisType t = sh->type[i];
+    if (t == AXIS_GLOBAL || t == AXIS_LOCAL || t == AXIS_WARP) threads *= sh->size[i];
+    if (t == AXIS_LOCAL || t == AXIS_WARP) block *= sh->size[i];
+    if (t == AXIS_REDUCE) {
+      if (sh->known[i] && sh->size[i] > 1 && (best < 0 || sh->size[i] > sh->size[best])) best = i, best_k = k;
+      k++;
+    }
+  }
+  if (best < 0 || threads >= 16384) return;
+  UOp *rng = sh->rngs.data[best];
+  UOpVec idxs = {0};
+  buffer_indexes(s->ast, &idxs);
+  bool contiguous = true;
+  for (size_t i = 0; i < idxs.len && contiguous; i++)
+    if (in_slice(idxs.data[i], rng)) contiguous = has_unit_term(idxs.data[i], rng);
+  tg_vec_free(&idxs);
+  static const int amts[] = {32, 16, 8, 4, 2};
+  for (size_t i = 0; i < TG_ARRAY_LEN(amts); i++)
+    if (sh->size[best] % amts[i] == 0 && block * amts[i] <= 1024 &&
+        try_opt(s, contiguous ? OPT_GROUP : OPT_GROUPTOP, best_k, amts[i]))
+      break;
+  tg_clear_error();
 }
 
 /* tinygrad's local groups (devices with locals): rank the GLOBAL/WEAK axes with a constant size, those some buffer
@@ -880,6 +979,13 @@ static void gpu_locals(OptScheduler *s, Shape *sh) {
         break;
       }
   }
+  /* an elementwise kernel whose first ranked axis takes fewer than 32 threads (a padded 30x30 image: 3) would spread
+   * each warp over rows and planes, every lane on its own cache line (the conv's pad copy ran at 0.38 TB/s): flat ids
+   * instead, consecutive lanes on consecutive elements, the block shape timed by the engine (GPU_EW_FLAT=0: off) */
+  if (elementwise && nto && nrank && to_axis[0] == rank_axis[0] && to_sz[0] < 32 && tg_getenv_int("GPU_EW_FLAT", 1)) {
+    try_opt(s, OPT_NOLOCALS, -1, 0);
+    return;
+  }
   if (nto > 3) nto = 3;
   for (int i = 1; i < nto; i++) /* in axis order */
     for (int j = i; j > 0 && to_axis[j] < to_axis[j - 1]; j--) {
@@ -914,7 +1020,7 @@ static int64_t thread_read_bytes(const OptScheduler *s, const Shape *sh, int axi
     UOp *u = topo.data[i];
     int64_t elems;
     if (u->op != TG_OP_INDEX || u->nsrc < 2 || cg_vec_has(&stored, u)) continue;
-    UOp *buf = u->src[0];
+    UOp *buf = u->src[0]; /* only an INDEX is known to have sources (ASan: a source-less node's src[0]) */
     if (buf->nsrc < 1 || !uop_ssimplify_int(buf->src[0], &elems)) continue;
     int64_t bytes = elems * TG_MAX(1, buf->dtype->bitsize / 8);
     total += axis >= 0 && in_slice(ungated_index(u), sh->rngs.data[axis]) ? bytes / n : bytes;
@@ -1029,10 +1135,19 @@ void opt_hand_coded(OptScheduler *s) {
   if (hand_coded_tc(s)) goto out;
   if (gpu_matvec(s, &sh)) goto out;
 
-  /* grouping a small output needs locals (GROUPTOP fails on devices without them, as in tinygrad) */
-  if (upcastable_output_prod(&sh) <= (tg_getenv_int("NOLOCALS", 0) ? 240 : 2048)) {
-    for (int axis = 0; axis < 3; axis++)
-      if (try_opt(s, OPT_GROUPTOP, axis, 16)) break;
+  /* grouping a small output needs locals (GROUPTOP fails on devices without them, as in tinygrad). tinygrad groups
+   * by 16; on a GPU with shared memory (not tinygrad's) a tiny output gets a wider group, the smallest of 16 ... 256
+   * giving 16384 threads (BatchNorm's statistics over 64 channels of [512, 36]: 1024 threads -> 16384),
+   * GPU_WIDE_GROUPTOP=0 keeps 16 */
+  int64_t out_prod = upcastable_output_prod(&sh);
+  if (out_prod <= (tg_getenv_int("NOLOCALS", 0) ? 240 : 2048)) {
+    int wide = 16;
+    if (s->ren->has_shared && tg_getenv_int("GPU_WIDE_GROUPTOP", 1) && !tg_getenv_int("NOLOCALS", 0))
+      while (wide < 256 && out_prod * wide < 16384) wide *= 2;
+    bool grouped = false;
+    for (int amt = wide; amt >= 16 && !grouped; amt /= 2)
+      for (int axis = 0; axis < 3 && !grouped; axis++) grouped = try_opt(s, OPT_GROUPTOP, axis, amt);
+    tg_clear_error();
   }
   shape_load(s, &sh);
   if (count_type(&sh, AXIS_GROUP_REDUCE, AXIS_GROUP_REDUCE)) goto out;
@@ -1055,7 +1170,7 @@ void opt_hand_coded(OptScheduler *s) {
     for (int i = nup; i-- > 0;) try_opt(s, OPT_UPCAST, to_upcast[i], 0);
   }
 
-  if (gpu_row_reduce(s, &sh)) goto out;
+  if (gpu_row_reduce(s, &sh) || gpu_group_first(s, &sh)) goto out;
   tiled = cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh) || cpu_column_reduce(s, &sh);
   if (tiled) goto threads;
 
@@ -1103,6 +1218,7 @@ void opt_hand_coded(OptScheduler *s) {
   }
 
   gpu_locals(s, &sh);
+  gpu_late_group(s, &sh);
 
 threads:
   cpu_batch_outer(s, &sh);

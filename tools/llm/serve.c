@@ -184,10 +184,18 @@ static void release_text(Job *j, size_t n) {
   j->held.p[j->held.len] = 0;
 }
 
+/* model text into b: cJSON's strings are C strings, so a NUL byte (a random model's token can be one) goes out as
+ * U+FFFD instead of cutting the text short */
+static bool buf_add_text(Buf *b, const char *text, size_t len) {
+  for (const char *nul; len && (nul = memchr(text, 0, len)); len -= (size_t)(nul - text) + 1, text = nul + 1)
+    if (!buf_add(b, text, (size_t)(nul - text)) || !buf_add(b, "\xEF\xBF\xBD", 3)) return false;
+  return buf_add(b, text, len);
+}
+
 static bool out_text(void *user, const char *text, size_t len) {
   Job *j = user;
   pthread_mutex_lock(&j->mu);
-  bool go = !j->cancelled && buf_add(&j->held, text, len);
+  bool go = !j->cancelled && buf_add_text(&j->held, text, len);
   if (go) {
     size_t cut = j->held.len;        /* the earliest stop string, if any */
     for (int i = 0; i < j->n_stops; i++) {
