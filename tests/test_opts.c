@@ -1266,6 +1266,25 @@ static void test_cpu_loop_order(void) {
     CHECK_MSG(!applied_has(&s, (Opt){OPT_SWAP, 0, 1}), "panel copy of 256x512: swapped");
     opt_sched_free(&s);
   }
+  /* a sum of exps over 10 classes (softmax's exp-sum) stays a plain loop: no unroll, no upcast; a max over the same
+   * rows keeps tinygrad's whole unroll */
+  {
+    int ax1 = 1;
+    tg_tensor *logits = fl(512, 10);
+    tg_tensor *es = tg_sum(tg_exp(logits), &ax1, 1, false), *mx = tg_max(logits, &ax1, 1, false);
+    if (heuristic_of_last(es, &ren, &s, &nk)) {
+      char got[512];
+      format_opts(s.applied, s.napplied, got, sizeof got);
+      CHECK_MSG(s.napplied == 0, "sum of exp over 512x10: [%s]", got);
+      opt_sched_free(&s);
+    }
+    if (heuristic_of_last(mx, &ren, &s, &nk)) {
+      char got[512];
+      format_opts(s.applied, s.napplied, got, sizeof got);
+      CHECK_MSG(applied_has(&s, (Opt){OPT_UNROLL, 0, 0}), "max over 512x10: [%s]", got);
+      opt_sched_free(&s);
+    }
+  }
   /* a transposing copy (W^T of a Linear layer made contiguous): a tile of 4 store lanes x 8 load lanes */
   tg_tensor *wt = tg_contiguous(tg_transpose(fl(128, 784), 0, 1));
   if (heuristic_of_last(wt, &ren, &s, &nk)) {
