@@ -873,9 +873,10 @@ static int64_t thread_read_bytes(const OptScheduler *s, const Shape *sh, int axi
     if (topo.data[i]->op == TG_OP_STORE) tg_vec_push(&stored, topo.data[i]->src[0]);
   int64_t total = 0;
   for (size_t i = 0; i < topo.len; i++) {
-    UOp *u = topo.data[i], *buf = u->src[0];
+    UOp *u = topo.data[i];
     int64_t elems;
     if (u->op != TG_OP_INDEX || u->nsrc < 2 || cg_vec_has(&stored, u)) continue;
+    UOp *buf = u->src[0]; /* read only once u is known to have sources (a CONST has none) */
     if (buf->nsrc < 1 || !uop_ssimplify_int(buf->src[0], &elems)) continue;
     int64_t bytes = elems * TG_MAX(1, buf->dtype->bitsize / 8);
     total += axis >= 0 && in_slice(ungated_index(u), sh->rngs.data[axis]) ? bytes / n : bytes;
