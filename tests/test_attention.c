@@ -3,7 +3,8 @@
  * 1. Every case of tests/fixtures/attention.tgf (tools/gen_attention_fixtures.py, PyTorch in float64): the plain and
  *    the flash forms (several block sizes: one block, blocks that divide S, a partial last block) against torch's
  *    output, and the gradients w.r.t. q, k, v and the sinks of sum(out * dout).
- * 2. flash == plain on random shapes and options (GQA, causal offsets, windows, sinks, masks, block sizes).
+ * 2. flash == plain on random shapes and options (GQA, causal offsets, windows, sinks, masks, block sizes); float16
+ *    inputs give a float16 result close to float32.
  * 3. A symbolic key length (a KV cache viewed at start_pos + T, start_pos a bound Variable) against the concrete
  *    program, with one compile for every value; a JIT'd decode step (store k/v at start_pos, flash attention over
  *    cache[:start_pos+1]) replayed for 12 positions against the plain form on host-kept caches.
@@ -178,6 +179,28 @@ static void flash_equals_plain(void) {
   }
 }
 
+/* half inputs (a float16 KV cache): the result is float16, computed in float32, close to the float32 result */
+static void half_inputs(void) {
+  tg_scope s = tg_scope_begin();
+  tg_tensor *q = rnd_tensor(TG_SHAPE(1, 4, 3, 8), -2, 2), *k = rnd_tensor(TG_SHAPE(1, 2, 50, 8), -2, 2);
+  tg_tensor *v = rnd_tensor(TG_SHAPE(1, 2, 50, 8), -2, 2);
+  tg_tensor *qh = tg_cast(q, TG_FLOAT16), *kh = tg_cast(k, TG_FLOAT16), *vh = tg_cast(v, TG_FLOAT16);
+  tg_attention_opts o = {.causal = true, .start = TG_SI(47), .sinks = rnd_tensor(TG_SHAPE(4), -1, 1), .block = 16};
+  for (int form = 0; form < 2; form++) {
+    for (int w = 0; w <= 8; w += 8) {
+      o.window = w;
+      attn_fn fn = form ? tg_flash_attention : tg_attention;
+      tg_tensor *h = fn(qh, kh, vh, &o);
+      CHECK_MSG(h && tg_get_dtype(h) == TG_FLOAT16, "half %s: %s", form ? "flash" : "plain", tg_last_error());
+      /* the reference: float32 on the same (rounded) inputs */
+      tg_tensor *want = tg_attention(tg_cast(qh, TG_FLOAT32), tg_cast(kh, TG_FLOAT32), tg_cast(vh, TG_FLOAT32), &o);
+      double e = rel_diff(tg_cast(h, TG_FLOAT32), want);
+      CHECK_MSG(e < 2e-3, "half %s window %d: rel diff %g", form ? "flash" : "plain", w, e);
+    }
+  }
+  tg_scope_end(s);
+}
+
 /* ------------------------------------------------------------------------------------------ symbolic length */
 
 static long programs_requested(void) {
@@ -332,6 +355,7 @@ void suite_attention(void);
 void suite_attention(void) {
   fixture_cases();
   flash_equals_plain();
+  half_inputs();
   symbolic_length();
   jit_decode();
   errors();
