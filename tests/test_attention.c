@@ -345,6 +345,19 @@ static void errors(void) {
     CHECK(fails_with(fn(q, k, v, &(tg_attention_opts){.mask = tg_zeros(TG_SHAPE(1, 3, 3, 5), TG_FLOAT32)}),
                      "does not broadcast"));
   }
+  /* a symbolic key length takes only a mask of size 1 along S */
+  tg_tensor *var = tg_variable("n", 1, 5), *vb = tg_bind(var, 3);
+  tg_sint kb[8] = {TG_SI(0), TG_SI(1), TG_SI(0), TG_SI(2), TG_SI(0), TG_SV(vb, 0), TG_SI(0), TG_SI(8)};
+  tg_tensor *ks = tg_shrink_sym(k, kb, 4);
+  kb[7] = TG_SI(6);
+  tg_tensor *vs = tg_shrink_sym(v, kb, 4);
+  for (int f = 0; f < 2; f++) {
+    CHECK(fails_with(fns[f](q, ks, vs, &(tg_attention_opts){.mask = tg_zeros(TG_SHAPE(3, 5), TG_FLOAT32)}),
+                     "a symbolic length needs size 1"));
+    CHECK(fails_with(fns[f](q, ks, v, NULL), "different lengths"));
+    tg_tensor *ok = fns[f](q, ks, vs, &(tg_attention_opts){.mask = tg_zeros(TG_SHAPE(3, 1), TG_FLOAT32)});
+    CHECK_MSG(ok && tg_realize(ok) == TG_OK, "symbolic S with a (T, 1) mask: %s", tg_last_error());
+  }
   /* a good call still works after the errors: (1, 4, 3, 6) */
   tg_tensor *r = tg_flash_attention(q, k, v, NULL);
   CHECK(r && tg_ndim(r) == 4 && tg_shape(r)[1] == 4 && tg_shape(r)[3] == 6 && tg_realize(r) == TG_OK);

@@ -264,6 +264,9 @@ static void errors(void) {
   CHECK(fails_with(tg_topk(x, 1, 2, true, NULL), "axis 2"));
   CHECK(fails_with(tg_topk(tg_zeros(NULL, 0, TG_FLOAT32), 1, 0, true, NULL), "axis"));
   CHECK(fails_with(tg_topk(tg_zeros(TG_SHAPE(3), TG_BOOL), 1, 0, true, NULL), "bool"));
+  tg_tensor *var = tg_variable("n", 1, 5);
+  tg_tensor *xs = tg_shrink_sym(x, (tg_sint[]){TG_SI(0), TG_SI(2), TG_SI(0), TG_SV(tg_bind(var, 3), 0)}, 2);
+  CHECK(fails_with(tg_topk(xs, 1, 1, true, NULL), "not supported by this op yet"));
   tg_clear_error();
   CHECK(fails_with(tg_topk(NULL, 1, 0, true, NULL), "tg_topk"));
   tg_tensor *sel = NULL;
