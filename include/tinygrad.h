@@ -43,7 +43,9 @@ const char *tg_version(void);
 /* The env knobs (DEBUG, BEAM, NOOPT, ...: tinygrad's names and meanings) are read from the environment once, at first
  * use, and kept. After changing them with setenv/unsetenv, call tg_knobs_reload() to make the library read them
  * again (not while another thread is inside the library). Knobs read once per process or device (SPEC,
- * TRACK_MATCH_STATS, REWRITE_STACK_LIMIT; LRU and CACHELEVEL until rt_shutdown) are not changed by it. */
+ * TRACK_MATCH_STATS, REWRITE_STACK_LIMIT, the dtype knobs DEFAULT_FLOAT/DEFAULT_INT/SUM_DTYPE, DEV; LRU and
+ * CACHELEVEL until rt_shutdown) are not changed by it; the few string knobs read per use (OPTIM_DTYPE at optimizer
+ * creation, BEAM_MIN_PROGRESS per search, GEMM_TILE per GEMM kernel) need no reload. */
 void tg_knobs_reload(void);
 
 
@@ -850,7 +852,8 @@ tg_status tg_llm_generate(tg_llm *m, const int32_t *ids, size_t n, const tg_llm_
  * SentencePiece-style: spaces become U+2581, a space is prefixed (tokenizer.ggml.add_space_prefix, default true),
  * adjacent pieces merge by tokenizer.ggml.scores (highest first), characters without a piece fall back to <0xXX>
  * byte tokens. Special tokens are matched in the text before that: user-defined ones always, control ones with
- * TG_TOKENIZE_PARSE_SPECIAL (the longest at each position). This is llama.cpp's behaviour (src/llama-vocab.cpp). */
+ * TG_TOKENIZE_PARSE_SPECIAL (the longest at each position). This is llama.cpp's behaviour (src/llama-vocab.cpp).
+ * A tokenizer is read-only once built: several threads may encode and decode with it at once. */
 typedef struct tg_tokenizer tg_tokenizer;
 typedef enum tg_token_type {  /* tokenizer.ggml.token_type values */
   TG_TOKEN_UNDEFINED = 0, TG_TOKEN_NORMAL = 1, TG_TOKEN_UNKNOWN = 2, TG_TOKEN_CONTROL = 3, TG_TOKEN_USER_DEFINED = 4,

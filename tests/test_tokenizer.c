@@ -488,6 +488,47 @@ static void test_robust(void) {
   tg_tokenizer_free(NULL);
 }
 
+/* Random mixtures of special-token text, its fragments, letters and any bytes: encoding with parse_special and
+ * decoding with the special tokens' text gives the input back, and the specials come out as single tokens. */
+static void test_special_mix(void) {
+  tg_tokenizer *t = open_tok("tokenizer/llama3.gguf");
+  if (!t) return;
+  static const char *bits[] = {"<|eot_id|>", "<|start_header_id|>", "<|", "|>", "<|eot_id", "eot_id|>", " ", "\n",
+                               "Hello", "'s", "\xff", "\xe2\x96", "\x81", "🦙", "12345", "<|begin_of_text|>"};
+  uint64_t x = 12345;
+  int rounds = tg_test_light() ? 50 : 400;
+  bool all = true;
+  int32_t eot = find_s(t, "<|eot_id|>");
+  for (int r = 0; r < rounds; r++) {
+    char text[512];
+    size_t n = 0;
+    int want_eot = 0;
+    for (int k = 0; k < 24; k++) {
+      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      const char *b = bits[(x >> 11) % (sizeof bits / sizeof bits[0])];
+      size_t l = strlen(b);
+      memcpy(text + n, b, l);
+      n += l;
+    }
+    for (size_t i = 0; i + 10 <= n; i++) want_eot += memcmp(text + i, "<|eot_id|>", 10) == 0;
+    int32_t *ids = NULL;
+    size_t ni = 0;
+    char *back = NULL;
+    size_t bl = 0;
+    int got_eot = 0;
+    bool ok = tg_tokenizer_encode(t, text, n, TG_TOKENIZE_PARSE_SPECIAL, &ids, &ni) == TG_OK &&
+              tg_tokenizer_decode(t, ids, ni, TG_DETOKENIZE_SPECIAL, &back, &bl) == TG_OK && bl == n &&
+              memcmp(back, text, n) == 0;
+    for (size_t i = 0; ok && i < ni; i++) got_eot += ids[i] == eot;
+    all &= ok && got_eot == want_eot;
+    tg_buffer_free(ids);
+    tg_buffer_free(back);
+  }
+  CHECK_MSG(all, "special-token mixtures do not round-trip");
+  orig_map = NULL;
+  tg_tokenizer_free(t);
+}
+
 /* ---- malformed tokenizer metadata: each is an error naming the key ---- */
 static tg_status from_writer(tg_gguf_writer *w, tg_tokenizer **t) {
   uint8_t *img = NULL;
@@ -576,6 +617,12 @@ static void test_bad_metadata(void) {
   tg_gguf_writer_add_uint32(w, "tokenizer.ggml.bos_token_id", 1);
   tg_gguf_writer_add_float32(w, "tokenizer.ggml.scores", 1.0f);
   BAD_VOCAB(w, TG_ERR_IO, "scores");
+  w = vocab_writer("llama", NULL, 300, false);
+  tg_gguf_writer_add_uint32(w, "tokenizer.ggml.bos_token_id", 1);
+  tg_gguf_value yes = {.type = TG_GGUF_BOOL};
+  yes.v.i = 1;
+  tg_gguf_writer_add(w, "tokenizer.ggml.remove_extra_whitespaces", &yes);
+  BAD_VOCAB(w, TG_ERR_UNSUPPORTED, "remove_extra_whitespaces");
   /* a minimal valid one: gpt2 with one merge */
   w = vocab_writer("gpt2", "gpt-2", 300, true);
   add_merges(w, "t t");
@@ -598,6 +645,7 @@ void suite_tokenizer(void) {
   test_specials_spm();
   test_stream();
   test_robust();
+  test_special_mix();
   test_bad_metadata();
   free(orig_copy);
   orig_copy = NULL;

@@ -21,7 +21,9 @@ tools/gen_tokenizer_fixtures.js dumps both and their ids for the texts. This scr
   4. qwen2's split (llama-3's with single digits) has no independent tokenizer here: its cases come from the Python
      reference alone, on the llama-3 vocabulary.
 cases.txt lines: VOCAB<TAB>FLAGS<TAB>TEXT AS HEX<TAB>IDS (space separated; FLAGS 0: no special handling).
-Run: /usr/bin/python3 tools/gen_tokenizer_fixtures.py NODE_MODULES_DIR"""
+With --full DIR it also writes the uncut vocabularies as DIR/llama3-full.gguf and DIR/o200k-full.gguf (several MB:
+for bench/bench_tokenizer, not for the repository).
+Run: /usr/bin/python3 tools/gen_tokenizer_fixtures.py NODE_MODULES_DIR [--full DIR]"""
 import base64
 import json
 import os
@@ -180,9 +182,10 @@ def write_vocab(path, pre, keep, text_of, special_ids, merges, extra):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 4) or (len(sys.argv) == 4 and sys.argv[2] != "--full"):
         sys.exit(__doc__)
     mods = sys.argv[1]
+    full_dir = sys.argv[3] if len(sys.argv) == 4 else None
     cpp_texts = read_inp(os.path.join(OUT, "ggml-vocab-llama-bpe.gguf.inp"))
     cpp_ids = [[int(x) for x in line.split()] for line in
                open(os.path.join(OUT, "ggml-vocab-llama-bpe.gguf.out"), encoding="utf-8").read().split("\n")[:len(cpp_texts)]]
@@ -228,6 +231,10 @@ def main():
                  "tokenizer.ggml.eot_token_id": ("u32", vocab["<|eot_id|>"]),
                  "tokenizer.ggml.add_bos_token": ("bool", True)}
     os.makedirs(OUT, exist_ok=True)
+    if full_dir:
+        all_ids = list(range(len(l3["vocab"])))
+        write_vocab(os.path.join(full_dir, "llama3-full.gguf"), "llama-bpe", all_ids, lambda i: l3["vocab"][i],
+                    {i for i in all_ids if i >= 128000}, [tuple(m.split(" ")) for m in l3["merges"]], ids_extra)
     for pre, fname, pcases in (("llama-bpe", "llama3.gguf", cases), ("qwen2", "qwen2.gguf", qwen_cases)):
         new = write_vocab(os.path.join(OUT, fname), pre, keep, lambda i: l3["vocab"][i], special, merges, ids_extra)
         # the cut vocabulary must give the same ids
@@ -274,6 +281,21 @@ def main():
                       {"tokenizer.ggml.bos_token_id": ("u32", harmony["<|startoftext|>"]),
                        "tokenizer.ggml.eos_token_id": ("u32", harmony["<|return|>"]),
                        "tokenizer.ggml.add_bos_token": ("bool", False)})
+    if full_dir:
+        all_b = sorted(tok_of)
+        fm = []
+        for r in all_b:
+            t = tok_of[r]
+            for i in range(1, len(t)):
+                if t[:i] in rank_of and t[i:] in rank_of:
+                    fm.append((r, rank_of[t[:i]], rank_of[t[i:]], t[:i], t[i:]))
+        fm.sort()
+        every = all_b + sorted(harmony.values())
+        write_vocab(os.path.join(full_dir, "o200k-full.gguf"), "gpt-4o", every, text_of, set(harmony.values()),
+                    [(to_alpha(a), to_alpha(b)) for _, _, _, a, b in fm],
+                    {"tokenizer.ggml.bos_token_id": ("u32", harmony["<|startoftext|>"]),
+                     "tokenizer.ggml.eos_token_id": ("u32", harmony["<|return|>"]),
+                     "tokenizer.ggml.add_bos_token": ("bool", False)})
     svocab = {text_of(o): n for o, n in new.items()}
     sranks = {m: r for r, m in enumerate(merges)}
     for name, text, ids in o_cases:

@@ -23,9 +23,13 @@ struct tg_tokenizer {
   uint32_t *text_len, *piece_len;
   uint8_t *type;
   float *score;
-  int32_t *map; size_t map_cap;            /* text -> id: open addressing, slots hold id + 1 (0 empty) */
-  uint64_t *mkey; uint32_t *mrank; int32_t *mout; size_t mcap;  /* (left, right) -> rank, merged; key 0 empty */
+  struct MapSlot { uint32_t hash; int32_t id1; } *map; size_t map_cap;  /* text -> id: open addressing; id1 is
+                                                                        id + 1 (0 empty), hash the text's top bits */
+  struct MergeSlot { uint64_t key; uint32_t rank; int32_t out; } *merge; size_t mcap;  /* (left, right) -> rank,
+                                                                                          merged; key 0 empty */
+  bool spm_split;  /* no token holds U+2581 after another character: text splits before such a U+2581 */
   int32_t byte_tok[256];                   /* the token of each byte (BPE: its GPT-2 character; SPM: <0xXX>) */
+  char byte_ch[256][2]; uint8_t byte_chlen[256];  /* BPE: each byte's GPT-2 character in UTF-8 */
   int32_t bos, eos, eot, eom, unk;
   int32_t *special; size_t nspecial;        /* control/user-defined/unknown tokens, longest text first */
   size_t special_first[257];                /* special[special_first[b]..special_first[b+1]) start with byte b */
@@ -39,11 +43,13 @@ static uint64_t hash_text(const char *s, size_t n) { return tg_hash_bytes(s, n, 
 static int32_t map_find(const tg_tokenizer *t, const char *s, size_t n) {
   if (!t->map_cap) return -1;
   size_t mask = t->map_cap - 1;
-  for (size_t h = (size_t)hash_text(s, n) & mask;; h = (h + 1) & mask) {
-    int32_t v = t->map[h];
-    if (!v) return -1;
-    int32_t id = v - 1;
-    if (t->text_len[id] == n && memcmp(t->text[id], s, n) == 0) return id;
+  uint64_t hv = hash_text(s, n);
+  uint32_t top = (uint32_t)(hv >> 32);
+  for (size_t h = (size_t)hv & mask;; h = (h + 1) & mask) {
+    const struct MapSlot *m = &t->map[h];
+    if (!m->id1) return -1;
+    int32_t id = m->id1 - 1;
+    if (m->hash == top && t->text_len[id] == n && memcmp(t->text[id], s, n) == 0) return id;
   }
 }
 
@@ -52,9 +58,11 @@ static void map_insert(tg_tokenizer *t, int32_t id) {
   size_t mask = t->map_cap - 1;
   const char *s = t->text[id];
   size_t n = t->text_len[id];
-  for (size_t h = (size_t)hash_text(s, n) & mask;; h = (h + 1) & mask) {
-    int32_t v = t->map[h];
-    if (!v) { t->map[h] = id + 1; return; }
+  uint64_t hv = hash_text(s, n);
+  for (size_t h = (size_t)hv & mask;; h = (h + 1) & mask) {
+    struct MapSlot *m = &t->map[h];
+    if (!m->id1) { *m = (struct MapSlot){(uint32_t)(hv >> 32), id + 1}; return; }
+    int32_t v = m->id1;
     if (t->text_len[v - 1] == n && memcmp(t->text[v - 1], s, n) == 0) return;
   }
 }
@@ -67,8 +75,9 @@ static bool merge_find(const tg_tokenizer *t, int32_t a, int32_t b, uint32_t *ra
   uint64_t k = pair_key(a, b);
   size_t mask = t->mcap - 1;
   for (size_t h = pair_slot(k, mask);; h = (h + 1) & mask) {
-    if (!t->mkey[h]) return false;
-    if (t->mkey[h] == k) { *rank = t->mrank[h]; *out = t->mout[h]; return true; }
+    const struct MergeSlot *m = &t->merge[h];
+    if (m->key == k) { *rank = m->rank; *out = m->out; return true; }
+    if (!m->key) return false;
   }
 }
 
@@ -76,8 +85,9 @@ static void merge_insert(tg_tokenizer *t, int32_t a, int32_t b, uint32_t rank, i
   uint64_t k = pair_key(a, b);
   size_t mask = t->mcap - 1;
   for (size_t h = pair_slot(k, mask);; h = (h + 1) & mask) {
-    if (t->mkey[h] == k) return;  /* a repeated merge keeps its first rank */
-    if (!t->mkey[h]) { t->mkey[h] = k; t->mrank[h] = rank; t->mout[h] = out; return; }
+    struct MergeSlot *m = &t->merge[h];
+    if (m->key == k) return;  /* a repeated merge keeps its first rank */
+    if (!m->key) { *m = (struct MergeSlot){k, rank, out}; return; }
   }
 }
 
@@ -259,13 +269,28 @@ static tg_status load_bytes_and_merges(tg_tokenizer *t, const tg_gguf *g) {
   for (unsigned b = 0; b < 256; b++) {
     char s[8];
     size_t l;
-    if (t->kind == TOK_BPE) l = nn_toku_encode(byte_to_cp(b), s);
+    if (t->kind == TOK_BPE) {
+      char u[4];
+      l = nn_toku_encode(byte_to_cp(b), u);  /* 1 or 2 bytes: code points below U+0144 */
+      memcpy(s, u, l);
+      memcpy(t->byte_ch[b], u, l);
+      t->byte_chlen[b] = (uint8_t)l;
+    }
     else l = (size_t)snprintf(s, sizeof s, "<0x%02X>", b);
     t->byte_tok[b] = map_find(t, s, l);
     if (t->byte_tok[b] < 0 && t->kind == TOK_BPE)
       return fail(t, TG_ERR_IO, "the byte-level vocabulary has no token for byte 0x%.0s%02llx", "", (long long)b);
   }
-  if (t->kind != TOK_BPE) return TG_OK;
+  if (t->kind != TOK_BPE) {
+    t->spm_split = true;
+    for (size_t i = 0; i < t->n && t->spm_split; i++)
+      for (uint32_t k = 1; k + 3 <= t->text_len[i]; k++)
+        if (memcmp(t->text[i] + k, "\xE2\x96\x81", 3) == 0 && (k < 3 || memcmp(t->text[i] + k - 3, "\xE2\x96\x81", 3) != 0)) {
+          t->spm_split = false;
+          break;
+        }
+    return TG_OK;
+  }
   bool bad;
   const tg_gguf_value *merges = get_array(g, "tokenizer.ggml.merges", TG_GGUF_STRING, 0, &bad);
   if (!merges || bad) return fail(t, TG_ERR_IO, "%s (an array of strings) is needed by a gpt2 tokenizer%.0lld",
@@ -273,9 +298,7 @@ static tg_status load_bytes_and_merges(tg_tokenizer *t, const tg_gguf *g) {
   size_t nm = (size_t)merges->v.arr.len;
   if (nm > UINT32_MAX / 4) return fail(t, TG_ERR_IO, "%s: %lld merges are too many", "tokenizer.ggml.merges", (long long)nm);
   t->mcap = pow2_above(nm);
-  t->mkey = tg_calloc(t->mcap, sizeof *t->mkey);
-  t->mrank = tg_calloc(t->mcap, sizeof *t->mrank);
-  t->mout = tg_calloc(t->mcap, sizeof *t->mout);
+  t->merge = tg_calloc(t->mcap, sizeof *t->merge);
   char *buf = NULL;
   size_t bcap = 0;
   for (size_t i = 0; i < nm; i++) {
@@ -321,6 +344,9 @@ static tg_status load_specials(tg_tokenizer *t, const tg_gguf *g) {
   t->add_bos = get_flag(g, "tokenizer.ggml.add_bos_token", t->add_bos);
   t->add_eos = get_flag(g, "tokenizer.ggml.add_eos_token", false);
   t->add_space_prefix = get_flag(g, "tokenizer.ggml.add_space_prefix", t->add_space_prefix);
+  if (get_flag(g, "tokenizer.ggml.remove_extra_whitespaces", false))
+    return fail(t, TG_ERR_UNSUPPORTED, "%s = true is not supported (SentencePiece's whitespace normalization)%.0lld",
+                "tokenizer.ggml.remove_extra_whitespaces", 0);
   if ((t->add_bos && t->bos < 0) || (t->add_eos && t->eos < 0))
     return fail(t, TG_ERR_IO, "the vocabulary adds a %s token (add_*_token) but names no such token id%.0lld",
                 t->add_bos && t->bos < 0 ? "bos" : "eos", 0);
@@ -372,7 +398,7 @@ void tg_tokenizer_free(tg_tokenizer *t) {
     if (t->piece) tg_free(t->piece[i]);
   }
   tg_free(t->text); tg_free(t->piece); tg_free(t->text_len); tg_free(t->piece_len); tg_free(t->type);
-  tg_free(t->score); tg_free(t->map); tg_free(t->mkey); tg_free(t->mrank); tg_free(t->mout);
+  tg_free(t->score); tg_free(t->map); tg_free(t->merge);
   tg_free(t->special); tg_free(t->chat_template);
   tg_free(t);
 }
@@ -452,17 +478,49 @@ static void bpe_pair(const tg_tokenizer *t, Work *w, int32_t l) {
   if (merge_find(t, a, b, &rank, &m)) heap_push(&w->heap, (Cand){0, rank, (uint32_t)l, 0, a, b});
 }
 
+/* Words up to BPE_SHORT bytes (nearly all): the pairs' ranks in an array, the lowest (leftmost) found by a scan —
+ * the same order as the heap below, without its overhead. */
+#define BPE_SHORT 64
+#define NO_RANK UINT32_MAX
+static void bpe_short(const tg_tokenizer *t, const unsigned char *s, size_t m, IdVec *out) {
+  int32_t id[BPE_SHORT], mo[BPE_SHORT];
+  uint32_t rk[BPE_SHORT];
+  size_t cnt = m;
+  for (size_t k = 0; k < cnt; k++) id[k] = t->byte_tok[s[k]];
+  for (size_t k = 0; k + 1 < cnt; k++)
+    if (!merge_find(t, id[k], id[k + 1], &rk[k], &mo[k])) rk[k] = NO_RANK;
+  while (cnt > 1) {
+    size_t best = 0;
+    for (size_t k = 1; k + 1 < cnt; k++)
+      if (rk[k] < rk[best]) best = k;
+    if (rk[best] == NO_RANK) break;
+    id[best] = mo[best];
+    memmove(id + best + 1, id + best + 2, (cnt - best - 2) * sizeof *id);
+    memmove(rk + best + 1, rk + best + 2, (cnt - best - 2) * sizeof *rk);
+    memmove(mo + best + 1, mo + best + 2, (cnt - best - 2) * sizeof *mo);
+    cnt--;
+    if (best > 0 && !merge_find(t, id[best - 1], id[best], &rk[best - 1], &mo[best - 1])) rk[best - 1] = NO_RANK;
+    if (best + 1 < cnt && !merge_find(t, id[best], id[best + 1], &rk[best], &mo[best])) rk[best] = NO_RANK;
+  }
+  for (size_t k = 0; k < cnt; k++) ids_push(out, id[k]);
+}
+
 /* One pre-tokenized word: its bytes as GPT-2-alphabet tokens, merged by rank (llama-3: the whole word when it is a
  * token). A merge is current when both symbols still hold the ids it was ranked for (a symbol's id only changes by
  * merging, which makes its text longer, so equal ids mean the same span). */
 static void bpe_word(const tg_tokenizer *t, Work *w, const unsigned char *s, size_t m, IdVec *out) {
+  if (m == 0) return;
   if (t->ignore_merges && m > 1) {
     work_buf(w, 2 * m);
     size_t l = 0;
-    for (size_t k = 0; k < m; k++) l += nn_toku_encode(byte_to_cp(s[k]), w->buf + l);
+    for (size_t k = 0; k < m; k++) {
+      memcpy(w->buf + l, t->byte_ch[s[k]], 2);
+      l += t->byte_chlen[s[k]];
+    }
     int32_t id = map_find(t, w->buf, l);
     if (id >= 0) { ids_push(out, id); return; }
   }
+  if (m <= BPE_SHORT) { bpe_short(t, s, m, out); return; }
   work_symbols(w, m);
   for (size_t k = 0; k < m; k++) {
     w->id[k] = t->byte_tok[s[k]];
@@ -498,19 +556,13 @@ static void spm_pair(const tg_tokenizer *t, Work *w, int32_t l, int32_t r) {
 
 /* SentencePiece: characters of the escaped text, adjacent pairs whose concatenation is a piece merged by score
  * (highest first); a symbol without a piece becomes its bytes' <0xXX> tokens (or the unknown token). */
-static tg_status spm_text(const tg_tokenizer *t, Work *w, const char *text, size_t len, bool prefix, IdVec *out) {
-  work_buf(w, 3 * len + 3);
-  size_t b = 0;
-  if (prefix) { memcpy(w->buf, "\xE2\x96\x81", 3); b = 3; }
-  for (size_t i = 0; i < len; i++) {
-    if (text[i] == ' ') { memcpy(w->buf + b, "\xE2\x96\x81", 3); b += 3; }
-    else w->buf[b++] = text[i];
-  }
-  work_symbols(w, b);
+/* SentencePiece on w->buf[off..off+len): characters, adjacent pairs whose concatenation is a piece merged by score
+ * (highest first); a symbol without a piece becomes its bytes' <0xXX> tokens (or the unknown token). */
+static tg_status spm_span(const tg_tokenizer *t, Work *w, size_t off, size_t len, IdVec *out) {
   size_t m = 0;
-  for (size_t p = 0; p < b; m++) {
+  for (size_t p = off; p < off + len; m++) {
     size_t l;
-    nn_toku_decode((const unsigned char *)w->buf + p, b - p, &l);
+    nn_toku_decode((const unsigned char *)w->buf + p, off + len - p, &l);
     w->start[m] = (uint32_t)p;
     w->len[m] = (uint32_t)l;
     w->prv[m] = (int32_t)m - 1;
@@ -547,6 +599,30 @@ static tg_status spm_text(const tg_tokenizer *t, Work *w, const char *text, size
     }
   }
   return TG_OK;
+}
+
+#define SPACE_MARK "\xE2\x96\x81"  /* U+2581, SentencePiece's space */
+/* The text with spaces as U+2581 (and one prefixed), encoded in one span or, when no piece can hold a U+2581 after
+ * another character (t->spm_split), in spans cut before each such U+2581: no merge can cross those cuts, so the
+ * result is the same and the heaps stay small. */
+static tg_status spm_text(const tg_tokenizer *t, Work *w, const char *text, size_t len, bool prefix, IdVec *out) {
+  work_buf(w, 3 * len + 3);
+  size_t b = 0;
+  if (prefix) { memcpy(w->buf, SPACE_MARK, 3); b = 3; }
+  for (size_t i = 0; i < len; i++) {
+    if (text[i] == ' ') { memcpy(w->buf + b, SPACE_MARK, 3); b += 3; }
+    else w->buf[b++] = text[i];
+  }
+  work_symbols(w, b);
+  if (!t->spm_split) return spm_span(t, w, 0, b, out);
+  size_t from = 0;
+  for (size_t p = 3; p + 3 <= b; p++) {
+    if (memcmp(w->buf + p, SPACE_MARK, 3) != 0 || memcmp(w->buf + p - 3, SPACE_MARK, 3) == 0) continue;
+    tg_status st = spm_span(t, w, from, p - from, out);
+    if (st != TG_OK) return st;
+    from = p;
+  }
+  return spm_span(t, w, from, b - from, out);
 }
 
 static tg_status encode_raw(const tg_tokenizer *t, Work *w, const char *text, size_t len, bool prev_special,
