@@ -1008,7 +1008,7 @@ tg_status tg_embedding_state(const tg_embedding_layer *l, const char *prefix, tg
  *           exp(s_j - m) / (sum_j exp(s_j - m) + exp(sink - m)), no value row for the sink
  *   mask    bool (false = masked out) or additive float, broadcastable to (B, H, T, S); with a symbolic T or S its
  *           size there must be 1
- *   block   tg_flash_attention's keys per block (0: 128); tg_attention ignores it
+ *   block   tg_flash_attention's keys per block, and queries per band with a window (0: 128); tg_attention ignores it
  * A query that sees no key (and has no sink) gives NaN, as in torch. Errors name the op and the shapes. */
 typedef struct tg_attention_opts {
   double scale;
@@ -1023,8 +1023,10 @@ typedef struct tg_attention_opts {
 tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, const tg_attention_opts *opts);
 /* The same result by blocks of `block` keys (flash-decoding): per block the running max m_b, l_b = sum exp(s - m_b)
  * and o_b = exp(s - m_b) v, merged as sum_b exp(m_b - M) o_b / (sum_b exp(m_b - M) l_b [+ exp(sink - M)]), M the
- * max over blocks (and the sink). Equal to tg_attention within float32 rounding; a symbolic S loops over the
- * ceil(S/block) blocks it needs. Made of tensor ops: gradients flow to q, k, v and sinks. */
+ * max over blocks (and the sink). With a window, a concrete T and no mask, each block of queries attends to its own
+ * band of block + window - 1 keys instead (when that is well under T x S): a windowed decode step reads window keys,
+ * whatever S. Equal to tg_attention within float32 rounding; a symbolic S loops over the ceil(S/block) blocks it
+ * needs. Made of tensor ops: gradients flow to q, k, v and sinks. */
 tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
                               const tg_attention_opts *opts);
 
