@@ -28,6 +28,7 @@ struct tg_tokenizer {
   struct MergeSlot { uint64_t key; uint32_t rank; int32_t out; } *merge; size_t mcap;  /* (left, right) -> rank,
                                                                                           merged; key 0 empty */
   bool spm_split;  /* no token holds U+2581 after another character: text splits before such a U+2581 */
+  int32_t spm_char[128], spm_mark;  /* SentencePiece: the token of each ASCII character and of U+2581, or -1 */
   int32_t byte_tok[256];                   /* the token of each byte (BPE: its GPT-2 character; SPM: <0xXX>) */
   char byte_ch[256][2]; uint8_t byte_chlen[256];  /* BPE: each byte's GPT-2 character in UTF-8 */
   int32_t bos, eos, eot, eom, unk;
@@ -53,7 +54,7 @@ static int32_t map_find(const tg_tokenizer *t, const char *s, size_t n) {
   }
 }
 
-/* Inserts id unless its text is already there (the first id of a text wins, as llama.cpp's token_to_id). */
+/* Inserts id; a text already there is given to the later id (llama.cpp's token_to_id keeps the last). */
 static void map_insert(tg_tokenizer *t, int32_t id) {
   size_t mask = t->map_cap - 1;
   const char *s = t->text[id];
@@ -63,7 +64,7 @@ static void map_insert(tg_tokenizer *t, int32_t id) {
     struct MapSlot *m = &t->map[h];
     if (!m->id1) { *m = (struct MapSlot){(uint32_t)(hv >> 32), id + 1}; return; }
     int32_t v = m->id1;
-    if (t->text_len[v - 1] == n && memcmp(t->text[v - 1], s, n) == 0) return;
+    if (t->text_len[v - 1] == n && memcmp(t->text[v - 1], s, n) == 0) { m->id1 = id + 1; return; }
   }
 }
 
@@ -289,6 +290,25 @@ static tg_status load_bytes_and_merges(tg_tokenizer *t, const tg_gguf *g) {
           t->spm_split = false;
           break;
         }
+    /* the pair table: every token that is two tokens side by side, split at each character boundary, so merging
+     * two pieces is an integer lookup; the string lookup is left for characters that are no piece */
+    for (unsigned c = 0; c < 128; c++) t->spm_char[c] = map_find(t, (const char[1]){(char)c}, 1);
+    t->spm_mark = map_find(t, "\xE2\x96\x81", 3);
+    t->mcap = pow2_above(2 * t->n);
+    t->merge = tg_calloc(t->mcap, sizeof *t->merge);
+    for (size_t i = 0; i < t->n; i++) {
+      const char *s = t->text[i];
+      size_t n = t->text_len[i], l;
+      int32_t whole = -1;
+      for (size_t k = 0; k < n; k += l) {
+        nn_toku_decode((const unsigned char *)s + k, n - k, &l);
+        if (k == 0 || k + l > n) continue;
+        int32_t a = map_find(t, s, k), b = a >= 0 ? map_find(t, s + k, n - k) : -1;
+        if (b < 0) continue;
+        if (whole < 0) whole = map_find(t, s, n);
+        merge_insert(t, a, b, 0, whole);
+      }
+    }
     return TG_OK;
   }
   bool bad;
@@ -547,10 +567,16 @@ static void bpe_word(const tg_tokenizer *t, Work *w, const unsigned char *s, siz
   for (int32_t k = 0; k >= 0; k = w->nxt[k]) ids_push(out, w->id[k]);
 }
 
+/* w->id[k]: the token of symbol k (-1: a character that is no piece) */
 static void spm_pair(const tg_tokenizer *t, Work *w, int32_t l, int32_t r) {
   if (l < 0 || r < 0) return;
-  uint32_t size = w->len[l] + w->len[r];
-  int32_t id = map_find(t, w->buf + w->start[l], size);
+  uint32_t size = w->len[l] + w->len[r], rank;
+  int32_t id;
+  if (w->id[l] >= 0 && w->id[r] >= 0) {
+    if (!merge_find(t, w->id[l], w->id[r], &rank, &id)) return;
+  } else {
+    id = map_find(t, w->buf + w->start[l], size);
+  }
   if (id >= 0) heap_push(&w->heap, (Cand){t->score[id], 0, (uint32_t)l, size, id, 0});
 }
 
@@ -562,7 +588,8 @@ static tg_status spm_span(const tg_tokenizer *t, Work *w, size_t off, size_t len
   size_t m = 0;
   for (size_t p = off; p < off + len; m++) {
     size_t l;
-    nn_toku_decode((const unsigned char *)w->buf + p, off + len - p, &l);
+    uint32_t cp = nn_toku_decode((const unsigned char *)w->buf + p, off + len - p, &l);
+    w->id[m] = cp < 128 ? t->spm_char[cp] : cp == 0x2581 ? t->spm_mark : map_find(t, w->buf + p, l);
     w->start[m] = (uint32_t)p;
     w->len[m] = (uint32_t)l;
     w->prv[m] = (int32_t)m - 1;
@@ -580,14 +607,14 @@ static tg_status spm_span(const tg_tokenizer *t, Work *w, size_t off, size_t len
     if (w->len[l] == 0 || r < 0 || w->len[l] + w->len[r] != c.size) continue;  /* stale */
     w->len[l] += w->len[r];
     w->len[r] = 0;
+    w->id[l] = c.a;
     w->nxt[l] = w->nxt[r];
     if (w->nxt[r] >= 0) w->prv[w->nxt[r]] = l;
     spm_pair(t, w, w->prv[l], l);
     spm_pair(t, w, l, w->nxt[l]);
   }
   for (int32_t k = 0; k >= 0; k = w->nxt[k]) {
-    int32_t id = map_find(t, w->buf + w->start[k], w->len[k]);
-    if (id >= 0) { ids_push(out, id); continue; }
+    if (w->id[k] >= 0) { ids_push(out, w->id[k]); continue; }
     for (uint32_t j = 0; j < w->len[k]; j++) {
       int32_t bt = t->byte_tok[(unsigned char)w->buf[w->start[k] + j]];
       if (bt < 0) bt = t->unk;
