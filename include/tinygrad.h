@@ -867,7 +867,7 @@ enum {
 tg_status tg_tokenizer_from_gguf(const tg_gguf *g, tg_tokenizer **out);
 void tg_tokenizer_free(tg_tokenizer *t);  /* NULL ok */
 /* text[0..len) (any bytes: invalid UTF-8 is tokenized byte by byte) -> *ids (malloc'ed, free with tg_buffer_free;
- * NULL when *n is 0). Texts over 1 GiB are TG_ERR_INVALID_ARGUMENT. */
+ * NULL when *n is 0). Texts over 256 MiB are TG_ERR_INVALID_ARGUMENT. */
 tg_status tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, unsigned flags, int32_t **ids,
                               size_t *n);
 /* ids -> the bytes they stand for (*text malloc'ed and NUL-terminated, free with tg_buffer_free). A SentencePiece

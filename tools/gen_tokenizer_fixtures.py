@@ -57,6 +57,25 @@ EXTRA = [
 ]
 
 
+def long_text():
+    """~70,000 code points of tricky fragments: longer than the C pre-tokenizer's 65,536-code-point block, so words
+    straddle a block boundary (any of them may, the fragments' lengths vary)."""
+    frags = ["\u02b0BCDEFGHIJke", "HelloWorld", "   ", "\n\n", "'re", "I'VE", "12345", "\u65e5\u672c\u8a9e", " x/y//",
+             "e\u0301", "\U0001f999", "  \t\n ", "don't", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "a" * 37, " ", ".", "\r\n"]
+    out, n, x = [], 0, 88172645463325252
+    while n < 70000:
+        x ^= (x << 13) & (2 ** 64 - 1)
+        x ^= x >> 7
+        x ^= (x << 17) & (2 ** 64 - 1)
+        f = frags[(x >> 8) % len(frags)]
+        out.append(f)
+        n += len(f)
+    return "".join(out)
+
+
+EXTRA.append(long_text())
+
+
 def byte_alphabet():
     bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
     cs = bs[:]

@@ -11,7 +11,7 @@
 
 #include "nn/tokenizer.h"
 
-#define TOK_MAX_TEXT ((size_t)1 << 30)
+#define TOK_MAX_TEXT ((size_t)1 << 28)
 typedef enum TokKind { TOK_BPE, TOK_SPM } TokKind;
 
 struct tg_tokenizer {
@@ -466,7 +466,6 @@ static Cand heap_pop(Heap *h) {
 
 /* Scratch space reused across the words of one call. */
 typedef struct Work {
-  size_t *ends, ecap;
   int32_t *id, *prv, *nxt;
   uint32_t *start, *len;
   size_t scap;
@@ -487,7 +486,7 @@ static void work_buf(Work *w, size_t n) {
   if (n > w->bcap) { w->bcap = n * 2; w->buf = tg_realloc(w->buf, w->bcap); }
 }
 static void work_free(Work *w) {
-  tg_free(w->ends); tg_free(w->id); tg_free(w->prv); tg_free(w->nxt); tg_free(w->start); tg_free(w->len);
+  tg_free(w->id); tg_free(w->prv); tg_free(w->nxt); tg_free(w->start); tg_free(w->len);
   tg_free(w->buf); tg_free(w->heap.d);
 }
 
@@ -585,6 +584,7 @@ static void spm_pair(const tg_tokenizer *t, Work *w, int32_t l, int32_t r) {
 /* SentencePiece on w->buf[off..off+len): characters, adjacent pairs whose concatenation is a piece merged by score
  * (highest first); a symbol without a piece becomes its bytes' <0xXX> tokens (or the unknown token). */
 static tg_status spm_span(const tg_tokenizer *t, Work *w, size_t off, size_t len, IdVec *out) {
+  work_symbols(w, len);
   size_t m = 0;
   for (size_t p = off; p < off + len; m++) {
     size_t l;
@@ -640,7 +640,6 @@ static tg_status spm_text(const tg_tokenizer *t, Work *w, const char *text, size
     if (text[i] == ' ') { memcpy(w->buf + b, SPACE_MARK, 3); b += 3; }
     else w->buf[b++] = text[i];
   }
-  work_symbols(w, b);
   if (!t->spm_split) return spm_span(t, w, 0, b, out);
   size_t from = 0;
   for (size_t p = 3; p + 3 <= b; p++) {
@@ -652,14 +651,17 @@ static tg_status spm_text(const tg_tokenizer *t, Work *w, const char *text, size
   return spm_span(t, w, from, b - from, out);
 }
 
+typedef struct BpeCtx { const tg_tokenizer *t; Work *w; IdVec *out; } BpeCtx;
+static void bpe_word_cb(void *ctx, const char *word, size_t len) {
+  BpeCtx *c = ctx;
+  bpe_word(c->t, c->w, (const unsigned char *)word, len, c->out);
+}
+
 static tg_status encode_raw(const tg_tokenizer *t, Work *w, const char *text, size_t len, bool prev_special,
                             IdVec *out) {
   if (t->kind == TOK_SPM) return spm_text(t, w, text, len, t->add_space_prefix && prev_special, out);
-  size_t nw = nn_tok_pretokenize(t->pre, text, len, &w->ends, &w->ecap), at = 0;
-  for (size_t k = 0; k < nw; k++) {
-    bpe_word(t, w, (const unsigned char *)text + at, w->ends[k] - at, out);
-    at = w->ends[k];
-  }
+  BpeCtx c = {t, w, out};
+  nn_tok_pretokenize(t->pre, text, len, bpe_word_cb, &c);
   return TG_OK;
 }
 
