@@ -19,7 +19,9 @@ struct tg_tokenizer {
   tok_pre pre;
   bool ignore_merges, add_bos, add_eos, add_space_prefix, harmony;
   size_t n;
-  char **text, **piece;        /* NUL-terminated copies (they may hold NULs: lengths below) */
+  char **text, **piece;        /* NUL-terminated copies (they may hold NULs: lengths below), in two blobs: a piece
+                                  is never longer than its text, so piece i sits at text i's offset */
+  char *text_blob, *piece_blob;
   uint32_t *text_len, *piece_len;
   uint8_t *type;
   float *score;
@@ -146,18 +148,11 @@ static bool get_flag(const tg_gguf *g, const char *key, bool dflt) {
   return tg_gguf_get(g, key) && tg_gguf_get_bool(g, key, &b) == TG_OK ? b : dflt;
 }
 
-static char *dup_bytes(const char *s, size_t n) {
-  char *d = tg_malloc(n + 1);
-  if (n) memcpy(d, s, n);
-  d[n] = 0;
-  return d;
-}
-
 /* The bytes a token stands for. */
 static void make_piece(tg_tokenizer *t, int32_t id) {
   const char *s = t->text[id];
   size_t n = t->text_len[id];
-  char *out = tg_malloc(n + 1);
+  char *out = t->piece_blob + (t->text[id] - t->text_blob);
   size_t o = 0;
   int ty = t->type[id];
   if (ty == TG_TOKEN_CONTROL || ty == TG_TOKEN_USER_DEFINED || ty == TG_TOKEN_UNKNOWN) {
@@ -247,12 +242,23 @@ static tg_status load_vocab(tg_tokenizer *t, const tg_gguf *g) {
   t->piece_len = tg_calloc(n, sizeof *t->piece_len);
   t->type = tg_calloc(n, 1);
   t->score = tg_calloc(n, sizeof *t->score);
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t l = tokens->v.arr.items[i].v.str.len;
+    if (l > UINT32_MAX / 4) return fail(t, TG_ERR_IO, "%s: token %lld is too long", "tokenizer.ggml.tokens", (long long)i);
+    total += (size_t)l + 1;  /* no overflow: the strings are in memory */
+  }
+  t->text_blob = tg_malloc(total);
+  t->piece_blob = tg_malloc(total);
+  size_t at = 0;
   for (size_t i = 0; i < n; i++) {
     const tg_gguf_value *s = &tokens->v.arr.items[i];
-    if (s->v.str.len > UINT32_MAX / 4) return fail(t, TG_ERR_IO, "%s: token %lld is too long", "tokenizer.ggml.tokens",
-                                                   (long long)i);
-    t->text[i] = dup_bytes(s->v.str.s, (size_t)s->v.str.len);
-    t->text_len[i] = (uint32_t)s->v.str.len;
+    size_t l = (size_t)s->v.str.len;
+    t->text[i] = t->text_blob + at;
+    if (l) memcpy(t->text[i], s->v.str.s, l);
+    t->text[i][l] = 0;
+    at += l + 1;
+    t->text_len[i] = (uint32_t)l;
     int32_t ty = types ? ((const int32_t *)types->v.arr.data)[i] : TG_TOKEN_NORMAL;
     if (ty < 0 || ty > TG_TOKEN_BYTE)
       return fail(t, TG_ERR_IO, "%s: token type %lld is not one of 0..6", "tokenizer.ggml.token_type", (long long)ty);
@@ -413,10 +419,7 @@ tg_status tg_tokenizer_from_gguf(const tg_gguf *g, tg_tokenizer **out) {
 
 void tg_tokenizer_free(tg_tokenizer *t) {
   if (!t) return;
-  for (size_t i = 0; i < t->n; i++) {
-    if (t->text) tg_free(t->text[i]);
-    if (t->piece) tg_free(t->piece[i]);
-  }
+  tg_free(t->text_blob); tg_free(t->piece_blob);
   tg_free(t->text); tg_free(t->piece); tg_free(t->text_len); tg_free(t->piece_len); tg_free(t->type);
   tg_free(t->score); tg_free(t->map); tg_free(t->merge);
   tg_free(t->special); tg_free(t->chat_template);
