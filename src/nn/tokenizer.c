@@ -6,6 +6,7 @@
  * so words are merged in id space. Both algorithms keep their candidate pairs in a binary heap (O(n log n) per word):
  * BPE pops the lowest rank (leftmost on ties), SentencePiece the highest score (leftmost on ties) — llama.cpp's
  * llm_tokenizer_bpe_session and llm_tokenizer_spm_session, whose outputs tests/test_tokenizer.c checks. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -109,13 +110,11 @@ static uint32_t byte_to_cp(unsigned b) {
   for (unsigned x = 0; x < b; x++) k += !byte_printable(x);
   return 256 + k;
 }
-static int cp_to_byte(uint32_t cp) {
-  if (cp < 256) return byte_printable(cp) ? (int)cp : -1;
-  if (cp >= 256 + 68) return -1;
-  uint32_t k = cp - 256;
-  for (unsigned b = 0; b < 256; b++)
-    if (!byte_printable(b) && k-- == 0) return (int)b;
-  return -1;
+#define ALPHABET_END (256 + 68)  /* code points of the alphabet are below this */
+/* rev[cp]: the byte of alphabet character cp, -1 for code points outside the alphabet */
+static void alphabet_reverse(int16_t rev[ALPHABET_END]) {
+  for (unsigned c = 0; c < ALPHABET_END; c++) rev[c] = -1;
+  for (unsigned b = 0; b < 256; b++) rev[byte_to_cp(b)] = (int16_t)b;
 }
 
 /* ---- loading ---- */
@@ -149,7 +148,7 @@ static bool get_flag(const tg_gguf *g, const char *key, bool dflt) {
 }
 
 /* The bytes a token stands for. */
-static void make_piece(tg_tokenizer *t, int32_t id) {
+static void make_piece(tg_tokenizer *t, int32_t id, const int16_t rev[ALPHABET_END]) {
   const char *s = t->text[id];
   size_t n = t->text_len[id];
   char *out = t->piece_blob + (t->text[id] - t->text_blob);
@@ -158,7 +157,8 @@ static void make_piece(tg_tokenizer *t, int32_t id) {
   if (ty == TG_TOKEN_CONTROL || ty == TG_TOKEN_USER_DEFINED || ty == TG_TOKEN_UNKNOWN) {
     memcpy(out, s, n);
     o = n;
-  } else if (t->kind == TOK_SPM && ty == TG_TOKEN_BYTE && n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>') {
+  } else if (t->kind == TOK_SPM && ty == TG_TOKEN_BYTE && n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>' &&
+             isxdigit((unsigned char)s[3]) && isxdigit((unsigned char)s[4])) {
     out[o++] = (char)strtol((char[3]){s[3], s[4], 0}, NULL, 16);
   } else if (t->kind == TOK_SPM) {
     for (size_t i = 0; i < n;) {
@@ -169,7 +169,7 @@ static void make_piece(tg_tokenizer *t, int32_t id) {
     for (size_t i = 0; i < n;) {
       size_t l;
       uint32_t cp = nn_toku_decode((const unsigned char *)s + i, n - i, &l);
-      int b = cp == TOKU_INVALID ? -1 : cp_to_byte(cp);
+      int b = cp < ALPHABET_END ? rev[cp] : -1;
       if (b >= 0) out[o++] = (char)b;
       else { memcpy(out + o, s + i, l); o += l; }
       i += l;
@@ -268,7 +268,9 @@ static tg_status load_vocab(tg_tokenizer *t, const tg_gguf *g) {
   t->map_cap = pow2_above(n);
   t->map = tg_calloc(t->map_cap, sizeof *t->map);
   for (size_t i = 0; i < n; i++) map_insert(t, (int32_t)i);
-  for (size_t i = 0; i < n; i++) make_piece(t, (int32_t)i);
+  int16_t rev[ALPHABET_END];
+  alphabet_reverse(rev);
+  for (size_t i = 0; i < n; i++) make_piece(t, (int32_t)i, rev);
   return TG_OK;
 }
 
