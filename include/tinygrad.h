@@ -845,7 +845,8 @@ tg_status tg_llm_generate(tg_llm *m, const int32_t *ids, size_t n, const tg_llm_
 
 /* ---- tokenizer (from a GGUF file's tokenizer.ggml.* metadata; src/nn/tokenizer*.c) ----
  * tokenizer.ggml.model "gpt2" is byte-level BPE: the text is split by the pre-tokenizer of tokenizer.ggml.pre
- * (gpt-2 and its aliases; llama3/llama-v3/llama-bpe/falcon3; gpt-4o/o200k/gpt-oss), each word mapped to GPT-2's byte
+ * (the gpt-2, llama-3, qwen2, o200k/gpt-oss and starcoder splits under llama.cpp's names for them: gpt-2, mpt, olmo;
+ * llama3, llama-bpe, dbrx; qwen2, stablelm2; gpt-4o; starcoder, refact, command-r...), each word mapped to GPT-2's byte
  * alphabet and merged by the ranks of tokenizer.ggml.merges (llama-3's whole-word shortcut included). "llama" is
  * SentencePiece-style: spaces become U+2581, a space is prefixed (tokenizer.ggml.add_space_prefix, default true),
  * adjacent pieces merge by tokenizer.ggml.scores (highest first), characters without a piece fall back to <0xXX>

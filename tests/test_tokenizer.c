@@ -597,11 +597,19 @@ static void test_bad_metadata(void) {
   CHECK(tg_tokenizer_from_gguf(NULL, &t) == TG_ERR_INVALID_ARGUMENT && !t);
   BAD_VOCAB(tg_gguf_writer_new(0), TG_ERR_IO, "tokenizer.ggml.model");
   BAD_VOCAB(vocab_writer("bert", NULL, 300, true), TG_ERR_UNSUPPORTED, "bert");
-  BAD_VOCAB(vocab_writer("gpt2", "starcoder", 300, true), TG_ERR_UNSUPPORTED, "starcoder");
+  BAD_VOCAB(vocab_writer("gpt2", "deepseek-coder", 300, true), TG_ERR_UNSUPPORTED, "deepseek-coder");
   BAD_VOCAB(vocab_writer("gpt2", "gpt-2", 0, true), TG_ERR_IO, "tokenizer.ggml.tokens");
-  BAD_VOCAB(vocab_writer("gpt2", "gpt-2", 300, false), TG_ERR_IO, "byte");
+  /* a byte-level vocabulary without some byte's token loads; text with that byte is an error without <unk> */
+  tg_gguf_writer *w = vocab_writer("gpt2", "gpt-2", 300, false);
+  add_merges(w, "t t");
+  CHECK(from_writer(w, &t) == TG_OK && t);
+  int32_t *ids = NULL;
+  size_t n = 0;
+  CHECK(tg_tokenizer_encode(t, "x", 1, 0, &ids, &n) == TG_ERR_UNSUPPORTED && !ids && !n &&
+        strstr(tg_last_error(), "byte 0x78"));
+  tg_tokenizer_free(t);
   BAD_VOCAB(vocab_writer("gpt2", "gpt-2", 300, true), TG_ERR_IO, "tokenizer.ggml.merges");
-  tg_gguf_writer *w = vocab_writer("gpt2", "gpt-2", 300, true);
+  w = vocab_writer("gpt2", "gpt-2", 300, true);
   add_merges(w, "nospace");
   BAD_VOCAB(w, TG_ERR_IO, "merges");
   w = vocab_writer("llama", NULL, 300, false);
@@ -635,6 +643,7 @@ void suite_tokenizer(void) {
   vocab_file("gpt-2", true);
   vocab_file("llama-spm", true);
   vocab_file("phi-3", true);
+  vocab_file("starcoder", true);
   /* llama-3: llama.cpp's texts and Meta's ids on the generated (cut) llama-3 vocabulary */
   vocab_test("llama-bpe", "tokenizer/llama3.gguf", "tokenizer/ggml-vocab-llama-bpe.gguf", true);
   generated_cases("llama3", 70);

@@ -19,6 +19,7 @@ struct tg_tokenizer {
   TokKind kind;
   tok_pre pre;
   bool ignore_merges, add_bos, add_eos, add_space_prefix, harmony;
+  bool bytes_missing;          /* BPE: some byte has no token: it becomes the unknown token, or encoding fails */
   size_t n;
   char **text, **piece;        /* NUL-terminated copies (they may hold NULs: lengths below), in two blobs: a piece
                                   is never longer than its text, so piece i sits at text i's offset */
@@ -204,23 +205,29 @@ static tg_status load_vocab(tg_tokenizer *t, const tg_gguf *g) {
     return fail(t, TG_ERR_IO, "%s is not a string%.0lld", "tokenizer.ggml.pre", 0);
   snprintf(t->pre_name, sizeof t->pre_name, "%s", pre);
   if (t->kind == TOK_BPE) {
-    static const char *gpt2[] = {"gpt-2", "phi-2", "roberta-bpe", "jina-es", "jina-de", "gigachat", "jina-v1-en",
-                                 "jina-v2-es", "jina-v2-de", "jina-v2-code"};
-    static const char *llama3[] = {"llama3", "llama-v3", "llama-bpe", "falcon3"};
-    static const char *o200k[] = {"gpt-4o", "o200k", "gpt-oss"};
-    static const char *qwen2[] = {"qwen2", "deepseek-r1-qwen"};
+    /* llama.cpp's names for each split (llama_vocab::impl::load); llama-3's own names also take whole words */
+    static const struct { const char *name; tok_pre pre; bool llama3; } pres[] = {
+      {"gpt-2", TOK_PRE_GPT2, 0}, {"phi-2", TOK_PRE_GPT2, 0}, {"roberta-bpe", TOK_PRE_GPT2, 0},
+      {"jina-es", TOK_PRE_GPT2, 0}, {"jina-de", TOK_PRE_GPT2, 0}, {"gigachat", TOK_PRE_GPT2, 0},
+      {"jina-v1-en", TOK_PRE_GPT2, 0}, {"jina-v2-es", TOK_PRE_GPT2, 0}, {"jina-v2-de", TOK_PRE_GPT2, 0},
+      {"jina-v2-code", TOK_PRE_GPT2, 0}, {"mpt", TOK_PRE_GPT2, 0}, {"olmo", TOK_PRE_GPT2, 0}, {"jais", TOK_PRE_GPT2, 0},
+      {"llama3", TOK_PRE_LLAMA3, 1}, {"llama-v3", TOK_PRE_LLAMA3, 1}, {"llama-bpe", TOK_PRE_LLAMA3, 1},
+      {"falcon3", TOK_PRE_LLAMA3, 1}, {"dbrx", TOK_PRE_LLAMA3, 0}, {"smaug-bpe", TOK_PRE_LLAMA3, 0},
+      {"qwen2", TOK_PRE_QWEN2, 0}, {"deepseek-r1-qwen", TOK_PRE_QWEN2, 0}, {"stablelm2", TOK_PRE_QWEN2, 0},
+      {"megrez", TOK_PRE_QWEN2, 0}, {"gpt-4o", TOK_PRE_O200K, 0}, {"o200k", TOK_PRE_O200K, 0},
+      {"gpt-oss", TOK_PRE_O200K, 0}, {"starcoder", TOK_PRE_DIGITS_GPT2, 0}, {"refact", TOK_PRE_DIGITS_GPT2, 0},
+      {"command-r", TOK_PRE_DIGITS_GPT2, 0}, {"smollm", TOK_PRE_DIGITS_GPT2, 0}, {"codeshell", TOK_PRE_DIGITS_GPT2, 0},
+      {"exaone", TOK_PRE_DIGITS_GPT2, 0}, {"minerva-7b", TOK_PRE_DIGITS_GPT2, 0}};
     bool found = false;
-    for (size_t i = 0; i < TG_ARRAY_LEN(gpt2) && !found; i++)
-      if (strcmp(pre, gpt2[i]) == 0) { t->pre = TOK_PRE_GPT2; found = true; }
-    for (size_t i = 0; i < TG_ARRAY_LEN(llama3) && !found; i++)
-      if (strcmp(pre, llama3[i]) == 0) { t->pre = TOK_PRE_LLAMA3; t->ignore_merges = t->add_bos = found = true; }
-    for (size_t i = 0; i < TG_ARRAY_LEN(o200k) && !found; i++)
-      if (strcmp(pre, o200k[i]) == 0) { t->pre = TOK_PRE_O200K; found = true; }
-    for (size_t i = 0; i < TG_ARRAY_LEN(qwen2) && !found; i++)
-      if (strcmp(pre, qwen2[i]) == 0) { t->pre = TOK_PRE_QWEN2; found = true; }
+    for (size_t i = 0; i < TG_ARRAY_LEN(pres) && !found; i++)
+      if (strcmp(pre, pres[i].name) == 0) {
+        t->pre = pres[i].pre;
+        t->ignore_merges = t->add_bos = pres[i].llama3;
+        found = true;
+      }
     if (!found)
-      return fail(t, TG_ERR_UNSUPPORTED, "pre-tokenizer \"%.64s\" (tokenizer.ggml.pre) is not supported: gpt-2, "
-                  "llama3/llama-bpe, qwen2 and gpt-4o/o200k are%.0lld", pre, 0);
+      return fail(t, TG_ERR_UNSUPPORTED, "pre-tokenizer \"%.64s\" (tokenizer.ggml.pre) is not supported: the gpt-2, "
+                  "llama-3, qwen2, o200k and starcoder splits are (llama.cpp's names for them)%.0lld", pre, 0);
   } else {
     t->add_bos = t->add_space_prefix = true;
   }
@@ -287,8 +294,7 @@ static tg_status load_bytes_and_merges(tg_tokenizer *t, const tg_gguf *g) {
     }
     else l = (size_t)snprintf(s, sizeof s, "<0x%02X>", b);
     t->byte_tok[b] = map_find(t, s, l);
-    if (t->byte_tok[b] < 0 && t->kind == TOK_BPE)
-      return fail(t, TG_ERR_IO, "the byte-level vocabulary has no token for byte 0x%.0s%02llx", "", (long long)b);
+    if (t->byte_tok[b] < 0 && t->kind == TOK_BPE) t->bytes_missing = true;  /* (StarCoder's lacks 0xC0 and 0xC1) */
   }
   if (t->kind != TOK_BPE) {
     t->spm_split = true;
@@ -369,6 +375,9 @@ static tg_status load_specials(tg_tokenizer *t, const tg_gguf *g) {
   if (t->unk < 0)
     for (size_t i = 0; i < t->n && t->unk < 0; i++)
       if (t->type[i] == TG_TOKEN_UNKNOWN) t->unk = (int32_t)i;
+  if (t->kind == TOK_BPE)
+    for (unsigned b = 0; b < 256; b++)
+      if (t->byte_tok[b] < 0) t->byte_tok[b] = t->unk;
   t->add_bos = get_flag(g, "tokenizer.ggml.add_bos_token", t->add_bos);
   t->add_eos = get_flag(g, "tokenizer.ggml.add_eos_token", false);
   t->add_space_prefix = get_flag(g, "tokenizer.ggml.add_space_prefix", t->add_space_prefix);
@@ -656,18 +665,26 @@ static tg_status spm_text(const tg_tokenizer *t, Work *w, const char *text, size
   return spm_span(t, w, from, b - from, out);
 }
 
-typedef struct BpeCtx { const tg_tokenizer *t; Work *w; IdVec *out; } BpeCtx;
+typedef struct BpeCtx { const tg_tokenizer *t; Work *w; IdVec *out; tg_status st; } BpeCtx;
 static void bpe_word_cb(void *ctx, const char *word, size_t len) {
   BpeCtx *c = ctx;
+  if (c->st != TG_OK) return;
+  if (c->t->bytes_missing)
+    for (size_t i = 0; i < len; i++)
+      if (c->t->byte_tok[(unsigned char)word[i]] < 0) {
+        c->st = tg_set_error(TG_ERR_UNSUPPORTED, "tg_tokenizer_encode: byte 0x%02x has no token in this vocabulary "
+                             "and it names no unknown token", (unsigned char)word[i]);
+        return;
+      }
   bpe_word(c->t, c->w, (const unsigned char *)word, len, c->out);
 }
 
 static tg_status encode_raw(const tg_tokenizer *t, Work *w, const char *text, size_t len, bool prev_special,
                             IdVec *out) {
   if (t->kind == TOK_SPM) return spm_text(t, w, text, len, t->add_space_prefix && prev_special, out);
-  BpeCtx c = {t, w, out};
+  BpeCtx c = {t, w, out, TG_OK};
   nn_tok_pretokenize(t->pre, text, len, bpe_word_cb, &c);
-  return TG_OK;
+  return c.st;
 }
 
 /* The special token written at s[0..n), longest first: user-defined always, control/unknown when parsing them. */

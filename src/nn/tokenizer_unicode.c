@@ -10,6 +10,7 @@
  *   o200k:  [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
  *           [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
  *           \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * starcoder-style: every \p{N} character split off first, then gpt-2's regex on the rest.
  * (llama.cpp's unicode.cpp has such scanners for gpt-2 and llama3; these are written from the regexes.) */
 #include "nn/tokenizer.h"
 
@@ -199,7 +200,25 @@ static size_t match_o200k(const Cps *c, size_t i) {
  * its block (and the block does not end the text) is redone from a block that starts at it, twice as long when it
  * is the block's first match. */
 #define PRE_BLOCK 65536
+/* llama.cpp's two-regex splits (\p{N}, then gpt-2's): each number character is a word, gpt-2's regex runs on each
+ * stretch between them as on a text of its own. */
+static void pretokenize_digits(const char *text, size_t len, nn_tok_word_fn word, void *ctx) {
+  size_t from = 0;
+  for (size_t p = 0; p < len;) {
+    size_t l;
+    uint32_t cp = nn_toku_decode((const unsigned char *)text + p, len - p, &l);
+    if (cp != TOKU_INVALID && (nn_toku_flags(cp) & TOKU_N)) {
+      if (p > from) nn_tok_pretokenize(TOK_PRE_GPT2, text + from, p - from, word, ctx);
+      word(ctx, text + p, l);
+      from = p + l;
+    }
+    p += l;
+  }
+  if (len > from) nn_tok_pretokenize(TOK_PRE_GPT2, text + from, len - from, word, ctx);
+}
+
 void nn_tok_pretokenize(tok_pre pre, const char *text, size_t len, nn_tok_word_fn word, void *ctx) {
+  if (pre == TOK_PRE_DIGITS_GPT2) { pretokenize_digits(text, len, word, ctx); return; }
   size_t bcap = PRE_BLOCK < len ? PRE_BLOCK : len, pos = 0;
   uint32_t *cp = tg_malloc((bcap ? bcap : 1) * sizeof *cp);
   uint8_t *fl = tg_malloc(bcap ? bcap : 1);
