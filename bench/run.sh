@@ -328,6 +328,12 @@ fi
 # Both sides must produce the same number of tokens (a note says when not).
 # Without TG_VOCAB_DIR they are written into $B/tok-vocab once, from the npm packages the generator names (npm
 # install into $B/tok-npm); without node/npm those two lines are skipped.
+if ! /usr/bin/python3 -c 'import regex' 2>/dev/null; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "bench: python3-regex missing (the tokenizer peers need it): installing it with apt-get"
+  { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends \
+      python3-regex; } >/dev/null 2>&1 || echo "bench: could not install python3-regex; the tokenizer peers may not run"
+fi
 tok_corpus=$(mktemp)
 tok_args=(gpt-2="$ROOT/tests/data/vocab/ggml-vocab-gpt-2.gguf" llama-spm="$ROOT/tests/data/vocab/ggml-vocab-llama-spm.gguf")
 tok_dir=${TG_VOCAB_DIR:-$B/tok-vocab}
