@@ -13,7 +13,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 LIB_SRC := $(sort $(wildcard src/*/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
 GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
-TOOLS := fuzz_symbolic demo_symbolic demo_tensor gemm_probe
+TOOLS := fuzz_symbolic demo_symbolic demo_tensor gemm_probe gpu_opts
 BENCHES := bench_rewrite bench_tensor bench_train
 BENCHES += bench_matmul
 BENCHES += bench_tokenizer

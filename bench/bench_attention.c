@@ -6,6 +6,7 @@
  * Shapes (llama-3.2-1B-like attention: 32 query heads, 8 kv heads, head dim 64, float32):
  *   attn_decode_s4096   q (1, 32, 1, 64), k/v (1, 8, 4096, 64), causal at start 4095
  *   attn_prefill_t512   q (1, 32, 512, 64), k/v (1, 8, 512, 64), causal
+ *   attn_decode_s4096_w128, attn_prefill_t1024_w128   the same with a sliding window of 128 (gpt-oss's sliding layers)
  *   moe_decode_e32      x (1, 1024), 32 experts of gate/up (1024, 1024), down (1024, 1024), top-4, gpt-oss gating
  *                       and clamped SwiGLU, float32 weights
  * Per figure the inputs are realized first; the first realize is timed apart (compile); then the graph is rebuilt
@@ -45,7 +46,7 @@ static tg_tensor *rnd(const int64_t *shape, size_t ndim, unsigned seed, float am
 
 typedef struct attn_fig {
   const char *name;
-  int64_t h, kvh, t, s, d;
+  int64_t h, kvh, t, s, d, window;
 } attn_fig;
 
 typedef tg_tensor *(*attn_fn)(const tg_tensor *, const tg_tensor *, const tg_tensor *, const tg_attention_opts *);
@@ -87,7 +88,7 @@ static bool agree(tg_tensor *a, tg_tensor *b) {
 static int run_attn(const attn_fig *f) {
   tg_tensor *q = rnd(TG_SHAPE(1, f->h, f->t, f->d), 11, 1), *k = rnd(TG_SHAPE(1, f->kvh, f->s, f->d), 12, 1);
   tg_tensor *v = rnd(TG_SHAPE(1, f->kvh, f->s, f->d), 13, 1);
-  tg_attention_opts o = {.causal = true, .start = TG_SI(f->s - f->t)};
+  tg_attention_opts o = {.causal = true, .start = TG_SI(f->s - f->t), .window = f->window};
   tg_tensor *a = tg_flash_attention(q, k, v, &o), *b = tg_attention(q, k, v, &o);
   if (!a || !b || !agree(a, b)) {
     printf("%s error flash and plain differ or failed: %s\n", f->name, tg_last_error());
@@ -151,7 +152,9 @@ int main(int argc, char **argv) {
   if (env) secs = atof(env);
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "-t") && i + 1 < argc) secs = atof(argv[++i]);
-  const attn_fig figs[] = {{"attn_decode_s4096", 32, 8, 1, 4096, 64}, {"attn_prefill_t512", 32, 8, 512, 512, 64}};
+  const attn_fig figs[] = {{"attn_decode_s4096", 32, 8, 1, 4096, 64, 0}, {"attn_prefill_t512", 32, 8, 512, 512, 64, 0},
+                           {"attn_decode_s4096_w128", 32, 8, 1, 4096, 64, 128},
+                           {"attn_prefill_t1024_w128", 32, 8, 1024, 1024, 64, 128}};
   int rc = 0;
   for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) rc |= run_attn(&figs[i]);
   rc |= run_moe();

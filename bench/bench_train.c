@@ -13,9 +13,14 @@
  *              the figure is the throughput of queued replays; on CUDA with graphs unless JIT=2)
  * All training: random 28x28 images of 0..255 values as float, random labels, sparse categorical cross-entropy,
  * Adam(1e-3); one warm-up step (compiles the kernels), then the timed steps. Prints "<name> <value> <unit>".
- * Usage: bench_train [cnn_steps [mlp_steps [replays]]] (defaults 2, 20 and 20000; 0 leaves that part out). */
+ * Usage: bench_train [cnn_steps [mlp_steps [replays]]] (defaults 2, 20 and 20000; 0 leaves that part out).
+ * bench_train first: the first-call latency of the JIT'd MLP step in this process (parameters realized first; the
+ *   call runs the step eagerly: schedule, codegen, compile unless the kernel cache has it, launch; the loss read
+ *   back), then the second call (the capture); prints train_mlp_jit_first_call and train_mlp_jit_capture in ms.
+ *   bench/run.sh runs it with a fresh CACHEDB file (cold) and again with that file (warm). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tinygrad.h"
@@ -213,6 +218,48 @@ static double bench_chain(int k, int calls, bool jit) {
   return r;
 }
 
+/* The first two calls of the JIT'd MLP step in a fresh process (see the usage above); 1 on error. */
+static int first_call(const uint8_t *pool_x, const uint8_t *pool_y) {
+  Net mlp = {.is_cnn = false};
+  mlp.fc[0] = tg_linear_new(784, 128, true);
+  mlp.fc[1] = tg_linear_new(128, 10, true);
+  tg_tensor *t[] = {mlp.fc[0] ? mlp.fc[0]->weight : NULL, mlp.fc[0] ? mlp.fc[0]->bias : NULL,
+                    mlp.fc[1] ? mlp.fc[1]->weight : NULL, mlp.fc[1] ? mlp.fc[1]->bias : NULL};
+  JitStep js = {&mlp, NULL};
+  tg_jit *j = NULL;
+  int rc = 1;
+  bool was = tg_set_training(true);
+  if (!t[0] || !t[2] || tg_realize_many(t, 4) != TG_OK) goto done;
+  js.opt = tg_optim_adam(t, 4, 0.001, 0.9, 0.999, 1e-8);
+  j = js.opt ? tg_jit_new(jit_train_step, &js, 1, NULL) : NULL;
+  if (!j) goto done;
+  static float x[BS * PIXELS];
+  static int32_t y[BS];
+  uint32_t s = 7;
+  double ms[2];
+  for (int call = 0; call < 2; call++) {
+    load_batch(x, y, pool_x, pool_y, &s);
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *in[2] = {tg_from_floats(x, TG_SHAPE(BS, 1, 28, 28)), tg_from_data(y, TG_INT32, TG_SHAPE(BS))};
+    bool ok = in[0] && in[1] && tg_realize_many(in, 2) == TG_OK;
+    tg_tensor *l = NULL;
+    double loss = 0, t0 = now_s();
+    ok = ok && tg_jit_call(j, in, 2, NULL, 0, &l) == TG_OK && tg_item_double(l, &loss) == TG_OK;
+    ms[call] = (now_s() - t0) * 1e3;
+    tg_scope_end(sc);
+    if (!ok) goto done;
+  }
+  printf("train_mlp_jit_first_call %.4g ms\ntrain_mlp_jit_capture %.4g ms\n", ms[0], ms[1]);
+  rc = 0;
+done:
+  if (rc) fprintf(stderr, "bench_train first: %s\n", tg_last_error());
+  tg_set_training(was);
+  tg_jit_free(j);
+  tg_optim_free(js.opt);
+  net_free(&mlp);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   int cnn_steps = argc > 1 ? atoi(argv[1]) : 2, mlp_steps = argc > 2 ? atoi(argv[2]) : 20;
   int replays = argc > 3 ? atoi(argv[3]) : 20000;
@@ -222,6 +269,12 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < (size_t)POOL * PIXELS; i++) pool_x[i] = (uint8_t)lcg(&s);
   for (int i = 0; i < POOL; i++) pool_y[i] = (uint8_t)(lcg(&s) % 10);
   tg_manual_seed(0);
+  if (argc > 1 && strcmp(argv[1], "first") == 0) {
+    int frc = first_call(pool_x, pool_y);
+    free(pool_x);
+    free(pool_y);
+    return frc;
+  }
   int rc = 0;
 
   Net cnn = {.is_cnn = true};

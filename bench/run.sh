@@ -111,6 +111,27 @@ o=$(best_value train_mlp_jit "$train"); p=$(best_value train_mlp "$train")
 [ -n "$o" ] && echo "bench train_mlp_jit ours=$o steps/s eager=${p:-n/a} ratio=$(awk -v a="$o" -v b="${p:-0}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
 o=$(echo "$train" | awk '$1 == "train_mlp_jit_overhead" { print $2 }' | sort -g | head -1)
 [ -n "$o" ] && echo "bench train_mlp_jit_overhead ours=$o ms/step target=0.1"
+# the beautiful_mnist CNN step through the JIT (peer: our eager step), and the JIT'd MLP step's first call in a fresh
+# process (bench_train first): cold with an empty kernel cache (a new CACHEDB file: every kernel compiled), warm with
+# that file filled by the cold run (nothing compiled); the best of BENCH_ROUNDS each, with the second call (the
+# capture) beside it; no peer (like the overhead line)
+o=$(best_value train_cnn_jit "$train"); p=$(best_value train_cnn "$train")
+[ -n "$o" ] && echo "bench train_cnn_jit ours=$o steps/s eager=${p:-n/a} ratio=$(awk -v a="$o" -v b="${p:-0}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
+first_dir=$(mktemp -d); cold=""; warm=""
+for ((round = 1; round <= ${BENCH_ROUNDS:-3}; round++)); do
+  rm -f "$first_dir/cache.db"
+  cold="$cold
+$(CACHEDB="$first_dir/cache.db" "$B/bench_train" first)"
+  warm="$warm
+$(CACHEDB="$first_dir/cache.db" "$B/bench_train" first)"
+done
+rm -rf "$first_dir"
+for kind in cold warm; do
+  [ "$kind" = cold ] && out=$cold || out=$warm
+  o=$(echo "$out" | awk '$1 == "train_mlp_jit_first_call" { print $2 }' | sort -g | head -1)
+  p=$(echo "$out" | awk '$1 == "train_mlp_jit_capture" { print $2 }' | sort -g | head -1)
+  [ -n "$o" ] && echo "bench train_mlp_jit_first_call_$kind ours=$o ms capture_ms=${p:-n/a}"
+done
 for k in 1 50; do
   o=$(echo "$train" | awk -v n="jit_replay_$k" '$1 == n { print $2 }' | sort -g | head -1)
   p=$(echo "$train" | awk -v n="eager_chain_$k" '$1 == n { print $2 }' | sort -g | head -1)
@@ -368,23 +389,25 @@ for arg in "${tok_args[@]}"; do
 done
 rm -f "$tok_corpus"
 # issue 18's attention and MoE figures (bench/bench_attention.c): a decode step (1 query, 4096 keys) and a 512-token
-# causal prefill with 32 query / 8 kv heads of dim 64, tg_flash_attention and tg_attention (the plain form), and a
-# 32-expert top-4 MoE decode step (tg_moe_ffn), float32; peer: PyTorch on 2 threads (bench/peer_torch_attention.py:
-# torch 1.13 has no scaled_dot_product_attention, so matmul + softmax). ms, lower is better; ratio = torch / ours.
+# causal prefill with 32 query / 8 kv heads of dim 64, the same with a sliding window of 128 (decode, 1024-token
+# prefill), tg_flash_attention and tg_attention (the plain form), and a
+# 32-expert top-4 MoE decode step (tg_moe_ffn), float32; peer: PyTorch, the faster of 2 and 1 threads
+# (bench/peer_torch_attention.py says why; torch 1.13 has no scaled_dot_product_attention, so matmul + softmax).
+# ms, lower is better; ratio = torch / ours.
 # BENCH_ROUNDS rounds (default 3), ours then torch in each; each side keeps its best.
 attn_ours=""; attn_peer=""
 for ((round = 1; round <= ${BENCH_ROUNDS:-3}; round++)); do
   attn_ours="$attn_ours
 $("$B/bench_attention" -t "${BENCH_SECONDS:-2}" 2>&1)"
   "$torch_py" -c 'import torch' 2>/dev/null && attn_peer="$attn_peer
-$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 "$torch_py" "$ROOT/bench/peer_torch_attention.py" \
+$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$torch_py" "$ROOT/bench/peer_torch_attention.py" \
     "${BENCH_SECONDS:-2}" 2>&1)"
 done
 attn_best() {  # the smallest ms of figure $1, form $2 in the output $3
   echo "$3" | awk -v n="$1" -v f="$2" '$1 == n && $2 == f && $4 == "ms" && (b == "" || $3 + 0 < b + 0) { b = $3 }
     END { if (b != "") print b }'
 }
-for fig in attn_decode_s4096 attn_prefill_t512 moe_decode_e32; do
+for fig in attn_decode_s4096 attn_prefill_t512 attn_decode_s4096_w128 attn_prefill_t1024_w128 moe_decode_e32; do
   p=$(attn_best "$fig" torch "$attn_peer")
   forms="flash plain"; [ "$fig" = moe_decode_e32 ] && forms=ours
   for form in $forms; do
@@ -400,5 +423,51 @@ for fig in attn_decode_s4096 attn_prefill_t512 moe_decode_e32; do
     fi
   done
 done
+
+# the LLM issue's figures (issue 18): decode and prefill tokens/s of a ~1B-parameter llama-shaped random model
+# (tg-mkmodel --preset 1b: Llama-3.2-1B's shape, tied embeddings) in F16, Q8_0 and Q4_0 (the files are cached under
+# $B/llm), on BENCH_LLM_THREADS (2) threads, decode over BENCH_LLM_NTOK (16) tokens after a 32-token prompt, against
+# llama.cpp's llama-bench on the same file (-p 32 -n NTOK -r 1, same threads) when LLAMA_BENCH points to one; plus
+# bytes/token and the fraction of the measured read bandwidth the decode reaches.
+llm_threads=${BENCH_LLM_THREADS:-2}; llm_ntok=${BENCH_LLM_NTOK:-16}
+lb=${LLAMA_BENCH:-}
+lb_why=""
+if [ -z "$lb" ]; then lb_why="LLAMA_BENCH not set"; elif [ ! -x "$lb" ]; then lb_why="LLAMA_BENCH=$lb is not an executable"; lb=""; fi
+# avg_ts of the llama-bench CSV row whose column $2 (n_prompt or n_gen) is non-zero
+lb_ts() { echo "$1" | awk -F, -v col="$2" 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/"/, "", $i); h[$i] = i }; next }
+  { gsub(/"/, ""); if ((col in h) && $h[col] + 0 > 0) { print $h["avg_ts"]; exit } }'; }
+if [ -x "$B/tg-mkmodel" ] && [ -x "$B/bench_llm" ]; then
+  mkdir -p "$B/llm"
+  for ty in f16 q8_0 q4_0; do
+    f="$B/llm/llama1b_$ty.gguf"
+    if [ ! -f "$f" ]; then
+      "$B/tg-mkmodel" -o "$f.tmp" --preset 1b --type "$ty" >/dev/null 2>&1 && mv "$f.tmp" "$f" ||
+        { echo "bench: tg-mkmodel --preset 1b --type $ty failed"; rm -f "$f.tmp"; continue; }
+    fi
+    out=$("$B/bench_llm" "$f" "$llm_threads" "$llm_ntok" 32 2>&1) ||
+      { echo "bench: bench_llm $ty failed: $(echo "$out" | tail -1)"; continue; }
+    dec=$(value decode_tok_s "$out"); pre=$(value prefill_tok_s "$out")
+    pd=""; pp=""; why="$lb_why"
+    if [ -n "$lb" ]; then
+      csv=$(LD_LIBRARY_PATH="$(dirname "$lb"):${LD_LIBRARY_PATH:-}" "$lb" -m "$f" -t "$llm_threads" -p 32 -n "$llm_ntok" \
+        -r 1 -o csv 2>/dev/null)
+      pd=$(lb_ts "$csv" n_gen); pp=$(lb_ts "$csv" n_prompt)
+      [ -z "$pd" ] && why="llama-bench gave no figures for $f"
+    fi
+    for kind in decode prefill; do
+      if [ $kind = decode ]; then o=$dec; p=$pd; else o=$pre; p=$pp; fi
+      if [ -n "$p" ]; then
+        echo "bench llm_1b_${ty}_$kind ours=$o tok/s llama.cpp=$p ratio=$(awk -v a="$o" -v b="$p" 'BEGIN { printf "%.2f", a / b }')"
+      else
+        echo "bench llm_1b_${ty}_$kind ours=$o tok/s llama.cpp=n/a ratio=n/a ($why)"
+      fi
+    done
+    echo "bench llm_1b_${ty}_bw_fraction ours=$(value bw_fraction "$out") of bandwidth peer=none" \
+      "($(value bytes_per_token "$out") B/token x decode tok/s = $(value decode_gb_s "$out") GB/s;" \
+      "measured read bandwidth $(value bandwidth_gb_s "$out") GB/s on $llm_threads threads)"
+  done
+else
+  echo "bench: LLM figures not run: $B/tg-mkmodel or $B/bench_llm missing"
+fi
 
 exit 0

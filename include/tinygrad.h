@@ -43,7 +43,9 @@ const char *tg_version(void);
 /* The env knobs (DEBUG, BEAM, NOOPT, ...: tinygrad's names and meanings) are read from the environment once, at first
  * use, and kept. After changing them with setenv/unsetenv, call tg_knobs_reload() to make the library read them
  * again (not while another thread is inside the library). Knobs read once per process or device (SPEC,
- * TRACK_MATCH_STATS, REWRITE_STACK_LIMIT; LRU and CACHELEVEL until rt_shutdown) are not changed by it. */
+ * TRACK_MATCH_STATS, REWRITE_STACK_LIMIT, the dtype knobs DEFAULT_FLOAT/DEFAULT_INT/SUM_DTYPE, DEV; LRU and
+ * CACHELEVEL until rt_shutdown) are not changed by it; the few string knobs read per use (OPTIM_DTYPE at optimizer
+ * creation, BEAM_MIN_PROGRESS per search, GEMM_TILE per GEMM kernel) need no reload. */
 void tg_knobs_reload(void);
 
 

@@ -26,7 +26,7 @@ for dir in "$src"/*/; do
       elif [ "${rank[$to]}" -ge "${rank[$d]}" ]; then
         echo "  $f:$line: $d (rank ${rank[$d]}) includes \"$inc\" of $to (rank ${rank[$to]})"; bad=$((bad + 1))
       fi
-    done < <(grep -n -oE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[a-z_]+/[^"]+"' "$f" | sed -E 's/^([0-9]+):.*"([^"]+)"/\1:\2/')
+    done < <(grep -n -oE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"(\.\./)?[a-z_]+/[^"]+"' "$f" | sed -E 's#^([0-9]+):.*"(\.\./)?([^"]+)"#\1:\3#')
   done
 done
 if [ "$bad" -gt 0 ]; then

@@ -5,7 +5,8 @@
  *    output, and the gradients w.r.t. q, k, v and the sinks of sum(out * dout).
  * 2. flash == plain on random shapes and options (GQA, causal offsets, windows, sinks, masks, block sizes).
  * 3. A symbolic key length (a KV cache viewed at start_pos + T, start_pos a bound Variable) against the concrete
- *    program, with one compile for every value.
+ *    program, with one compile for every value; a JIT'd decode step (store k/v at start_pos, flash attention over
+ *    cache[:start_pos+1]) replayed for 12 positions against the plain form on host-kept caches.
  * 4. Errors on bad shapes and options, naming the op. TG_ATTN_ONLY=<substring> runs only the matching fixtures. */
 #include <math.h>
 #include <stdlib.h>
@@ -227,6 +228,62 @@ static void symbolic_length(void) {
   tg_scope_end(s);
 }
 
+/* ----------------------------------------------------------------------------------------- JIT'd decode step */
+
+typedef struct decode_ctx { tg_tensor *kc, *vc, *sinks; } decode_ctx;
+enum { DEC_KVH = 2, DEC_H = 4, DEC_D = 8, DEC_MAX = 24, DEC_WINDOW = 5 };
+
+/* one decode step: the new k/v row stored into the caches at start_pos, then flash attention over cache[:sp+1] */
+static tg_status decode_step(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                             tg_tensor **out, size_t nout) {
+  (void)nin, (void)nvars, (void)nout;
+  decode_ctx *c = user;
+  tg_tensor *sp = vars[0];
+  tg_sint row[8] = {TG_SI(0), TG_SI(1), TG_SI(0), TG_SI(DEC_KVH), TG_SV(sp, 0), TG_SV(sp, 1), TG_SI(0), TG_SI(DEC_D)};
+  tg_sint upto[8] = {TG_SI(0), TG_SI(1), TG_SI(0), TG_SI(DEC_KVH), TG_SI(0), TG_SV(sp, 1), TG_SI(0), TG_SI(DEC_D)};
+  if (tg_assign(tg_shrink_sym(c->kc, row, 4), in[1]) != TG_OK || tg_assign(tg_shrink_sym(c->vc, row, 4), in[2]) != TG_OK)
+    return tg_last_status();
+  tg_attention_opts o = {.causal = true, .start = TG_SV(sp, 0), .window = DEC_WINDOW, .sinks = c->sinks, .block = 4};
+  out[0] = tg_flash_attention(in[0], tg_shrink_sym(c->kc, upto, 4), tg_shrink_sym(c->vc, upto, 4), &o);
+  return out[0] ? TG_OK : tg_last_status();
+}
+
+/* 12 decode steps through tg_jit against tg_attention on concrete copies of the caches kept beside it */
+static void jit_decode(void) {
+  tg_scope s = tg_scope_begin();
+  decode_ctx c = {tg_contiguous(tg_zeros(TG_SHAPE(1, DEC_KVH, DEC_MAX, DEC_D), TG_FLOAT32)),
+                  tg_contiguous(tg_zeros(TG_SHAPE(1, DEC_KVH, DEC_MAX, DEC_D), TG_FLOAT32)),
+                  rnd_tensor(TG_SHAPE(DEC_H), -1, 1)};
+  CHECK(tg_realize(c.kc) == TG_OK && tg_realize(c.vc) == TG_OK && tg_realize(c.sinks) == TG_OK);
+  static float kref[DEC_KVH * DEC_MAX * DEC_D], vref[DEC_KVH * DEC_MAX * DEC_D];
+  tg_jit *j = tg_jit_new(decode_step, &c, 1, NULL);
+  tg_tensor *var = tg_variable("start_pos", 0, DEC_MAX - 1);
+  for (int sp = 0; sp < 12; sp++) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *q = rnd_tensor(TG_SHAPE(1, DEC_H, 1, DEC_D), -2, 2);
+    tg_tensor *kn = rnd_tensor(TG_SHAPE(1, DEC_KVH, 1, DEC_D), -2, 2), *vn = rnd_tensor(TG_SHAPE(1, DEC_KVH, 1, DEC_D), -2, 2);
+    CHECK(tg_realize(q) == TG_OK && tg_realize(kn) == TG_OK && tg_realize(vn) == TG_OK);
+    float row[DEC_KVH * DEC_D];
+    CHECK(tg_to_host(kn, row, sizeof row) == TG_OK);
+    for (int h = 0; h < DEC_KVH; h++) memcpy(&kref[(h * DEC_MAX + sp) * DEC_D], &row[h * DEC_D], DEC_D * sizeof(float));
+    CHECK(tg_to_host(vn, row, sizeof row) == TG_OK);
+    for (int h = 0; h < DEC_KVH; h++) memcpy(&vref[(h * DEC_MAX + sp) * DEC_D], &row[h * DEC_D], DEC_D * sizeof(float));
+    tg_tensor *ins[3] = {q, kn, vn}, *vars[1] = {tg_bind(var, sp)}, *out = NULL;
+    tg_status st = tg_jit_call(j, ins, 3, vars, 1, &out);
+    CHECK_MSG(st == TG_OK, "jit decode sp %d: %s", sp, tg_last_error());
+    int64_t cb[8] = {0, 1, 0, DEC_KVH, 0, sp + 1, 0, DEC_D};
+    tg_tensor *kr = tg_shrink(tg_from_floats(kref, TG_SHAPE(1, DEC_KVH, DEC_MAX, DEC_D)), cb, 4);
+    tg_tensor *vr = tg_shrink(tg_from_floats(vref, TG_SHAPE(1, DEC_KVH, DEC_MAX, DEC_D)), cb, 4);
+    tg_attention_opts o = {.causal = true, .start = TG_SI(sp), .window = DEC_WINDOW, .sinks = c.sinks};
+    double e = st == TG_OK ? rel_diff(out, tg_attention(q, kr, vr, &o)) : INFINITY;
+    CHECK_MSG(e < 1e-5, "jit decode sp %d: rel diff %g (%s)", sp, e, tg_last_error());
+    tg_scope_end(in);
+  }
+  CHECK(tg_jit_kernel_count(j) >= 3);
+  tg_jit_free(j);
+  tg_scope_end(s);
+}
+
 /* ----------------------------------------------------------------------------------------------------- errors */
 
 static bool fails_with(tg_tensor *r, const char *part) {
@@ -276,5 +333,6 @@ void suite_attention(void) {
   fixture_cases();
   flash_equals_plain();
   symbolic_length();
+  jit_decode();
   errors();
 }

@@ -4,7 +4,8 @@
  *    indices exactly (ties in index order, largest and smallest, any axis), the router's weights and experts for each
  *    gating function, the MoE feed-forward against a per-token, per-expert loop (SwiGLU; gpt-oss's clamped SwiGLU with
  *    expert biases).
- * 2. topk against a brute-force selection on random rows with many ties.
+ * 2. topk against a brute-force selection on random rows with many ties, short rows and vocabulary-length ones
+ *    (the chunked reduction), float and int dtypes.
  * 3. tg_moe_ffn with Q8_0 expert weights (lazy dequantization of raw bytes, tg_ggml_dequantize) equals the same call on
  *    the realized dequantized weights, and a decode step is a small, fixed number of kernels whatever E.
  * 4. Errors on bad arguments. */
@@ -116,38 +117,61 @@ static uint64_t rnd(void) {
   return rng_state;
 }
 
-static void topk_brute_force(void) {
-  enum { ROWS = 6, N = 37 };
-  float x[ROWS * N];
-  for (int i = 0; i < ROWS * N; i++) x[i] = (float)(rnd() % 9) - 4.0f;  /* many ties */
-  for (int largest = 0; largest < 2; largest++) {
-    for (int64_t k = 1; k <= N; k += 9) {
-      tg_scope s = tg_scope_begin();
-      tg_tensor *idx = NULL, *vals = tg_topk(tg_from_floats(x, TG_SHAPE(ROWS, N)), k, 1, largest, &idx);
-      float v[ROWS * N];
-      int32_t ix[ROWS * N];
-      CHECK_MSG(vals && tg_to_host(vals, v, sizeof(float) * (size_t)(ROWS * k)) == TG_OK &&
-                    tg_to_host(idx, ix, sizeof(int32_t) * (size_t)(ROWS * k)) == TG_OK,
-                "topk: %s", tg_last_error());
-      for (int r = 0; r < ROWS; r++) {
-        bool used[N] = {0};
-        for (int64_t slot = 0; slot < k; slot++) {
-          /* the first unused element that is best (largest or smallest; earliest among equals) */
-          int best = -1;
-          for (int j = 0; j < N; j++) {
-            if (used[j]) continue;
-            float a = x[r * N + j];
-            if (best < 0 || (largest ? a > x[r * N + best] : a < x[r * N + best])) best = j;
-          }
-          used[best] = true;
-          CHECK_MSG(ix[r * k + slot] == best && v[r * k + slot] == x[r * N + best],
-                    "topk largest %d k %lld row %d slot %lld: got index %d value %g, want %d %g", largest,
-                    (long long)k, r, (long long)slot, ix[r * k + slot], v[r * k + slot], best, x[r * N + best]);
-        }
+/* tg_topk of rows x (rows, n) (as dtype) against picking the best unused element k times (earliest among equals) */
+static void check_topk(const float *x, int rows, int n, int64_t k, bool largest, tg_dtype dtype) {
+  tg_scope s = tg_scope_begin();
+  tg_tensor *idx = NULL, *t = tg_cast(tg_from_floats(x, TG_SHAPE(rows, n)), dtype);
+  tg_tensor *vals = tg_cast(tg_topk(t, k, 1, largest, &idx), TG_FLOAT32);
+  float *v = malloc(sizeof(float) * (size_t)(rows * k + 1));
+  int32_t *ix = malloc(sizeof(int32_t) * (size_t)(rows * k + 1));
+  bool *used = malloc((size_t)n);
+  bool ok = vals && tg_to_host(vals, v, sizeof(float) * (size_t)(rows * k)) == TG_OK &&
+            tg_to_host(idx, ix, sizeof(int32_t) * (size_t)(rows * k)) == TG_OK;
+  CHECK_MSG(ok, "topk n %d k %lld: %s", n, (long long)k, tg_last_error());
+  int bad = 0;
+  for (int r = 0; ok && r < rows; r++) {
+    memset(used, 0, (size_t)n);
+    for (int64_t slot = 0; slot < k; slot++) {
+      int best = -1;
+      for (int j = 0; j < n; j++) {
+        if (used[j]) continue;
+        float a = x[r * n + j];
+        if (best < 0 || (largest ? a > x[r * n + best] : a < x[r * n + best])) best = j;
       }
-      tg_scope_end(s);
+      used[best] = true;
+      if (ix[r * k + slot] != best || v[r * k + slot] != x[r * n + best]) {
+        if (!bad++)
+          fprintf(stderr, "  topk %s n %d largest %d k %lld row %d slot %lld: got index %d value %g, want %d %g\n",
+                  tg_dtype_name(dtype), n, largest, (long long)k, r, (long long)slot, ix[r * k + slot],
+                  v[r * k + slot], best, x[r * n + best]);
+      }
     }
   }
+  CHECK_MSG(bad == 0, "topk %s n %d k %lld largest %d: %d wrong slots", tg_dtype_name(dtype), n, (long long)k,
+            largest, bad);
+  free(v);
+  free(ix);
+  free(used);
+  tg_scope_end(s);
+}
+
+static void topk_brute_force(void) {
+  enum { ROWS = 6, N = 37, LONG = 5000 };
+  float x[ROWS * N];
+  for (int i = 0; i < ROWS * N; i++) x[i] = (float)(rnd() % 9) - 4.0f;  /* many ties */
+  for (int largest = 0; largest < 2; largest++)
+    for (int64_t k = 1; k <= N; k += 9) check_topk(x, ROWS, N, k, largest, TG_FLOAT32);
+  /* long rows go through the chunked reduction (a vocabulary-sized top-k); ties, ints, padding of a partial chunk */
+  float *y = malloc(sizeof(float) * 2 * LONG);
+  for (int i = 0; i < 2 * LONG; i++) y[i] = (float)(rnd() % 2000) - 1000.0f;
+  check_topk(y, 2, LONG, 40, true, TG_FLOAT32);
+  check_topk(y, 2, LONG, 1, false, TG_FLOAT32);
+  if (!tg_test_light()) {
+    check_topk(y, 2, LONG, 300, true, TG_FLOAT32);
+    check_topk(y, 2, LONG, 7, false, TG_INT32);
+    check_topk(y, 1, LONG - 3, 64, true, TG_INT16);
+  }
+  free(y);
 }
 
 /* ------------------------------------------------------------------------------ quantized experts, kernels */

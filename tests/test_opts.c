@@ -1252,6 +1252,16 @@ static void test_cpu_loop_order(void) {
     CHECK_MSG(!applied_has(&s, (Opt){OPT_SWAP, 0, 1}), "panel copy of 256x512: swapped");
     opt_sched_free(&s);
   }
+  /* a transposing copy (W^T of a Linear layer made contiguous): a tile of 4 store lanes x 8 load lanes */
+  tg_tensor *wt = tg_contiguous(tg_transpose(fl(128, 784), 0, 1));
+  if (heuristic_of_last(wt, &ren, &s, &nk)) {
+    char got[512];
+    format_opts(s.applied, s.napplied, got, sizeof got);
+    CHECK_MSG(s.napplied >= 2 && s.applied[0].op == OPT_UPCAST && s.applied[0].axis == 1 && s.applied[0].arg == 4 &&
+                  s.applied[1].op == OPT_UPCAST && s.applied[1].axis == 0 && s.applied[1].arg == 8,
+              "transpose 128x784: [%s]", got);
+    opt_sched_free(&s);
+  }
   /* A @ B, B in panels: 16 lanes x 2 panels x 8 rows, the panel loop outside the rows in blocks of 4, the reduce
    * unrolled by 8 */
   tg_tensor *mm = tg_matmul(fl(64, 1024), fl(1024, 1024));
@@ -1466,10 +1476,88 @@ static void test_tc_heuristic(void) {
   tg_scope_end(ts);
 }
 
+/* The GPU heuristic's own steps (opt_heuristic.c; not tinygrad's, so test_codegen turns them off for its parity
+ * check): the opts chosen for a kernel of the shape each is for, and the CUDA-lowered kernel run by the interpreter's
+ * block/thread emulation equal to the naive kernel. Each step's knob turns it off (then tinygrad's choice is back). */
+static void compact_opts(const OptScheduler *s, char *out, size_t cap) {
+  size_t len = 0;
+  out[0] = 0;
+  for (int i = 0; i < s->napplied && len + 1 < cap; i++)
+    len += (size_t)snprintf(out + len, cap - len, "%s%s:%d:%d", i ? "," : "", opt_op_name((OptOp)s->applied[i].op),
+                            (int)s->applied[i].axis, (int)s->applied[i].arg);
+}
+
+static void gpu_step(const char *name, tg_tensor *t, const char *want, const char *knob, const char *want_off) {
+  const Renderer *cuda = renderer_cuda();
+  UOpScope sc = uop_scope_begin();
+  UOp *ast = kernel_of(t);
+  OptScheduler s;
+  if (!ast || !sched_of(&s, ast, cuda)) {
+    uop_scope_end(sc);
+    return;
+  }
+  OptScheduler off;
+  opt_sched_copy(&off, &s);
+  opt_hand_coded(&s);
+  char got[512], got_off[512];
+  compact_opts(&s, got, sizeof got);
+  CHECK_MSG(strcmp(got, want) == 0, "%s on CUDA: picked [%s], expected [%s]", name, got, want);
+  test_setenv(knob, "0");
+  opt_hand_coded(&off);
+  test_unsetenv(knob);
+  compact_opts(&off, got_off, sizeof got_off);
+  CHECK_MSG(strcmp(got_off, want_off) == 0, "%s on CUDA with %s=0: picked [%s], expected [%s]", name, knob, got_off,
+            want_off);
+  UOp *naive = lower_linear(ast, NULL, 0, cuda), *lin = lower_linear(ast, s.applied, s.napplied, cuda);
+  CHECK_MSG(naive && lin, "%s: lowering for CUDA: %s", name, tg_last_error());
+  HostBufs in, want_out, got_out;
+  if (naive && lin && host_init(&in, naive, name)) {
+    tg_status a = interp_all(naive, &in, &want_out), b = a == TG_OK ? interp_all(lin, &in, &got_out) : a;
+    char why[256] = "";
+    CHECK_MSG(a == TG_OK && b == TG_OK, "%s: the emulation fails: %s", name, tg_last_error());
+    if (a == TG_OK && b == TG_OK) {
+      CHECK_MSG(same_results(&want_out, &got_out, why, sizeof why), "%s [%s]: differs from the naive kernel: %s", name,
+                got, why);
+      host_free(&got_out);
+    }
+    if (a == TG_OK) host_free(&want_out);
+    host_free(&in);
+  }
+  opt_sched_free(&s);
+  opt_sched_free(&off);
+  uop_scope_end(sc);
+}
+
+static void test_gpu_heuristic_steps(void) {
+  tg_scope ts = tg_scope_begin();
+  int ax1 = 1;
+  const int ax02[2] = {0, 2};
+  /* gpu_row_reduce: a row of 512, a float4 per lane, a warp per row, 4 rows a block */
+  gpu_step("row sum 2304x512", tg_sum(fl(2304, 512), &ax1, 1, false),
+           "UNROLL:0:4,GROUP:0:32,LOCAL:0:4", "GPU_ROW_REDUCE", "UPCAST:0:3,UNROLL:0:4,LOCAL:0:32,GROUPTOP:0:32");
+  /* ... two reduce axes, the last contiguous, a row of 144 (no float4 split of 32 lanes fits): GROUP 16 on it (and
+   * without the step, gpu_late_group splits the outer one) */
+  gpu_step("sum over (0, 2) of 2x2112x144", tg_sum(mk(TG_FLOAT32, 2, 2112, 144, 0), ax02, 2, false),
+           "GROUP:1:16,LOCAL:0:4", "GPU_ROW_REDUCE", "UPCAST:0:3,UNROLL:1:4,LOCAL:0:32,GROUPTOP:1:4");
+  /* the small-output GROUPTOP: 8 outputs get 256 threads each (tinygrad: 16) */
+  gpu_step("row sum 8x4096", tg_sum(fl(8, 4096), &ax1, 1, false), "GROUPTOP:0:256", "GPU_WIDE_GROUPTOP",
+           "GROUPTOP:0:16");
+  /* gpu_group_first: 2304 outputs summing 2048 each are split over 16 threads before any upcast */
+  gpu_step("matmul 48x2048x48", tg_matmul(fl(48, 2048), fl(2048, 48)), "LOCAL:0:16,GROUP:0:16,UPCAST:0:3",
+           "GPU_GROUP_FIRST", "UPCAST:1:3,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16,GROUPTOP:0:8");
+  /* gpu_late_group: a 64x64x256 matmul upcast 4x4 and blocked 8x16 runs 256 threads; the reduce is split over a
+   * group as well (GROUPTOP: B reads K with a stride), by 4: 8 would fill 64 KiB of shared memory */
+  gpu_step("matmul 64x256x64", tg_matmul(fl(64, 256), fl(256, 64)),
+           "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16,GROUPTOP:0:4", "GPU_LATE_GROUP",
+           "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16");
+  tg_scope_end(ts);
+}
+
 void suite_opts(void) {
   test_flops_estimate();
   test_heuristic();
   test_tc_heuristic();
+  test_gpu_heuristic_steps();
   test_opt_errors();
   test_cpu_loop_order();
   test_random_opts();

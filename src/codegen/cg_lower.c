@@ -3,6 +3,7 @@
  * index dtype lowering (weakint -> int32 / int64 by bounds), the float-operand cast, gates moved from INDEX to
  * LOAD/STORE, split ENDs, Invalid removal, casted consts, control-flow edges between ranges and parameter numbering. */
 #include "cg_internal.h"
+#include "uop/shape.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -137,42 +138,20 @@ UOp *cg_remove_reduces(UOp *sink) {
  * ================================================================================================================ */
 
 /* tinygrad UOp.addrspace (-1 for None) */
-static int addrspace_of(const UOp *u) {
-  switch (uop_op(u)) {
-  case TG_OP_PARAM: case TG_OP_BUFFER: return u->arg.kind == ARG_PARAM ? u->arg.param->addrspace : -1;
-  case TG_OP_SPECIAL: case TG_OP_RANGE: case TG_OP_LOAD: return ADDR_ALU;
-  case TG_OP_INDEX: case TG_OP_CAST: case TG_OP_AFTER: case TG_OP_REDUCE: case TG_OP_STORE: case TG_OP_END:
-  case TG_OP_MSTACK: case TG_OP_MSELECT: case TG_OP_UNSHARD:
-    return u->nsrc ? addrspace_of(u->src[0]) : -1;
-  default: break;
-  }
-  if (op_has(uop_op(u), OPP_MOVEMENT)) return u->nsrc ? addrspace_of(u->src[0]) : -1;
-  if (u->op == TG_OP_STACK || u->op == TG_OP_WMMA || u->op == TG_OP_GROUP || op_is_elementwise(uop_op(u))) {
-    int a = -1;
-    for (uint32_t i = 0; i < u->nsrc; i++) {
-      int s = addrspace_of(u->src[i]);
-      if (s < 0) continue;
-      if (a >= 0 && a != s) return -1;
-      a = s;
-    }
-    return a;
-  }
-  return -1;
-}
-
-static UOp *maybe_load(UOp *u) {
-  int a = addrspace_of(u);
+/* a memory operand (tinygrad's addrspace, memoized in the rewrite's cache: uop/shape.h) is read through a LOAD */
+static UOp *maybe_load(ShapeCache *c, UOp *u) {
+  AddrSpace a = uop_addrspace(c, u);
   if (a == ADDR_GLOBAL || a == ADDR_LOCAL || a == ADDR_REG) return uop_new(TG_OP_LOAD, u->dtype, &u, 1, arg_none());
   return u;
 }
 
 static UOp *load_srcs(RwCtx *rw, UOp *x, UOp **m) {
-  TG_UNUSED(rw), TG_UNUSED(m);
+  TG_UNUSED(m);
   if (x->op == TG_OP_BITCAST && x->dtype->count != x->src[0]->dtype->count) return NULL; /* shape-changing bitcast */
   UOp **src = tg_malloc(x->nsrc * sizeof(UOp *));
   bool changed = false;
   for (uint32_t i = 0; i < x->nsrc; i++) {
-    src[i] = (x->op == TG_OP_STORE && i != 1) ? x->src[i] : maybe_load(x->src[i]);
+    src[i] = (x->op == TG_OP_STORE && i != 1) ? x->src[i] : maybe_load(rw->ctx, x->src[i]);
     changed |= src[i] != x->src[i];
   }
   UOp *r = changed ? uop_new_tagged(uop_op(x), x->dtype, src, x->nsrc, x->arg, x->tag) : NULL;
@@ -192,7 +171,11 @@ UOp *cg_add_loads(UOp *sink) {
     set = PM_NEW("pm_add_loads", add_loads_rules);
     pm = pm_concat(sym_symbolic_simple(), set);
   }
-  return pm_graph_rewrite(sink, pm, NULL, 0, NULL, "expand broadcast / add loads");
+  ShapeCache c; /* only its addrspace memo is used; nodes it holds are sources of the graph being rewritten */
+  shape_cache_init(&c);
+  UOp *r = pm_graph_rewrite(sink, pm, &c, 0, NULL, "expand broadcast / add loads");
+  shape_cache_free(&c);
+  return r;
 }
 
 /* ================================================================================================================

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "../render/render.h"
+#include "../uop/shape.h"
 
 typedef struct Slot {
   Const v;          /* scalar value (lane 0 of a vector) */
@@ -199,18 +200,11 @@ static uint32_t pos_of(const Interp *in, const UOp *u) {
   return v ? (uint32_t)(uintptr_t)*v - 1 : UINT32_MAX;
 }
 
-static int64_t shape_numel(const UOp *u) {
+/* the element count of a PARAM/BUFFER from its concrete size argument (uop/shape.h); -1 when it is not concrete */
+static int64_t buffer_numel(const UOp *u) {
   if (u->nsrc == 0) return 1;
-  const UOp *s = u->src[0];
-  size_t n = uop_is(s, TG_OP_STACK) ? s->nsrc : 1;
-  int64_t numel = 1;
-  for (size_t i = 0; i < n; i++) {
-    const UOp *d = uop_is(s, TG_OP_STACK) ? s->src[i] : s;
-    while (uop_is(d, TG_OP_CAST)) d = d->src[0];
-    if (!uop_is_const(d) || uop_const_val(d).kind != CK_INT) return -1;
-    numel *= uop_const_val(d).i;
-  }
-  return numel;
+  Shape s;
+  return uop_as_shape(u->src[0], &s) ? shape_numel(&s) : -1;
 }
 
 static tg_status interp_setup(Interp *in, UOp *lin) {
@@ -230,9 +224,9 @@ static tg_status interp_setup(Interp *in, UOp *lin) {
   shape_cache_init(&shapes);
   bool shapes_ok = true;
   for (uint32_t i = 0; i < in->n; i++) { /* program order: each shape from its sources' memoized ones */
-    UOpShape sh;
-    shapes_ok &= shape_of(&shapes, lin->src[i], &sh);
-    int64_t w = shape_max_numel(&shapes, lin->src[i]);
+    SymShape sh;
+    shapes_ok &= uop_shape_sym_cached(lin->src[i], &shapes, &sh) != SHAPE_ERROR;
+    int64_t w = uop_max_numel(lin->src[i], &shapes);
     in->width[i] = (uint32_t)(w > 0 && w <= 4096 ? w : 1);
     bool storage = uop_is(lin->src[i], TG_OP_PARAM) || uop_is(lin->src[i], TG_OP_BUFFER) || uop_is(lin->src[i], TG_OP_AFTER);
     if (w > 4096 && !storage && shapes_ok) {
@@ -326,14 +320,14 @@ static tg_status step_memory(Interp *in, uint32_t i, UOp *u, void *const *bufs, 
     }
     if (!bufs) return fail(u, "no buffers given");
     me->ptr = bufs[slot];
-    me->numel = shape_numel(u);
+    me->numel = buffer_numel(u);
     if (!me->ptr) return fail(u, "no buffer given for this slot");
     return TG_OK;
   }
   case TG_OP_BUFFER: {
     if (u->arg.kind != ARG_PARAM || u->arg.param->addrspace == ADDR_ALU) return fail(u, "an unbound Variable");
     if (me->ptr) return TG_OK; /* declared once, like the C array */
-    int64_t numel = shape_numel(u);
+    int64_t numel = buffer_numel(u);
     if (numel < 0) return fail(u, "register buffer of symbolic size");
     if (u->arg.param->addrspace == ADDR_LOCAL) { /* one per block, poisoned at the block's start */
       if (!in->local[i]) {

@@ -7,8 +7,12 @@
  * THREAD split that counts a tiled kernel's work in vectors and takes the axis leaving each piece the fewest input
  * bytes (cpu_threads).
  * GPU adaptations (measured on the H200, bench/bench_gpu): 256-thread blocks for elementwise kernels (gpu_locals: a
- * neg over 2^28 1.7 -> 4.1 TB/s, relu(a*b+c) 3.3 -> 4.4) and a warp per row for long contiguous row reduces
- * (gpu_row_reduce: sum over 2^28 2.1 -> 4.1 TB/s, softmax 4096x4096 0.17 -> 1.2 TB/s). */
+ * neg over 2^28 1.7 -> 4.1 TB/s, relu(a*b+c) 3.3 -> 4.4), a warp per row for contiguous row reduces
+ * (gpu_row_reduce: sum over 2^28 2.1 -> 4.1 TB/s, softmax 4096x4096 0.17 -> 1.2 TB/s), enough threads to fill the
+ * GPU for reduces with few outputs (a wider small-output GROUPTOP, gpu_group_first, gpu_late_group), flat ids for elementwise
+ * kernels with a narrow inner axis. beautiful_mnist's CNN train step (bench_train on DEV=CUDA, JIT): with the
+ * multi-axis row reduce, the two group steps and the flat ids 197 steps/s against 151 with all four off (same run),
+ * the step's kernel time (JIT=2 DEBUG=2) 8.32 -> 5.06 ms. */
 #include "cg_internal.h"
 #include "opt.h"
 
@@ -337,187 +341,185 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
     int pass = quality[1] > quality[0] ? 1 - turn : turn;
     UOp *cont = pass ? ia : ib, *bcast = pass ? ib : ia; /* cont: the load contiguous along the vector axis */
     int64_t cont_bytes = pass ? bytes_a : bytes_b;
-    {
-      int v = vaxis[pass];
-      if (v < 0) continue;
-      int64_t vs = sh->size[v];
-      bool whole = wholes[pass];
-      int vamt = vamts[pass], split = splits[pass];
-      const int *rows = whole ? row_cands + 1 : row_cands;
-      int nrows = whole ? 3 : 4;
-      int r = -1;
-      /* a convolution vectorized over output channels (weights channel-inner, tensor/reduce.c t_conv2d): the rows are
-       * output pixels along a row, which the input reads through a sliding window (a reduce axis with unit stride
-       * next to them); each row's input is one broadcast load. Measured (2 cores, AVX-512, 64x32x28x28 3x3, GFLOPS
-       * with the pad and weight copies): 2 vectors x 7 pixels 213-220, 2 x 4 pixels 202-210, 4 x 4 188-199, 2
-       * vectors x 4 batch rows (what the matmul rule below picks) 138-151. A row of more than 8 pixels takes one
-       * vector and up to 16 pixels (same accumulator count, half the weights per tile: 18 KiB stay in L1): later,
-       * the same conv's best times, interleaved A/B, 2 vectors x 7 pixels 5.72 ms (median 6.33), 1 vector x 14
-       * pixels 5.40 (5.88); the CNN step's 24- and 20-pixel convs (12 and 10 pixels) unchanged */
-      int window_rows = 0;
-      bool window = false;
-      RangeArg window_ra = {0};
-      for (int j = 0; j < sh->n && !window; j++)
-        if ((window = is_reduce_type(sh->type[j]) && has_unit_term(bcast, sh->rngs.data[j]))) window_ra = *sh->rngs.data[j]->arg.range;
-      static const int window_cands[] = {16, 14, 12, 10, 8, 7, 6, 5, 4};
-      /* the rows may step by 2 input pixels (a conv with stride 2, or one fused with the 2x2 max-pool after it in
-       * eval mode, where the BatchNorm folds into it): the window still shares most loads between rows. Measured (2
-       * cores, AVX-512, beautiful_mnist's eval conv2 + relu + BatchNorm + pool, 500 images, vector accumulators):
-       * 2 vectors x 4 batch rows 42.3-42.7 ms, one vector x 10 pooled pixels 32.9-33.5 */
-      for (int k = 0; k < sh->n && window && r < 0; k++) {
-        int64_t step = term_coef(bcast, sh->rngs.data[k]);
-        if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && (step == 1 || step == 2) &&
-            (window_rows = largest_divisor(sh->size[k], window_cands, (int)TG_ARRAY_LEN(window_cands))))
-          r = k;
-      }
-      for (int k = 0; k < sh->n && r < 0; k++)
-        if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k] &&
-            largest_divisor(sh->size[k], rows, nrows))
-          r = k;
-      RangeArg vec_ra = *sh->rngs.data[v]->arg.range;
-      if (split && !try_opt(s, OPT_UPCAST, v, split)) return false;
-      if (!try_opt(s, OPT_UPCAST, v, vamt)) return false;
-      int unroll = 4;
-      /* A reduce both loads read with unit stride (a conv weight gradient: the output rows x) is unrolled whole (up to
-       * two registers) or by one register: its lanes are vector accumulators (cg_expand), one per register-sized
-       * chunk, added up after the loop. The rows are then cut so the accumulators fit the registers (24).
-       * Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient split into 128 partials, 20 output
-       * columns): kx 5 x 4 rows with x unrolled by 4 (4-lane accumulators) 106-113 ms, kx 5 x 2 rows x 20 (16 + 4
-       * lanes) 76-81 ms. */
-      int last_red = last_unrollable(sh), red_chunks = 0;
-      if (last_red >= 0 && has_unit_term(cont, sh->rngs.data[last_red]) && has_unit_term(bcast, sh->rngs.data[last_red])) {
-        int64_t rs = sh->size[last_red];
-        if (rs <= 2 * w)
-          for (int64_t left = rs, c = w; left > 0; c /= 2)
-            while (c <= left && c >= 1) left -= c, red_chunks++;
-        else if (rs % w == 0)
-          red_chunks = 1;
-      }
-      if (r >= 0) {
-        int ramt = window_rows ? window_rows : largest_divisor(sh->size[r], rows, nrows);
-        if (red_chunks) {
-          int64_t lanes = whole ? vs : vamt;
-          ramt = 1;
-          for (int k = 0; k < nrows; k++)
-            if (rows[k] > 1 && sh->size[r] % rows[k] == 0 && lanes * rows[k] * red_chunks <= 24) {
-              ramt = rows[k];
-              break;
-            }
-        }
-        /* rows the other load reads contiguously (A^T @ B: a weight gradient dH^T @ x) come in as one vector load,
-         * not a scalar broadcast each, so 16 of them cost no more loads than 8: measured (2 cores, AVX-512) on
-         * (512x128)^T @ (512x784), the MLP's first weight gradient, 8 rows 109-136 GFLOPS, 16 rows 147-159; a plain
-         * 512 matmul (rows strided in A) stays best at 8 (257 vs 225 GFLOPS) */
-        bool contiguous_rows = has_unit_term(bcast, sh->rngs.data[r]);
-        int p = panel_axis(sh, cont, bcast, v, r);
-        RangeArg row_ra = *sh->rngs.data[r]->arg.range, second_ra = p >= 0 ? *sh->rngs.data[p]->arg.range : vec_ra;
-        /* rows broadcast from A one scalar at a time: two vectors x 4 rows (8 accumulators, 6 loads per 8 FMAs)
-         * beat one vector x 8 rows (9 loads per 8 FMAs), with the reduce unrolled by 8. Measured (2 cores, AVX-512,
-         * float32, GFLOPS, 8x16 unroll 4 -> 4x32 unroll 8): 512^3 214-246 -> 262-279, 1024^3 (B in panels)
-         * 253-263 -> 296-313, 2048^3 247-263 -> 302-309; 256^3 about even (146-175 / 141-183).
-         * With vector accumulators (cg_expand: each a register the compiler keeps) two vectors x 8 rows go further:
-         * 16 accumulators cover the FMA latency on both units with room to spare (8 only just do), 10 loads per 16
-         * FMAs. Measured (same machine, GFLOPS, 4 -> 8 rows, unroll 8): 256^3 156-210 -> 208-210, 512^3 233-267 ->
-         * 287-317, 1024^3 283-303 -> 338-348, 2048^3 308-314 -> 332-339, 16 x 256^3 291-301 -> 322-347. */
-        /* The wide tile takes contiguous rows as well (they are then broadcast one by one too; not a conv's: those
-         * read through a window, tiled above), and 8 down to 4 rows, the largest that divides (10 classes: 5).
-         * Measured (one thread, (512x128)^T @ (512x784), vector along 128): 2 vectors x 8 rows 440-461 us, 1 vector
-         * x 16 rows 505-518, 2 x 7 466-470, 4 x 4 455-466. */
-        static const int wide_cands[] = {8, 7, 6, 5, 4};
-        int wide_rows = largest_divisor(sh->size[r], wide_cands, (int)TG_ARRAY_LEN(wide_cands));
-        int64_t b_bytes = (last_red >= 0 ? sh->size[last_red] : 1) * vs * itemsize; /* one K x N matrix of B */
-        bool wide = !whole && vamt == w && wide_rows && (!contiguous_rows || !window) &&
-                    (p >= 0 ? sh->size[p] % 2 == 0 : b_bytes <= ((int64_t)2 << 20) && (vs / w) % 2 == 0);
-        bool window_wide = window_rows && window_rows <= 8 && !whole && vamt == w && (vs / w) % 2 == 0;
-        shape_load(s, sh);
-        if (window_wide) {
-          int si = axis_of(sh, &vec_ra);
-          if (si >= 0) try_opt(s, OPT_UPCAST, si, 2);
-          shape_load(s, sh);
-        }
-        if (wide) {
-          int si = axis_of(sh, &second_ra);
-          wide = si >= 0 && try_opt(s, OPT_UPCAST, si, 2);
-          if (wide) ramt = wide_rows, unroll = 8, shape_load(s, sh);
-        }
-        int ri = axis_of(sh, &row_ra);
-        if (ri >= 0 && ramt > 1) try_opt(s, OPT_UPCAST, ri, ramt);
-        if (p >= 0) {
-          /* B in panels (schedule/earliest.c pack_matmul_operand): the panel loop outside the row loop, so one panel
-           * (K cache lines, in L1/L2) serves every row tile before the next one is read. Measured (2 cores,
-           * 1024^3 float32, 8x16 tiles, packing kernel included): rows outside 142-156 GFLOPS, panels outside 202 */
-          shape_load(s, sh);
-          int pi = axis_of(sh, &second_ra);
-          ri = axis_of(sh, &row_ra);
-          if (ri >= 0 && pi >= 0 && ri < pi && try_opt(s, OPT_SWAP, ri, pi)) {
-            /* and the panels in blocks of 4 (LOOP: outer blocks, rows, the 4 panels inside): a row tile of A is read
-             * once from L2 for 4 panels, not for each. Measured (2 cores, 1024^3, the 4x32 kernel edited by hand):
-             * 269-294 GFLOPS as is, blocks of 2 277-295, 4 303-315, 8 292-311. After the swap the panel axis
-             * carries the rows' range id. */
-            shape_load(s, sh);
-            int pb = axis_of(sh, &row_ra);
-            if (pb >= 0 && sh->size[pb] % 4 == 0 && sh->size[pb] >= 8) try_opt(s, OPT_LOOP, pb, 4);
-          }
-        } else if (!wide && ramt == 8 && sh->size[r] % 16 == 0 && (cont_bytes > ((int64_t)2 << 20) || contiguous_rows)) {
-          /* a big B (the contiguous load) no longer stays in L2 between row tiles (its rows are a power-of-two
-           * stride apart, so the tile's lines alias in the cache): twice the rows halves how often it is streamed.
-           * Measured (2 cores, float32, before B went into panels): N=1024 8 rows 50 GFLOPS, 16 rows 81-92; N=2048
-           * 49 -> 58; N=512 (1 MiB B) 8 rows stays best (228 vs 133). */
-          shape_load(s, sh);
-          ri = axis_of(sh, &row_ra);
-          if (ri >= 0) try_opt(s, OPT_UPCAST, ri, 2);
-          if (contiguous_rows) {
-            /* A^T @ B, rows read as vectors: the loop over the bigger operand's blocks goes outermost, so each block
-             * of it is read once per thread (and serves every tile of the other, which stays in L2). The MLP's first
-             * weight gradient (512x128)^T @ (512x784) reads the input batch the host just wrote: measured (2 cores,
-             * AVX-512, a new input each run) 0.65-0.71 ms with the 128-side loop outside, 0.53-0.58 with the
-             * 784-side one (the THREAD split then takes the other axis, the first one it divides) */
-            int64_t row_bytes = pass ? bytes_b : bytes_a;
-            shape_load(s, sh);
-            ri = axis_of(sh, &row_ra);
-            int vi = axis_of(sh, &vec_ra);
-            int outer = row_bytes > cont_bytes ? ri : vi, inner = row_bytes > cont_bytes ? vi : ri;
-            if (outer >= 0 && inner >= 0 && inner < outer) try_opt(s, OPT_SWAP, inner, outer);
-          }
-        }
-      }
-      shape_load(s, sh);
-      /* the window (kx) of a conv tiled by window rows is unrolled whole: each input pixel loaded serves every kx
-       * that reads it, not one. Measured (2 cores, AVX-512, 64x32x28x28 3x3, the conv kernel alone, 2 vectors x 7
-       * pixels): kx as a loop 5.8-6.2 ms, unrolled 5.3-5.8 (ky unrolled as well 7.9-9.3) */
-      int wi = window_rows ? axis_of(sh, &window_ra) : -1;
-      if (wi >= 0 && is_unrollable(sh, wi) && sh->size[wi] <= 8) {
-        int nth = 0;
-        for (int i = 0; i < wi; i++) nth += is_unrollable(sh, i);
-        try_opt(s, OPT_UNROLL, nth, 0);
-        return true;
-      }
-      /* a long window (a conv weight gradient: the window is the reduced output row, the rows are kx) leaves few
-       * accumulators: an output axis the vector load does not read (input channels) is upcast by 2 as well, so each
-       * vector loaded serves twice the FMAs. Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient,
-       * 2 vectors x 5 kx): 42.9-50.1 -> 39.0-47.6 ms alone, 49.9-54.5 -> 47.0-50.6 ms in the training step */
-      if (wi >= 0) {
-        int64_t lanes = upcast_size(sh); /* nothing is unrolled yet: the upcast lanes */
-        for (int k = 0; k < sh->n && 2 * lanes <= 24 * (int64_t)w; k++)
-          if (is_upcastable(sh, k) && !is_reduce_type(sh->type[k]) && sh->size[k] % 2 == 0 && sh->size[k] >= 4 &&
-              !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k]) {
-            try_opt(s, OPT_UPCAST, k, 2);
-            shape_load(s, sh);
+    int v = vaxis[pass];
+    if (v < 0) continue;
+    int64_t vs = sh->size[v];
+    bool whole = wholes[pass];
+    int vamt = vamts[pass], split = splits[pass];
+    const int *rows = whole ? row_cands + 1 : row_cands;
+    int nrows = whole ? 3 : 4;
+    int r = -1;
+    /* a convolution vectorized over output channels (weights channel-inner, tensor/reduce.c t_conv2d): the rows are
+     * output pixels along a row, which the input reads through a sliding window (a reduce axis with unit stride
+     * next to them); each row's input is one broadcast load. Measured (2 cores, AVX-512, 64x32x28x28 3x3, GFLOPS
+     * with the pad and weight copies): 2 vectors x 7 pixels 213-220, 2 x 4 pixels 202-210, 4 x 4 188-199, 2
+     * vectors x 4 batch rows (what the matmul rule below picks) 138-151. A row of more than 8 pixels takes one
+     * vector and up to 16 pixels (same accumulator count, half the weights per tile: 18 KiB stay in L1): later,
+     * the same conv's best times, interleaved A/B, 2 vectors x 7 pixels 5.72 ms (median 6.33), 1 vector x 14
+     * pixels 5.40 (5.88); the CNN step's 24- and 20-pixel convs (12 and 10 pixels) unchanged */
+    int window_rows = 0;
+    bool window = false;
+    RangeArg window_ra = {0};
+    for (int j = 0; j < sh->n && !window; j++)
+      if ((window = is_reduce_type(sh->type[j]) && has_unit_term(bcast, sh->rngs.data[j]))) window_ra = *sh->rngs.data[j]->arg.range;
+    static const int window_cands[] = {16, 14, 12, 10, 8, 7, 6, 5, 4};
+    /* the rows may step by 2 input pixels (a conv with stride 2, or one fused with the 2x2 max-pool after it in
+     * eval mode, where the BatchNorm folds into it): the window still shares most loads between rows. Measured (2
+     * cores, AVX-512, beautiful_mnist's eval conv2 + relu + BatchNorm + pool, 500 images, vector accumulators):
+     * 2 vectors x 4 batch rows 42.3-42.7 ms, one vector x 10 pooled pixels 32.9-33.5 */
+    for (int k = 0; k < sh->n && window && r < 0; k++) {
+      int64_t step = term_coef(bcast, sh->rngs.data[k]);
+      if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && (step == 1 || step == 2) &&
+          (window_rows = largest_divisor(sh->size[k], window_cands, (int)TG_ARRAY_LEN(window_cands))))
+        r = k;
+    }
+    for (int k = 0; k < sh->n && r < 0; k++)
+      if (k != v && is_upcastable(sh, k) && !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k] &&
+          largest_divisor(sh->size[k], rows, nrows))
+        r = k;
+    RangeArg vec_ra = *sh->rngs.data[v]->arg.range;
+    if (split && !try_opt(s, OPT_UPCAST, v, split)) return false;
+    if (!try_opt(s, OPT_UPCAST, v, vamt)) return false;
+    int unroll = 4;
+    /* A reduce both loads read with unit stride (a conv weight gradient: the output rows x) is unrolled whole (up to
+     * two registers) or by one register: its lanes are vector accumulators (cg_expand), one per register-sized
+     * chunk, added up after the loop. The rows are then cut so the accumulators fit the registers (24).
+     * Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient split into 128 partials, 20 output
+     * columns): kx 5 x 4 rows with x unrolled by 4 (4-lane accumulators) 106-113 ms, kx 5 x 2 rows x 20 (16 + 4
+     * lanes) 76-81 ms. */
+    int last_red = last_unrollable(sh), red_chunks = 0;
+    if (last_red >= 0 && has_unit_term(cont, sh->rngs.data[last_red]) && has_unit_term(bcast, sh->rngs.data[last_red])) {
+      int64_t rs = sh->size[last_red];
+      if (rs <= 2 * w)
+        for (int64_t left = rs, c = w; left > 0; c /= 2)
+          while (c <= left && c >= 1) left -= c, red_chunks++;
+      else if (rs % w == 0)
+        red_chunks = 1;
+    }
+    if (r >= 0) {
+      int ramt = window_rows ? window_rows : largest_divisor(sh->size[r], rows, nrows);
+      if (red_chunks) {
+        int64_t lanes = whole ? vs : vamt;
+        ramt = 1;
+        for (int k = 0; k < nrows; k++)
+          if (rows[k] > 1 && sh->size[r] % rows[k] == 0 && lanes * rows[k] * red_chunks <= 24) {
+            ramt = rows[k];
             break;
           }
       }
-      int last = last_unrollable(sh);
-      /* unroll a long reduce by 4 (8 with the wide tile); a small one (a conv window) is left as a loop: unrolling
-       * kx = 3 measured slower */
-      if (red_chunks && last >= 0) {
-        try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, sh->size[last] <= 2 * w ? 0 : w);
-        return true;
+      /* rows the other load reads contiguously (A^T @ B: a weight gradient dH^T @ x) come in as one vector load,
+       * not a scalar broadcast each, so 16 of them cost no more loads than 8: measured (2 cores, AVX-512) on
+       * (512x128)^T @ (512x784), the MLP's first weight gradient, 8 rows 109-136 GFLOPS, 16 rows 147-159; a plain
+       * 512 matmul (rows strided in A) stays best at 8 (257 vs 225 GFLOPS) */
+      bool contiguous_rows = has_unit_term(bcast, sh->rngs.data[r]);
+      int p = panel_axis(sh, cont, bcast, v, r);
+      RangeArg row_ra = *sh->rngs.data[r]->arg.range, second_ra = p >= 0 ? *sh->rngs.data[p]->arg.range : vec_ra;
+      /* rows broadcast from A one scalar at a time: two vectors x 4 rows (8 accumulators, 6 loads per 8 FMAs)
+       * beat one vector x 8 rows (9 loads per 8 FMAs), with the reduce unrolled by 8. Measured (2 cores, AVX-512,
+       * float32, GFLOPS, 8x16 unroll 4 -> 4x32 unroll 8): 512^3 214-246 -> 262-279, 1024^3 (B in panels)
+       * 253-263 -> 296-313, 2048^3 247-263 -> 302-309; 256^3 about even (146-175 / 141-183).
+       * With vector accumulators (cg_expand: each a register the compiler keeps) two vectors x 8 rows go further:
+       * 16 accumulators cover the FMA latency on both units with room to spare (8 only just do), 10 loads per 16
+       * FMAs. Measured (same machine, GFLOPS, 4 -> 8 rows, unroll 8): 256^3 156-210 -> 208-210, 512^3 233-267 ->
+       * 287-317, 1024^3 283-303 -> 338-348, 2048^3 308-314 -> 332-339, 16 x 256^3 291-301 -> 322-347. */
+      /* The wide tile takes contiguous rows as well (they are then broadcast one by one too; not a conv's: those
+       * read through a window, tiled above), and 8 down to 4 rows, the largest that divides (10 classes: 5).
+       * Measured (one thread, (512x128)^T @ (512x784), vector along 128): 2 vectors x 8 rows 440-461 us, 1 vector
+       * x 16 rows 505-518, 2 x 7 466-470, 4 x 4 455-466. */
+      static const int wide_cands[] = {8, 7, 6, 5, 4};
+      int wide_rows = largest_divisor(sh->size[r], wide_cands, (int)TG_ARRAY_LEN(wide_cands));
+      int64_t b_bytes = (last_red >= 0 ? sh->size[last_red] : 1) * vs * itemsize; /* one K x N matrix of B */
+      bool wide = !whole && vamt == w && wide_rows && (!contiguous_rows || !window) &&
+                  (p >= 0 ? sh->size[p] % 2 == 0 : b_bytes <= ((int64_t)2 << 20) && (vs / w) % 2 == 0);
+      bool window_wide = window_rows && window_rows <= 8 && !whole && vamt == w && (vs / w) % 2 == 0;
+      shape_load(s, sh);
+      if (window_wide) {
+        int si = axis_of(sh, &vec_ra);
+        if (si >= 0) try_opt(s, OPT_UPCAST, si, 2);
+        shape_load(s, sh);
       }
-      if (last >= 0 && sh->size[last] % unroll) unroll = 4;
-      if (last >= 0 && sh->size[last] > 4 && sh->size[last] % unroll == 0)
-        try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, unroll);
+      if (wide) {
+        int si = axis_of(sh, &second_ra);
+        wide = si >= 0 && try_opt(s, OPT_UPCAST, si, 2);
+        if (wide) ramt = wide_rows, unroll = 8, shape_load(s, sh);
+      }
+      int ri = axis_of(sh, &row_ra);
+      if (ri >= 0 && ramt > 1) try_opt(s, OPT_UPCAST, ri, ramt);
+      if (p >= 0) {
+        /* B in panels (schedule/earliest.c pack_matmul_operand): the panel loop outside the row loop, so one panel
+         * (K cache lines, in L1/L2) serves every row tile before the next one is read. Measured (2 cores,
+         * 1024^3 float32, 8x16 tiles, packing kernel included): rows outside 142-156 GFLOPS, panels outside 202 */
+        shape_load(s, sh);
+        int pi = axis_of(sh, &second_ra);
+        ri = axis_of(sh, &row_ra);
+        if (ri >= 0 && pi >= 0 && ri < pi && try_opt(s, OPT_SWAP, ri, pi)) {
+          /* and the panels in blocks of 4 (LOOP: outer blocks, rows, the 4 panels inside): a row tile of A is read
+           * once from L2 for 4 panels, not for each. Measured (2 cores, 1024^3, the 4x32 kernel edited by hand):
+           * 269-294 GFLOPS as is, blocks of 2 277-295, 4 303-315, 8 292-311. After the swap the panel axis
+           * carries the rows' range id. */
+          shape_load(s, sh);
+          int pb = axis_of(sh, &row_ra);
+          if (pb >= 0 && sh->size[pb] % 4 == 0 && sh->size[pb] >= 8) try_opt(s, OPT_LOOP, pb, 4);
+        }
+      } else if (!wide && ramt == 8 && sh->size[r] % 16 == 0 && (cont_bytes > ((int64_t)2 << 20) || contiguous_rows)) {
+        /* a big B (the contiguous load) no longer stays in L2 between row tiles (its rows are a power-of-two
+         * stride apart, so the tile's lines alias in the cache): twice the rows halves how often it is streamed.
+         * Measured (2 cores, float32, before B went into panels): N=1024 8 rows 50 GFLOPS, 16 rows 81-92; N=2048
+         * 49 -> 58; N=512 (1 MiB B) 8 rows stays best (228 vs 133). */
+        shape_load(s, sh);
+        ri = axis_of(sh, &row_ra);
+        if (ri >= 0) try_opt(s, OPT_UPCAST, ri, 2);
+        if (contiguous_rows) {
+          /* A^T @ B, rows read as vectors: the loop over the bigger operand's blocks goes outermost, so each block
+           * of it is read once per thread (and serves every tile of the other, which stays in L2). The MLP's first
+           * weight gradient (512x128)^T @ (512x784) reads the input batch the host just wrote: measured (2 cores,
+           * AVX-512, a new input each run) 0.65-0.71 ms with the 128-side loop outside, 0.53-0.58 with the
+           * 784-side one (the THREAD split then takes the other axis, the first one it divides) */
+          int64_t row_bytes = pass ? bytes_b : bytes_a;
+          shape_load(s, sh);
+          ri = axis_of(sh, &row_ra);
+          int vi = axis_of(sh, &vec_ra);
+          int outer = row_bytes > cont_bytes ? ri : vi, inner = row_bytes > cont_bytes ? vi : ri;
+          if (outer >= 0 && inner >= 0 && inner < outer) try_opt(s, OPT_SWAP, inner, outer);
+        }
+      }
+    }
+    shape_load(s, sh);
+    /* the window (kx) of a conv tiled by window rows is unrolled whole: each input pixel loaded serves every kx
+     * that reads it, not one. Measured (2 cores, AVX-512, 64x32x28x28 3x3, the conv kernel alone, 2 vectors x 7
+     * pixels): kx as a loop 5.8-6.2 ms, unrolled 5.3-5.8 (ky unrolled as well 7.9-9.3) */
+    int wi = window_rows ? axis_of(sh, &window_ra) : -1;
+    if (wi >= 0 && is_unrollable(sh, wi) && sh->size[wi] <= 8) {
+      int nth = 0;
+      for (int i = 0; i < wi; i++) nth += is_unrollable(sh, i);
+      try_opt(s, OPT_UNROLL, nth, 0);
       return true;
     }
+    /* a long window (a conv weight gradient: the window is the reduced output row, the rows are kx) leaves few
+     * accumulators: an output axis the vector load does not read (input channels) is upcast by 2 as well, so each
+     * vector loaded serves twice the FMAs. Measured (2 cores, AVX-512, beautiful_mnist's conv2 weight gradient,
+     * 2 vectors x 5 kx): 42.9-50.1 -> 39.0-47.6 ms alone, 49.9-54.5 -> 47.0-50.6 ms in the training step */
+    if (wi >= 0) {
+      int64_t lanes = upcast_size(sh); /* nothing is unrolled yet: the upcast lanes */
+      for (int k = 0; k < sh->n && 2 * lanes <= 24 * (int64_t)w; k++)
+        if (is_upcastable(sh, k) && !is_reduce_type(sh->type[k]) && sh->size[k] % 2 == 0 && sh->size[k] >= 4 &&
+            !in_slice(cont, sh->rngs.data[k]) && cont != sh->rngs.data[k]) {
+          try_opt(s, OPT_UPCAST, k, 2);
+          shape_load(s, sh);
+          break;
+        }
+    }
+    int last = last_unrollable(sh);
+    /* unroll a long reduce by 4 (8 with the wide tile); a small one (a conv window) is left as a loop: unrolling
+     * kx = 3 measured slower */
+    if (red_chunks && last >= 0) {
+      try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, sh->size[last] <= 2 * w ? 0 : w);
+      return true;
+    }
+    if (last >= 0 && sh->size[last] % unroll) unroll = 4;
+    if (last >= 0 && sh->size[last] > 4 && sh->size[last] % unroll == 0)
+      try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, unroll);
+    return true;
   }
   return false;
 }
@@ -528,10 +530,10 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
  * and the caches alias. With the row loop outermost the reads are sequential. When every access reads the innermost
  * loop with unit stride and a load's largest stride (at least 4 KiB) is on a loop other than the outermost, those two
  * loops are swapped. Measured (2 cores, the 4 MiB panel copy of a 1024x1024 float B): 0.54 -> 0.26 ms (plain C). */
-static void cpu_copy_order(OptScheduler *s, Shape *sh) {
-  if (s->ren->has_local || sh->n < 3) return;
+static bool cpu_copy_order(OptScheduler *s, Shape *sh) {
+  if (s->ren->has_local || sh->n < 3) return false;
   for (int i = 0; i < sh->n; i++)
-    if (sh->type[i] != AXIS_WEAK || !sh->known[i]) return;
+    if (sh->type[i] != AXIS_WEAK || !sh->known[i]) return false;
   UOpVec topo = {0}, stored = {0};
   uop_toposort(s->ast, NULL, NULL, &topo);
   for (size_t i = 0; i < topo.len; i++)
@@ -555,13 +557,53 @@ static void cpu_copy_order(OptScheduler *s, Shape *sh) {
   }
   tg_vec_free(&topo);
   tg_vec_free(&stored);
-  if (!(ok && far > 0 && far_coef > first_coef && far_coef * itemsize >= 4096) || !try_opt(s, OPT_SWAP, 0, far)) return;
+  if (!(ok && far > 0 && far_coef > first_coef && far_coef * itemsize >= 4096) || !try_opt(s, OPT_SWAP, 0, far))
+    return false;
   /* and 16 of those rows per step (upcast): each panel then gets 16 consecutive rows, one contiguous run of lines,
    * where one row's step writes a line into every panel (pages apart). Measured (2 cores, AVX-512, the panel copies
    * of matmul_1024 / matmul_2048, min-median us): swapped 190-310 / 1650-2250, 16 rows 137-230 / 1260-1470 (8 rows
    * 1350-1610 on 2048) */
   shape_load(s, sh);
   if (sh->size[0] % 16 == 0 && sh->size[0] >= 32) try_opt(s, OPT_UPCAST, 0, 16);
+  return true;
+}
+
+/* ---- CPU adaptation: a transposing copy in small tiles ----
+ * An elementwise kernel whose store is contiguous along one axis while a load reads that axis a cache line or more
+ * apart and is contiguous along another (a transpose: W^T of a Linear layer made contiguous for the matmul tiles)
+ * walks one of the two with a stride of a line per element. A tile of 4 store lanes x 8 load lanes reads 4 rows of
+ * 8 and writes 8 rows of 4, each a vector. Measured (2 cores, AVX-512, the MLP's 128x784 float32 W1 -> 784x128,
+ * us min of 150): plain loops 24, tiles 4x4 9.0-9.9, 4x8 9.5-10.5, 8x8 12.0-12.3, 8x16 9.4-11.9, 16x16 16.7-22. */
+static bool cpu_transpose_tile(OptScheduler *s, Shape *sh) {
+  if (s->ren->has_local || s->ren->vector_bytes <= 0) return false;
+  UOpVec topo = {0}, stored = {0};
+  uop_toposort(s->ast, NULL, NULL, &topo);
+  for (size_t i = 0; i < topo.len; i++)
+    if (topo.data[i]->op == TG_OP_STORE) tg_vec_push(&stored, topo.data[i]->src[0]);
+  int st = -1, ld = -1;
+  UOp *store_idx = stored.len == 1 && stored.data[0]->op == TG_OP_INDEX && stored.data[0]->nsrc >= 2
+                       ? ungated_index(stored.data[0]) : NULL;
+  for (int a = sh->n - 1; a >= 0 && store_idx && st < 0; a--)
+    if (is_upcastable(sh, a) && sh->size[a] % 4 == 0 && has_unit_term(store_idx, sh->rngs.data[a])) st = a;
+  for (size_t i = 0; i < topo.len && st >= 0 && ld < 0; i++) {
+    UOp *u = topo.data[i];
+    if (u->op != TG_OP_INDEX || u->nsrc < 2 || cg_vec_has(&stored, u)) continue;
+    UOp *idx = ungated_index(u);
+    if (term_coef(idx, sh->rngs.data[st]) < 16) continue;
+    for (int a = sh->n - 1; a >= 0 && ld < 0; a--)
+      if (a != st && is_upcastable(sh, a) && sh->size[a] % 4 == 0 && has_unit_term(idx, sh->rngs.data[a]) &&
+          term_coef(store_idx, sh->rngs.data[a]) >= 16)
+        ld = a;
+  }
+  tg_vec_free(&topo);
+  tg_vec_free(&stored);
+  if (ld < 0) return false;
+  RangeArg ld_ra = *sh->rngs.data[ld]->arg.range;
+  if (!try_opt(s, OPT_UPCAST, st, 4)) return false;
+  shape_load(s, sh);
+  int li = axis_of(sh, &ld_ra);
+  if (li >= 0) try_opt(s, OPT_UPCAST, li, sh->size[li] % 8 == 0 ? 8 : 4);
+  return true;
 }
 
 /* ---- CPU adaptation: reductions along a contiguous axis ----
@@ -744,20 +786,29 @@ static bool gpu_matvec(OptScheduler *s, Shape *sh) {
   return false;
 }
 
-/* GPU row reduce (not tinygrad's): one REDUCE axis of at least 512 that every load it indexes reads contiguously (a
- * row sum, softmax's max and sum, the first stage of a split sum), with an output too big for the small-output
- * GROUPTOP. tinygrad upcasts 4 rows per thread and unrolls the row by 4: one thread walks 4 rows alone, so softmax
- * 4096x4096 runs on 1024 threads in all (0.085x torch here) and the split sum's lanes read 16 KiB apart. Here a warp
- * reduces a row: UNROLL 4 (a float4 per lane), then GROUP 32 on the rest of the row (lane g reads elements
- * (k*32 + g)*4 .. +3: one 512-byte line per warp and step), the 32 partials summed through shared memory; and
- * LOCAL 4 rows per block (128 threads). Applied on a copy: all or nothing. */
+/* GPU row reduce (not tinygrad's): a kernel whose last reduce axis every load it indexes reads contiguously (a row
+ * sum, softmax's max and sum, the first stage of a split sum, BatchNorm's per-channel sums over (n, h*w)), with an
+ * output too big for the small-output GROUPTOP. tinygrad upcasts 4 rows per thread and unrolls the row by 4: one
+ * thread walks 4 rows alone, so softmax 4096x4096 runs on 1024 threads in all (0.085x torch here) and the split sum's
+ * lanes read 16 KiB apart. Here a warp (or half of one) reduces a row: UNROLL u (a float4 per lane for u = 4), then
+ * GROUP g on the rest of the row (lane l reads elements (k*g + l)*u .. +u-1: neighbouring lanes, neighbouring
+ * bytes), the g partials summed through shared memory; and LOCAL 4 rows per block. (u, g) is the first of (4, 32),
+ * (2, 32), (1, 32), (4, 16), (2, 16), (1, 16) whose product divides the row (a row of 400 = 20x20: GROUP 16; the
+ * BatchNorm statistics of the CNN step, [32, 256, r2, r400], ran on 512 threads in all). Other reduce axes (r2 there)
+ * stay loops of every lane. GPU_ROW_REDUCE=0 turns it off. Applied on a copy: all or nothing. */
 static bool gpu_row_reduce(OptScheduler *s, Shape *sh) {
-  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0)) return false;
+  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_ROW_REDUCE", 1))
+    return false;
   shape_load(s, sh);
-  if (unrollable_count(sh) != 1 || count_type(sh, AXIS_UPCAST, AXIS_UNROLL) || upcastable_output_prod(sh) <= 2048)
+  if (!unrollable_count(sh) || count_type(sh, AXIS_UPCAST, AXIS_UNROLL) || upcastable_output_prod(sh) <= 2048)
     return false;
   int r = last_unrollable(sh);
-  if (r < 0 || sh->type[r] != AXIS_REDUCE || sh->size[r] < 512 || sh->size[r] % 128) return false;
+  if (r < 0 || sh->type[r] != AXIS_REDUCE || !sh->known[r] || sh->size[r] < 128) return false;
+  static const int splits[][2] = {{4, 32}, {2, 32}, {1, 32}, {4, 16}, {2, 16}, {1, 16}};
+  int u = 0, g = 0;
+  for (size_t i = 0; i < TG_ARRAY_LEN(splits) && !g; i++)
+    if (sh->size[r] % (splits[i][0] * splits[i][1]) == 0) u = splits[i][0], g = splits[i][1];
+  if (!g) return false;
   UOp *rng = sh->rngs.data[r];
   UOpVec idxs = {0};
   buffer_indexes(s->ast, &idxs);
@@ -769,9 +820,11 @@ static bool gpu_row_reduce(OptScheduler *s, Shape *sh) {
   }
   tg_vec_free(&idxs);
   if (!any || !contiguous) return false;
+  int nred = 0; /* the row's index among the REDUCE axes (GROUP's axis) */
+  for (int i = 0; i < r; i++) nred += sh->type[i] == AXIS_REDUCE;
   OptScheduler t;
   opt_sched_copy(&t, s);
-  bool ok = try_opt(&t, OPT_UNROLL, 0, 4) && try_opt(&t, OPT_GROUP, 0, 32);
+  bool ok = (u == 1 || try_opt(&t, OPT_UNROLL, unrollable_count(sh) - 1, u)) && try_opt(&t, OPT_GROUP, nred, g);
   if (ok) { /* 4 rows (or 2) per block, on the last output axis that takes it */
     Shape tsh;
     memset(&tsh, 0, sizeof tsh);
@@ -790,6 +843,90 @@ static bool gpu_row_reduce(OptScheduler *s, Shape *sh) {
   }
   tg_clear_error();
   return ok;
+}
+
+/* GPU group first (not tinygrad's): an output of 2K-64K elements each summing 2048 or more (a conv's weight gradient,
+ * [64, 64, 3, 3, r512, r6, r6] in the CNN step) is split over a group before any upcast: LOCAL 32 (or the largest of
+ * 16 ... 2 that divides it) on the first output axis, GROUP 16 on the largest reduce axis, one greedy upcast of a
+ * global axis (one some buffer broadcasts over, by 3 or 4), and nothing more. These are the opts BEAM=2 found for
+ * that kernel on the H200 (LOCAL 32, GROUP 16, UPCAST kw): 88 us where upcasts then gpu_late_group took 803 us.
+ * GPU_GROUP_FIRST=0 turns it off. Applied on a copy: all or nothing. */
+static bool gpu_group_first(OptScheduler *s, Shape *sh) {
+  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_GROUP_FIRST", 1))
+    return false;
+  shape_load(s, sh);
+  int64_t out = upcastable_output_prod(sh), red = 1;
+  int best = -1, best_k = -1, k = 0, first_out = -1;
+  for (int i = 0; i < sh->n; i++) {
+    if (sh->type[i] == AXIS_REDUCE) {
+      red *= sh->size[i];
+      if (sh->known[i] && sh->size[i] % 16 == 0 && (best < 0 || sh->size[i] > sh->size[best])) best = i, best_k = k;
+      k++;
+    } else if (first_out < 0 && is_upcastable(sh, i) && (sh->type[i] == AXIS_GLOBAL || sh->type[i] == AXIS_WEAK)) {
+      first_out = i;
+    }
+  }
+  if (best < 0 || first_out < 0 || out <= 2048 || out > 65536 || red < 2048 || count_type(sh, AXIS_UPCAST, AXIS_UNROLL))
+    return false;
+  OptScheduler t;
+  opt_sched_copy(&t, s);
+  static const int locs[] = {32, 16, 8, 4, 2};
+  for (size_t i = 0; i < TG_ARRAY_LEN(locs); i++)
+    if (sh->size[first_out] % locs[i] == 0 && try_opt(&t, OPT_LOCAL, first_out, locs[i])) break;
+  bool ok = try_opt(&t, OPT_GROUP, best_k, 16);
+  if (ok) {
+    Shape tsh;
+    memset(&tsh, 0, sizeof tsh);
+    shape_load(&t, &tsh);
+    bool upcasted[64] = {0}; /* the block's own axes keep their threads (BEAM's 512-thread block) */
+    for (int i = 0; i < tsh.n; i++) upcasted[i] = tsh.type[i] == AXIS_LOCAL;
+    greedy_upcast_step(&t, &tsh, upcasted);
+    tg_vec_free(&tsh.rngs);
+    opt_sched_free(s);
+    *s = t;
+  } else {
+    opt_sched_free(&t);
+  }
+  tg_clear_error();
+  return ok;
+}
+
+/* GPU late group (not tinygrad's): a reduce kernel whose threads after the upcasts and locals cannot fill the GPU
+ * (fewer than 16384; the H200 keeps 2048 per SM on 132 SMs) splits its largest reduce axis over a group of threads
+ * too: GROUP when every load reads that axis contiguously (neighbouring lanes, neighbouring bytes), else GROUPTOP,
+ * by the largest of 32, 16, 8, 4, 2 that divides it, keeps the block within 1024 threads and the partials within
+ * shared memory (opt_apply checks). The CNN step's conv weight gradient [64, 64, 3, 3, r512, r6, r6] ran on 3072
+ * threads of 12 accumulators each. GPU_LATE_GROUP=0 turns it off. */
+static void gpu_late_group(OptScheduler *s, Shape *sh) {
+  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_LATE_GROUP", 1))
+    return;
+  shape_load(s, sh);
+  if (count_type(sh, AXIS_GROUP_REDUCE, AXIS_GROUP_REDUCE) || s->dont_use_locals) return;
+  int64_t threads = 1, block = 1;
+  int best = -1, best_k = -1, k = 0;
+  for (int i = 0; i < sh->n; i++) {
+    AxisType t = sh->type[i];
+    if (t == AXIS_GLOBAL || t == AXIS_LOCAL || t == AXIS_WARP) threads *= sh->size[i];
+    if (t == AXIS_LOCAL || t == AXIS_WARP) block *= sh->size[i];
+    if (t == AXIS_REDUCE) {
+      if (sh->known[i] && sh->size[i] > 1 && (best < 0 || sh->size[i] > sh->size[best])) best = i, best_k = k;
+      k++;
+    }
+  }
+  if (best < 0 || threads >= 16384) return;
+  UOp *rng = sh->rngs.data[best];
+  UOpVec idxs = {0};
+  buffer_indexes(s->ast, &idxs);
+  bool contiguous = true;
+  for (size_t i = 0; i < idxs.len && contiguous; i++)
+    if (in_slice(idxs.data[i], rng)) contiguous = has_unit_term(idxs.data[i], rng);
+  tg_vec_free(&idxs);
+  static const int amts[] = {32, 16, 8, 4, 2};
+  for (size_t i = 0; i < TG_ARRAY_LEN(amts); i++)
+    if (sh->size[best] % amts[i] == 0 && block * amts[i] <= 1024 &&
+        try_opt(s, contiguous ? OPT_GROUP : OPT_GROUPTOP, best_k, amts[i]))
+      break;
+  tg_clear_error();
 }
 
 /* tinygrad's local groups (devices with locals): rank the GLOBAL/WEAK axes with a constant size, those some buffer
@@ -842,6 +979,13 @@ static void gpu_locals(OptScheduler *s, Shape *sh) {
         break;
       }
   }
+  /* an elementwise kernel whose first ranked axis takes fewer than 32 threads (a padded 30x30 image: 3) would spread
+   * each warp over rows and planes, every lane on its own cache line (the conv's pad copy ran at 0.38 TB/s): flat ids
+   * instead, consecutive lanes on consecutive elements, the block shape timed by the engine (GPU_EW_FLAT=0: off) */
+  if (elementwise && nto && nrank && to_axis[0] == rank_axis[0] && to_sz[0] < 32 && tg_getenv_int("GPU_EW_FLAT", 1)) {
+    try_opt(s, OPT_NOLOCALS, -1, 0);
+    return;
+  }
   if (nto > 3) nto = 3;
   for (int i = 1; i < nto; i++) /* in axis order */
     for (int j = i; j > 0 && to_axis[j] < to_axis[j - 1]; j--) {
@@ -873,9 +1017,10 @@ static int64_t thread_read_bytes(const OptScheduler *s, const Shape *sh, int axi
     if (topo.data[i]->op == TG_OP_STORE) tg_vec_push(&stored, topo.data[i]->src[0]);
   int64_t total = 0;
   for (size_t i = 0; i < topo.len; i++) {
-    UOp *u = topo.data[i], *buf = u->src[0];
+    UOp *u = topo.data[i];
     int64_t elems;
     if (u->op != TG_OP_INDEX || u->nsrc < 2 || cg_vec_has(&stored, u)) continue;
+    UOp *buf = u->src[0]; /* only an INDEX is known to have sources (ASan: a source-less node's src[0]) */
     if (buf->nsrc < 1 || !uop_ssimplify_int(buf->src[0], &elems)) continue;
     int64_t bytes = elems * TG_MAX(1, buf->dtype->bitsize / 8);
     total += axis >= 0 && in_slice(ungated_index(u), sh->rngs.data[axis]) ? bytes / n : bytes;
@@ -990,10 +1135,19 @@ void opt_hand_coded(OptScheduler *s) {
   if (hand_coded_tc(s)) goto out;
   if (gpu_matvec(s, &sh)) goto out;
 
-  /* grouping a small output needs locals (GROUPTOP fails on devices without them, as in tinygrad) */
-  if (upcastable_output_prod(&sh) <= (tg_getenv_int("NOLOCALS", 0) ? 240 : 2048)) {
-    for (int axis = 0; axis < 3; axis++)
-      if (try_opt(s, OPT_GROUPTOP, axis, 16)) break;
+  /* grouping a small output needs locals (GROUPTOP fails on devices without them, as in tinygrad). tinygrad groups
+   * by 16; on a GPU with shared memory (not tinygrad's) a tiny output gets a wider group, the smallest of 16 ... 256
+   * giving 16384 threads (BatchNorm's statistics over 64 channels of [512, 36]: 1024 threads -> 16384),
+   * GPU_WIDE_GROUPTOP=0 keeps 16 */
+  int64_t out_prod = upcastable_output_prod(&sh);
+  if (out_prod <= (tg_getenv_int("NOLOCALS", 0) ? 240 : 2048)) {
+    int wide = 16;
+    if (s->ren->has_shared && tg_getenv_int("GPU_WIDE_GROUPTOP", 1) && !tg_getenv_int("NOLOCALS", 0))
+      while (wide < 256 && out_prod * wide < 16384) wide *= 2;
+    bool grouped = false;
+    for (int amt = wide; amt >= 16 && !grouped; amt /= 2)
+      for (int axis = 0; axis < 3 && !grouped; axis++) grouped = try_opt(s, OPT_GROUPTOP, axis, amt);
+    tg_clear_error();
   }
   shape_load(s, &sh);
   if (count_type(&sh, AXIS_GROUP_REDUCE, AXIS_GROUP_REDUCE)) goto out;
@@ -1016,7 +1170,7 @@ void opt_hand_coded(OptScheduler *s) {
     for (int i = nup; i-- > 0;) try_opt(s, OPT_UPCAST, to_upcast[i], 0);
   }
 
-  if (gpu_row_reduce(s, &sh)) goto out;
+  if (gpu_row_reduce(s, &sh) || gpu_group_first(s, &sh)) goto out;
   tiled = cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh) || cpu_column_reduce(s, &sh);
   if (tiled) goto threads;
 
@@ -1026,7 +1180,7 @@ void opt_hand_coded(OptScheduler *s) {
    * kernel on 4096x1024 float32: no upcast 2.4 ms, 4 lanes 6.9 ms, 16 lanes 10.7 ms; relu(a*b+c) is memory bound
    * either way) */
   bool cpu_elementwise = !s->ren->has_local && !unrollable_count(&sh) && !count_type(&sh, AXIS_UNROLL, AXIS_UNROLL);
-  if (cpu_elementwise) cpu_copy_order(s, &sh);
+  if (cpu_elementwise && !cpu_copy_order(s, &sh)) cpu_transpose_tile(s, &sh);
   if (!cpu_elementwise) {
     bool upcasted[64] = {0};
     for (;;) {
@@ -1064,6 +1218,7 @@ void opt_hand_coded(OptScheduler *s) {
   }
 
   gpu_locals(s, &sh);
+  gpu_late_group(s, &sh);
 
 threads:
   cpu_batch_outer(s, &sh);

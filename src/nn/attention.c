@@ -174,6 +174,18 @@ static const tg_attention_opts *opts_or_default(const tg_attention_opts *o) {
   return o ? o : &none;
 }
 
+/* softmax over the last axis of the grouped scores sc (B, KVH, G, ..., L) of rank nd, with the sinks: the sink is one
+ * more logit in the denominator, its column dropped */
+static tg_tensor *weights(const tg_tensor *sc, const tg_attention_opts *o, const attn_shape *sh, int nd) {
+  if (!o->sinks) return tg_softmax(sc, -1);
+  int64_t shp[8] = {1, sh->kvh, sh->g, 1, 1, 1, 1, 1};
+  tg_tensor *sk = tg_reshape(tg_cast(o->sinks, sh->acc), shp, (size_t)nd);
+  tg_tensor *m = tg_maximum(tg_max(sc, TG_AXES(-1), true), sk);
+  tg_tensor *e = tg_exp(tg_sub(sc, m));
+  tg_tensor *den = tg_add(tg_sum(e, TG_AXES(-1), true), tg_exp(tg_sub(sk, m)));
+  return tg_div(e, den);
+}
+
 tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, const tg_attention_opts *opts) {
   const tg_attention_opts *o = opts_or_default(opts);
   attn_shape sh;
@@ -195,19 +207,55 @@ tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor 
   }
   /* the scores are stored once: left lazy, every output column of p v would recompute its q k dot products */
   sc = tg_contiguous(sc);
-  tg_tensor *p;
-  if (o->sinks) {
-    /* softmax over the keys and the sink, the sink's column dropped */
-    tg_tensor *sk = tg_reshape(tg_cast(o->sinks, sh.acc), TG_SHAPE(1, sh.kvh, sh.g, 1, 1));
-    tg_tensor *m = tg_maximum(tg_max(sc, TG_AXES(-1), true), sk);
-    tg_tensor *e = tg_exp(tg_sub(sc, m));
-    tg_tensor *den = tg_add(tg_sum(e, TG_AXES(-1), true), tg_exp(tg_sub(sk, m)));
-    p = tg_div(e, den);
-  } else {
-    p = tg_softmax(sc, -1);
-  }
+  tg_tensor *p = weights(sc, o, &sh, 5);
   /* the weights are stored too (each exp once, not once per output column of p v) */
   return nn_finish(s, ungroup(tg_matmul(tg_contiguous(p), vg), &sh));
+}
+
+/* A sliding window with concrete T: query block qb (bq queries) sees only the keys [start + qb*bq - W + 1,
+ * start + (qb+1)*bq - 1], L = bq + W - 1 of them, so each block attends to its own band of keys instead of all S (a
+ * decode step of a sliding layer reads W keys, whatever the cache length). The keys are padded by W - 1 in front, the
+ * span of all bands, [start, start + nqb*bq + W - 1) in padded positions, is cut out (start may be symbolic: the span
+ * is concrete), and cut into the overlapping bands by a pool view. In band coordinates query i of a block sees band
+ * key j iff i <= j <= i + W - 1 (causal and window at once), and the key must exist: 0 <= start - W + 1 + qb*bq + j
+ * < S. The band fits one block, so it is a plain softmax. */
+static tg_tensor *banded(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, const tg_attention_opts *o,
+                         const attn_shape *sh, int64_t bq) {
+  int64_t t = sh->tmax, w = o->window, nqb = (t + bq - 1) / bq, l = bq + w - 1, span = nqb * bq + w - 1;
+  /* padding after the keys: enough for any start <= S (a larger start fails the bound check of the shrink) */
+  int64_t after = nqb * bq;
+  if (!o->start.v && !sh->s.v && o->start.n + nqb * bq - sh->s.n > after) after = o->start.n + nqb * bq - sh->s.n;
+  tg_sint pads[8] = {TG_SI(0), TG_SI(0), TG_SI(0), TG_SI(0), TG_SI(w - 1), TG_SI(after), TG_SI(0), TG_SI(0)};
+  tg_sint cut[8] = {TG_SI(0), TG_SI(sh->b), TG_SI(0), TG_SI(sh->kvh), o->start, TG_SV(o->start.v, o->start.n + span),
+                    TG_SI(0), TG_SI(sh->d)};
+  tg_tensor *kb = tg_shrink_sym(tg_pad_sym(tg_cast(k, sh->acc), pads, 4), cut, 4);   /* (B, KVH, span, D) */
+  cut[7] = TG_SI(sh->dv);
+  tg_tensor *vb = tg_shrink_sym(tg_pad_sym(tg_cast(v, sh->acc), pads, 4), cut, 4);
+  if (nqb > 1) { /* the overlapping bands: (B, KVH, D, span) pooled by L, stride bq -> (B, KVH, nqb, L, D) */
+    kb = tg_permute(tg_pool(tg_transpose(kb, -1, -2), (int64_t[]){l}, 1, (int64_t[]){bq}, NULL), TG_AXES(0, 1, 3, 4, 2));
+    vb = tg_permute(tg_pool(tg_transpose(vb, -1, -2), (int64_t[]){l}, 1, (int64_t[]){bq}, NULL), TG_AXES(0, 1, 3, 4, 2));
+  }
+  kb = tg_reshape(kb, TG_SHAPE(sh->b, sh->kvh, 1, nqb, l, sh->d));
+  vb = tg_reshape(vb, TG_SHAPE(sh->b, sh->kvh, 1, nqb, l, sh->dv));
+  /* queries padded to nqb*bq: (B, KVH, G, nqb, bq, D) */
+  tg_tensor *qg = tg_reshape(tg_cast(q, sh->acc), TG_SHAPE(sh->b, sh->kvh, sh->g, t, sh->d));
+  if (nqb * bq != t) qg = tg_pad(qg, (const int64_t[]){0, 0, 0, 0, 0, 0, 0, nqb * bq - t, 0, 0}, 5, TG_PAD_CONSTANT, 0);
+  qg = tg_reshape(qg, TG_SHAPE(sh->b, sh->kvh, sh->g, nqb, bq, sh->d));
+  tg_tensor *sc = tg_mul(tg_matmul(qg, tg_transpose(kb, -2, -1)), tg_const_float(scale_of(o, sh)));
+  tg_tensor *qi = tg_reshape(tg_arange(0, (double)bq, 1, TG_INT32), TG_SHAPE(1, bq, 1));
+  tg_tensor *kj = tg_reshape(tg_arange(0, (double)l, 1, TG_INT32), TG_SHAPE(1, 1, l));
+  tg_tensor *qb = tg_reshape(tg_arange(0, (double)nqb, 1, TG_INT32), TG_SHAPE(nqb, 1, 1));
+  tg_tensor *kpos = tg_add(tg_add(kj, tg_mul(qb, ci(bq))), tg_sub(sint_tensor(o->start), ci(w - 1)));
+  tg_tensor *ok = tg_bitwise_and(tg_le(qi, kj), tg_le(kj, tg_add(qi, ci(w - 1))));
+  ok = tg_bitwise_and(ok, tg_bitwise_and(tg_ge(kpos, ci(0)), tg_lt(kpos, sint_tensor(sh->s))));
+  sc = tg_where(ok, sc, tg_const_float(-INFINITY));
+  /* the padding queries get finite scores, so no NaN reaches the gradients of k and v through them */
+  if (nqb * bq != t) sc = tg_where(tg_lt(tg_add(tg_mul(qb, ci(bq)), qi), ci(t)), sc, tg_const_float(0));
+  tg_tensor *p = tg_contiguous(weights(tg_contiguous(sc), o, sh, 6));
+  tg_tensor *out = tg_reshape(tg_matmul(p, vb), TG_SHAPE(sh->b, sh->kvh, sh->g, nqb * bq, sh->dv));
+  if (nqb * bq != t)
+    out = tg_shrink(out, (const int64_t[]){0, sh->b, 0, sh->kvh, 0, sh->g, 0, t, 0, sh->dv}, 5);
+  return ungroup(out, sh);
 }
 
 tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
@@ -218,6 +266,12 @@ tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_t
   if (!check_args("tg_flash_attention", q, k, v, o, &sh)) return nn_finish(s, NULL);
   sh.t = sint_of(q, 2), sh.s = sint_of(k, 2);
   int64_t bk = o->block > 0 ? o->block : ATTN_DEFAULT_BLOCK;
+  if (o->window > 0 && !sh.t.v && !o->mask && sh.tmax > 0) {
+    /* a band of keys per block of queries, when the bands hold well under the T x S scores (measured: at half of
+     * them, a 512-token prefill with window 128, the bands were no faster) */
+    int64_t bq = sh.tmax < bk ? sh.tmax : bk, nqb = (sh.tmax + bq - 1) / bq;
+    if (3 * (bq + o->window - 1) * nqb * bq < sh.smax * sh.tmax) return nn_finish(s, banded(q, k, v, o, &sh, bq));
+  }
   if (bk > sh.smax && sh.smax > 0) bk = sh.smax;
   int64_t nb = sh.smax > 0 ? (sh.smax + bk - 1) / bk : 1, sp = nb * bk;
   if (sh.smax == 0) bk = 1;

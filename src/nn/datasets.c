@@ -15,8 +15,10 @@
 
 #include "base/base.h"
 
+/* The longest header we accept: magic, type, ndim and TG_MAX_DIMS sizes (the inflate limit allows for it). */
 #define IDX_MAX_HEADER (4 + 4 * TG_MAX_DIMS)
 
+/* An empty result (dtype TG_VOID): what every failure leaves behind, so tg_idx_free is always safe. */
 static void idx_reset(tg_idx *out) {
   memset(out, 0, sizeof *out);
   out->dtype = TG_VOID;
@@ -28,6 +30,8 @@ void tg_idx_free(tg_idx *idx) {
   idx_reset(idx);
 }
 
+/* gzip by its magic; zlib by its header check (CMF/FLG: deflate, a window of at most 32 KiB, a multiple of 31). An
+ * IDX file starts with 00 00, which neither matches, so plain files are never mistaken for compressed ones. */
 static bool is_compressed(const uint8_t *p, size_t n) {
   if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) return true;                                 /* gzip */
   if (n >= 2 && (p[0] & 0x0f) == 8 && (p[0] >> 4) <= 7 && ((p[0] << 8) | p[1]) % 31 == 0) return true; /* zlib */
@@ -101,6 +105,7 @@ static tg_status inflate_all(const uint8_t *src, size_t n, size_t limit, const c
   return TG_OK;
 }
 
+/* IDX is big-endian throughout (sizes and elements). */
 static uint32_t read_be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
@@ -182,6 +187,7 @@ static tg_status parse_plain(const uint8_t *p, size_t n, size_t max_bytes, const
   return TG_OK;
 }
 
+/* Bytes in memory, plain or compressed; max_bytes bounds the element data (0: TG_IDX_DEFAULT_MAX_BYTES). */
 tg_status tg_idx_parse(const void *bytes, size_t n, size_t max_bytes, tg_idx *out) {
   if (!out) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_idx_parse: out is NULL");
   idx_reset(out);
@@ -255,6 +261,7 @@ tg_status tg_idx_load(const char *path, size_t max_bytes, tg_idx *out) {
   return st;
 }
 
+/* The loaded elements as a tensor of the file's dtype and shape on the default device (a copy: idx may be freed). */
 tg_tensor *tg_idx_tensor(const tg_idx *idx) {
   if (!idx || !idx->data || idx->dtype == TG_VOID) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_idx_tensor: no loaded IDX data");
@@ -265,6 +272,7 @@ tg_tensor *tg_idx_tensor(const tg_idx *idx) {
 
 /* ---------------------------------------------------------------------------------------------------- MNIST */
 
+/* The four files of the MNIST layout (Fashion-MNIST uses the same names), each optionally gzip-compressed. */
 static const char *const mnist_files[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                                             "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
 
@@ -304,6 +312,8 @@ static tg_status check_pair(const tg_idx *img, const tg_idx *lab, const char *di
   return TG_OK;
 }
 
+/* All four files, each pair checked (uint8 images (N, rows, cols) with N uint8 labels below 10) and both splits of
+ * one image size; all or nothing. */
 tg_status tg_mnist_load(const char *dir, tg_mnist *out) {
   if (!out) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_mnist_load: out is NULL");
   memset(out, 0, sizeof *out);
@@ -322,6 +332,7 @@ tg_status tg_mnist_load(const char *dir, tg_mnist *out) {
   return st;
 }
 
+/* Whether every file is present (compressed or not), without reading them: lets a demo or a test skip cleanly. */
 bool tg_mnist_dir_complete(const char *dir) {
   if (!dir) return false;
   for (int i = 0; i < 4; i++) {

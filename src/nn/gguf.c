@@ -49,6 +49,8 @@ static void map_unref(void *ctx) {
 
 /* ------------------------------------------------------------------------------------------------- the handle */
 
+/* The parsed header. Keys, values and tensor infos are heap copies made while parsing (lookups never touch the
+ * mapping); the index arrays sorted by name make each lookup a binary search over models with thousands of tensors. */
 struct tg_gguf {
   GgufMap *map;
   uint32_t version, alignment;
@@ -62,7 +64,7 @@ struct tg_gguf {
   size_t *tensor_order;  /* indices sorted by name */
 };
 
-/* the size of one element of a scalar value type in the file (and in memory), 0 for strings and arrays */
+/* The size of one element of a scalar value type in the file (and in memory), 0 for strings and arrays. */
 static size_t scalar_size(uint32_t t) {
   switch (t) {
     case TG_GGUF_UINT8: case TG_GGUF_INT8: case TG_GGUF_BOOL: return 1;
@@ -116,6 +118,8 @@ void tg_gguf_close(tg_gguf *g) {
 
 /* ------------------------------------------------------------------------------------------------- the cursor */
 
+/* A read position over the image with the first error kept (cfail): every read goes through need(), so no path reads
+ * past the end whatever the counts in the file say. */
 typedef struct Cursor {
   const uint8_t *p;
   size_t size, pos;
@@ -141,6 +145,7 @@ static bool need(Cursor *c, size_t n, const char *what) {
   return cfail(c, TG_ERR_IO, "%s at byte %zu: needs %zu bytes, %zu left (truncated?)", what, c->pos, n, left(c));
 }
 
+/* Little-endian load of n bytes (GGUF is little-endian; a big-endian file is recognized by its version and refused). */
 static uint64_t le(const uint8_t *p, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
@@ -213,6 +218,9 @@ static const char *bad_identifier(const char *s, uint64_t len) {
 
 static bool read_value(Cursor *c, uint32_t type, int depth, tg_gguf_value *out);
 
+/* An array value: element type, count, elements. The count is bounded by the bytes left before any allocation (an
+ * element takes at least min_size bytes), so a forged count cannot ask for terabytes. Scalar arrays are one memcpy;
+ * string and nested arrays are read element by element. */
 static bool read_array(Cursor *c, int depth, tg_gguf_value *out) {
   size_t at = c->pos;
   uint32_t et;
@@ -258,6 +266,7 @@ static bool read_array(Cursor *c, int depth, tg_gguf_value *out) {
   return true;
 }
 
+/* One metadata value of a known type. A bool must be 0 or 1 (anything else is a corrupt file, not true). */
 static bool read_value(Cursor *c, uint32_t type, int depth, tg_gguf_value *out) {
   out->type = TG_GGUF_UINT8; /* nothing to free until the value is complete */
   out->v.u = 0;
@@ -344,6 +353,9 @@ static const char *tensor_name_of(const tg_gguf *g, size_t i) { return g->tensor
 
 /* ------------------------------------------------------------------------------------------------- parsing */
 
+/* The header in file order: magic, version (2 or 3), counts, the key-value pairs (keys unique, general.alignment a
+ * power of two), the tensor infos (ggml's rules: at most 4 dims, a known type, ne[0] a multiple of its block, no
+ * overflow), then the data section: tensors at increasing offsets, each padded to the alignment, all inside the file. */
 static bool parse_header(Cursor *c, tg_gguf *g) {
   if (!need(c, 24, "header")) return false;
   if (memcmp(c->p, GGUF_MAGIC, 4) != 0)
@@ -485,6 +497,7 @@ static bool parse_header(Cursor *c, tg_gguf *g) {
   return true;
 }
 
+/* The handle takes the mapping's reference; on failure the message gets the "gguf: " prefix and everything is freed. */
 static tg_status parse_image(GgufMap *map, tg_gguf **out) {
   tg_gguf *g = calloc(1, sizeof *g);
   if (!g) { map_unref(map); return tg_set_error(TG_ERR_OUT_OF_MEMORY, "gguf: no memory"); }
@@ -500,6 +513,7 @@ static tg_status parse_image(GgufMap *map, tg_gguf **out) {
   return TG_OK;
 }
 
+/* From memory: a copy with the host-wrap alignment, so tensors can live on it exactly as on a mapped file. */
 tg_status tg_gguf_open_buffer(const void *data, size_t size, tg_gguf **out) {
   if (!out) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_open_buffer: NULL out");
   *out = NULL;
@@ -521,6 +535,8 @@ tg_status tg_gguf_open_buffer(const void *data, size_t size, tg_gguf **out) {
   return parse_image(m, out);
 }
 
+/* From a file: mapped, not read (a 4 GB model costs no copy until a tensor is used, and TG_GGUF_MAP tensors never
+ * copy at all on the CPU). */
 tg_status tg_gguf_open(const char *path, tg_gguf **out) {
   if (!out || !path) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_open: NULL argument");
   *out = NULL;
@@ -654,6 +670,7 @@ static tg_tensor *data_tensor(const tg_gguf *g, const tg_gguf_tensor_info *t, tg
   return tg_from_data_on(ptr, dtype, &numel, 1, how == TG_GGUF_MAP ? "CPU" : NULL);
 }
 
+/* The common argument checks of the tensor getters: a handle, a known load mode, a tensor of that name. */
 static const tg_gguf_tensor_info *tensor_arg(const tg_gguf *g, const char *name, tg_gguf_load how, const char *op) {
   if (!g || !name) { tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: NULL argument", op); return NULL; }
   if (how != TG_GGUF_MAP && how != TG_GGUF_COPY) {
@@ -670,6 +687,9 @@ tg_tensor *tg_gguf_tensor_bytes(const tg_gguf *g, const char *name, tg_gguf_load
   return t ? data_tensor(g, t, TG_UINT8, (int64_t)t->nbytes, how, "tg_gguf_tensor_bytes") : NULL;
 }
 
+/* A tensor by name with its values: GGUF lists dims innermost first (ne[0] is the row length), so the shape is
+ * reversed to torch's order; F32/F16/BF16 are read in place, quantized types go through tg_ggml_dequantize as tensor
+ * ops on the raw bytes (the dequantization fuses into whatever reads the weight). */
 tg_tensor *tg_gguf_tensor(const tg_gguf *g, const char *name, tg_gguf_load how) {
   const tg_gguf_tensor_info *t = tensor_arg(g, name, how, "tg_gguf_tensor");
   if (!t) return NULL;

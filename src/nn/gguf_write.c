@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* A key and a deep copy of its value: the caller's value (and its arrays) may be freed right after the add. */
 typedef struct WKv { char *key; tg_gguf_value value; } WKv;
 /* data holds the bytes, or fill produces them row by row (ne[0] elements a row) when the file is written */
 typedef struct WTensor {
@@ -20,12 +21,15 @@ typedef struct WTensor {
   void *user;
 } WTensor;
 
+/* Everything is kept in memory until the write, in the order added: the file lists metadata and tensors in that
+ * order, and offsets are only known once all sizes are. */
 struct tg_gguf_writer {
   uint32_t alignment;
   TG_VEC(WKv) kvs;
   TG_VEC(WTensor) tensors;
 };
 
+/* The size of one scalar element of a value type (0 for strings and arrays), as in the reader. */
 static size_t elem_size(tg_gguf_type t) {
   switch (t) {
     case TG_GGUF_UINT8: case TG_GGUF_INT8: case TG_GGUF_BOOL: return 1;
@@ -142,6 +146,7 @@ static bool good_identifier(const char *s) {
   return true;
 }
 
+/* alignment 0 means ggml's default of 32; any other value is written as general.alignment (a power of two). */
 tg_gguf_writer *tg_gguf_writer_new(uint32_t alignment) {
   if (alignment == 0) alignment = 32;
   if (alignment & (alignment - 1)) {
@@ -168,6 +173,8 @@ void tg_gguf_writer_free(tg_gguf_writer *w) {
   tg_free(w);
 }
 
+/* A metadata pair, checked as the reader checks it (identifier rules, unique key, valid value); general.alignment is
+ * the writer's own, set by tg_gguf_writer_new, so the two can never disagree. */
 tg_status tg_gguf_writer_add(tg_gguf_writer *w, const char *key, const tg_gguf_value *value) {
   if (!w || !key || !value) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_add: NULL argument");
   if (!good_identifier(key))
@@ -188,6 +195,7 @@ tg_status tg_gguf_writer_add(tg_gguf_writer *w, const char *key, const tg_gguf_v
   return TG_OK;
 }
 
+/* Shorthands for the common scalar and string values. */
 tg_status tg_gguf_writer_add_uint32(tg_gguf_writer *w, const char *key, uint32_t v) {
   tg_gguf_value x = {TG_GGUF_UINT32, {.u = v}};
   return tg_gguf_writer_add(w, key, &x);
@@ -240,6 +248,7 @@ static tg_status check_tensor(const tg_gguf_writer *w, const char *name, int typ
   return TG_OK;
 }
 
+/* A checked tensor appended (unused dims are 1, as ggml stores them). */
 static void push_tensor(tg_gguf_writer *w, const char *name, int type, const int64_t *ne, size_t ndim, uint8_t *data,
                         size_t nbytes, tg_gguf_fill_fn fill, void *user) {
   WTensor t = {tg_strdup(name), type, (int)ndim, {1, 1, 1, 1}, data, nbytes, fill, user};
@@ -247,6 +256,7 @@ static void push_tensor(tg_gguf_writer *w, const char *name, int type, const int
   tg_vec_push(&w->tensors, t);
 }
 
+/* A tensor from bytes already in the file's encoding (a quantized type's blocks as ggml lays them out), copied. */
 tg_status tg_gguf_writer_add_tensor(tg_gguf_writer *w, const char *name, int type, const int64_t *ne, size_t ndim,
                                     const void *data, size_t nbytes) {
   if (!w || !name || (ndim && !ne) || (!data && nbytes))
@@ -260,6 +270,8 @@ tg_status tg_gguf_writer_add_tensor(tg_gguf_writer *w, const char *name, int typ
   return TG_OK;
 }
 
+/* A tensor whose bytes a callback produces row by row at write time: a converter can quantize a large model without
+ * holding every converted tensor in memory. */
 tg_status tg_gguf_writer_add_tensor_fill(tg_gguf_writer *w, const char *name, int type, const int64_t *ne,
                                          size_t ndim, tg_gguf_fill_fn fill, void *user) {
   if (!w || !name || (ndim && !ne) || !fill)
@@ -273,6 +285,7 @@ tg_status tg_gguf_writer_add_tensor_fill(tg_gguf_writer *w, const char *name, in
 
 /* ------------------------------------------------------------------------------------------------- serializing */
 
+/* A growing output buffer with little-endian writers for the header's integers, strings and values. */
 typedef struct Out { uint8_t *p; size_t len, cap; } Out;
 
 static void out_bytes(Out *o, const void *src, size_t n) {
@@ -295,6 +308,7 @@ static void out_str(Out *o, const char *s, uint64_t len) {
   out_bytes(o, s, (size_t)len);
 }
 
+/* One value in the file's encoding (arrays: element type, count, then the elements; nested arrays recurse). */
 static void out_value(Out *o, const tg_gguf_value *v) {
   switch (v->type) {
     case TG_GGUF_UINT8: case TG_GGUF_UINT16: case TG_GGUF_UINT32: case TG_GGUF_UINT64:
@@ -329,6 +343,7 @@ static void out_value(Out *o, const tg_gguf_value *v) {
   }
 }
 
+/* Zero bytes up to the next multiple of the alignment (ggml pads with zeros). */
 static void out_pad(Out *o, uint32_t alignment) {
   static const uint8_t zeros[64] = {0};
   while (o->len % alignment) out_bytes(o, zeros, TG_MIN(sizeof zeros, alignment - o->len % alignment));
@@ -376,6 +391,7 @@ static tg_status fill_rows(const WTensor *t, uint64_t r0, uint64_t r1, uint8_t *
   return TG_OK;
 }
 
+/* The whole file in memory (tests, and callers that write it elsewhere); filled tensors are produced in place. */
 tg_status tg_gguf_writer_write_buffer(const tg_gguf_writer *w, uint8_t **out, size_t *size) {
   if (!w || !out || !size) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_gguf_writer_write: NULL argument");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

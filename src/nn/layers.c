@@ -9,6 +9,8 @@
 
 /* ---------------------------------------------------------------------------------------------- initializers */
 
+/* The fan computations of tinygrad's initializers: shape[0] is fan_out, the product of the rest fan_in (the
+ * receptive field times the input channels for a conv weight). */
 static bool check_init_shape(const char *op, const int64_t *shape, size_t ndim, double *rest) {
   if (ndim < 1 || !shape) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: needs at least one dimension", op);
@@ -20,6 +22,7 @@ static bool check_init_shape(const char *op, const int64_t *shape, size_t ndim, 
   return true;
 }
 
+/* tinygrad scaled_uniform: uniform(-1, 1) * numel^-0.5. */
 tg_tensor *tg_scaled_uniform(const int64_t *shape, size_t ndim, tg_dtype dtype) {
   double numel = 1;
   for (size_t i = 0; shape && i < ndim; i++) numel *= (double)shape[i];
@@ -28,6 +31,8 @@ tg_tensor *tg_scaled_uniform(const int64_t *shape, size_t ndim, tg_dtype dtype) 
   return nn_finish(s, r);
 }
 
+/* Glorot/Xavier: bound sqrt(6 / (fan_out + fan_in)). Kaiming: gain sqrt(2 / (1 + a^2)) over fan_in, as a uniform
+ * bound (times sqrt 3) or a normal's standard deviation. */
 tg_tensor *tg_glorot_uniform(const int64_t *shape, size_t ndim, tg_dtype dtype) {
   double rest;
   if (!check_init_shape("tg_glorot_uniform", shape, ndim, &rest)) return NULL;
@@ -69,12 +74,15 @@ static bool finish_params(tg_tensor **ts, size_t n, size_t nparams) {
   return true;
 }
 
+/* Constructor argument checks: every size positive, so a layer never holds a zero-sized parameter by accident. */
 static bool positive(const char *op, const char *what, int64_t v) {
   if (v > 0) return true;
   tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: %s must be positive, got %lld", op, what, (long long)v);
   return false;
 }
 
+/* State dict names are tinygrad's: "<prefix>.<attribute>" (prefix "" for a top-level layer), so a torch or tinygrad
+ * checkpoint loads by name. */
 static tg_status add_named(tg_state_dict *sd, const char *prefix, const char *attr, tg_tensor *t, bool is_param) {
   if (!t) return TG_OK; /* an absent optional tensor (bias=False, affine=False) */
   char name[512];
@@ -87,6 +95,8 @@ static tg_status null_layer(const char *op) { return tg_set_error(TG_ERR_INVALID
 
 /* ---------------------------------------------------------------------------------------------- Linear */
 
+/* tinygrad nn.Linear: weight (out, in) and bias (out,) both uniform(-1/sqrt(in), 1/sqrt(in)), weight drawn first
+ * (the draw order fixes the values a seeded program gets). */
 tg_linear_layer *tg_linear_new(int64_t in_features, int64_t out_features, bool bias) {
   if (!positive("tg_linear_new", "in_features", in_features) || !positive("tg_linear_new", "out_features", out_features))
     return NULL;
@@ -110,6 +120,7 @@ void tg_linear_free(tg_linear_layer *l) {
   tg_free(l);
 }
 
+/* x @ weight.T + bias: the (out, in) weight is transposed as a view, no copy. */
 tg_tensor *tg_linear_forward(const tg_linear_layer *l, const tg_tensor *x) {
   if (!l) { null_layer("tg_linear_forward"); return NULL; }
   tg_scope s = tg_scope_begin();
@@ -124,6 +135,8 @@ tg_status tg_linear_state(const tg_linear_layer *l, const char *prefix, tg_state
 
 /* ---------------------------------------------------------------------------------------------- Conv2d */
 
+/* Conv2d and ConvTranspose2d share the constructor: tinygrad's uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) weight and
+ * bias, fan_in = in_channels * kh * kw, the transposed weight laid out (in, out/groups, kh, kw). */
 static tg_conv2d_layer *conv_new(const char *op, int64_t in_ch, int64_t out_ch, const int64_t kernel[2],
                                  const tg_conv2d_options *opt, bool transposed) {
   static const tg_conv2d_options defaults = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, 0, false, false};
@@ -192,6 +205,8 @@ void tg_conv2d_free(tg_conv2d_layer *l) {
   tg_free(l);
 }
 
+/* Forward by layer kind: transposed, plain (symmetric padding), or padding='same' (asymmetric when the kernel size
+ * is even). */
 tg_tensor *tg_conv2d_forward(const tg_conv2d_layer *l, const tg_tensor *x) {
   if (!l) { null_layer("tg_conv2d_forward"); return NULL; }
   if (l->transposed)
@@ -217,6 +232,8 @@ tg_status tg_conv2d_state(const tg_conv2d_layer *l, const char *prefix, tg_state
 
 /* ---------------------------------------------------------------------------------------------- BatchNorm */
 
+/* tinygrad nn.BatchNorm: weight 1 and bias 0 (affine), running mean 0 and variance 1, num_batches_tracked 0 (an
+ * int64 scalar); only weight and bias are parameters. */
 tg_batchnorm_layer *tg_batchnorm_new(int64_t size, double eps, double momentum, bool affine, bool track_running_stats) {
   if (!positive("tg_batchnorm_new", "size", size)) return NULL;
   tg_batchnorm_layer *l = tg_calloc(1, sizeof *l);
@@ -253,6 +270,10 @@ void tg_batchnorm_free(tg_batchnorm_layer *l) {
   tg_free(l);
 }
 
+/* Training (or no running statistics): normalize by the batch's mean and biased variance over every axis but the
+ * channel one, and (tracking) move the running statistics by `momentum`, the variance unbiased by n/(n-1) as torch
+ * and tinygrad do. Evaluation: the running statistics. The running updates are assigns into the buffers: they run
+ * when those buffers are next realized, as tinygrad's. */
 tg_tensor *tg_batchnorm_forward(tg_batchnorm_layer *l, const tg_tensor *x) {
   if (!l) { null_layer("tg_batchnorm_forward"); return NULL; }
   int nd = tg_ndim(x);
@@ -314,6 +335,7 @@ tg_status tg_batchnorm_state(const tg_batchnorm_layer *l, const char *prefix, tg
 
 /* ---------------------------------------------------------------------------------------------- LayerNorm */
 
+/* tinygrad nn.LayerNorm: normalizes over the trailing normalized_shape axes; weight 1 and bias 0 of that shape. */
 tg_layernorm_layer *tg_layernorm_new(const int64_t *normalized_shape, size_t ndim, double eps, bool elementwise_affine) {
   if (!normalized_shape || ndim < 1 || ndim > TG_MAX_DIMS) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_layernorm_new: normalized_shape needs 1 to %d sizes", TG_MAX_DIMS);
@@ -370,6 +392,7 @@ tg_status tg_layernorm_state(const tg_layernorm_layer *l, const char *prefix, tg
 
 /* ---------------------------------------------------------------------------------------------- RMSNorm */
 
+/* tinygrad nn.RMSNorm: rms_norm over the last axis times a weight of ones. */
 tg_rmsnorm_layer *tg_rmsnorm_new(int64_t dim, double eps, bool elementwise_affine) {
   if (!positive("tg_rmsnorm_new", "dim", dim)) return NULL;
   tg_rmsnorm_layer *l = tg_calloc(1, sizeof *l);
@@ -406,6 +429,8 @@ tg_status tg_rmsnorm_state(const tg_rmsnorm_layer *l, const char *prefix, tg_sta
 
 /* ---------------------------------------------------------------------------------------------- GroupNorm */
 
+/* tinygrad nn.GroupNorm: channels split into groups, each (group, rest) normalized like a layernorm, then a
+ * per-channel affine. */
 tg_groupnorm_layer *tg_groupnorm_new(int64_t num_groups, int64_t num_channels, double eps, bool affine) {
   if (!positive("tg_groupnorm_new", "num_groups", num_groups) ||
       !positive("tg_groupnorm_new", "num_channels", num_channels))
@@ -437,6 +462,7 @@ void tg_groupnorm_free(tg_groupnorm_layer *l) {
   tg_free(l);
 }
 
+/* (N, C, ...) -> (N, groups, C/groups * rest) -> layernorm over the last axis -> back to x's shape. */
 tg_tensor *tg_groupnorm_forward(const tg_groupnorm_layer *l, const tg_tensor *x) {
   if (!l) { null_layer("tg_groupnorm_forward"); return NULL; }
   int nd = tg_ndim(x);
@@ -466,6 +492,7 @@ tg_status tg_groupnorm_state(const tg_groupnorm_layer *l, const char *prefix, tg
 
 /* ---------------------------------------------------------------------------------------------- Embedding */
 
+/* tinygrad nn.Embedding: a (vocab, embed) glorot-uniform weight. */
 tg_embedding_layer *tg_embedding_new(int64_t vocab_size, int64_t embed_size) {
   if (!positive("tg_embedding_new", "vocab_size", vocab_size) || !positive("tg_embedding_new", "embed_size", embed_size))
     return NULL;
@@ -486,6 +513,8 @@ void tg_embedding_free(tg_embedding_layer *l) {
   tg_free(l);
 }
 
+/* tinygrad's Embedding lookup is arithmetic, not a gather: compare every index with arange(vocab) and sum the
+ * selected rows. One fused kernel per use, and the gradient is the same graph transposed (no scatter needed). */
 tg_tensor *tg_embedding_forward(const tg_embedding_layer *l, const tg_tensor *idx) {
   if (!l) { null_layer("tg_embedding_forward"); return NULL; }
   if (!idx) return NULL;

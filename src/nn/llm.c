@@ -415,7 +415,9 @@ static tg_tensor *transformer(tg_llm *m, const tg_tensor *x0, const tg_tensor *s
     att = tg_reshape(tg_permute(tg_reshape(att, TG_SHAPE(nh, T, hd)), TG_AXES(1, 0, 2)), TG_SHAPE(T, nh * hd));
     x = tg_add(x, linear(att, L->wo, NULL));
     h = rms_norm(x, L->ffn_norm, c->norm_eps);
-    tg_tensor *f = tg_mul(tg_silu(linear(h, L->wg, NULL)), linear(h, L->wu, NULL));
+    /* silu(gate) realized on its own, as tinygrad's model does: fused, gate and up become one kernel with two
+     * reductions (measured 3x slower per byte than two GEMVs at decode) */
+    tg_tensor *f = tg_mul(tg_contiguous(tg_silu(linear(h, L->wg, NULL))), linear(h, L->wu, NULL));
     x = tg_add(x, linear(f, L->wd, NULL));
   }
   if (!all && T > 1) x = slice_axis(x, 0, NULL, T - 1, 1);

@@ -6,6 +6,8 @@
 
 #include <math.h>
 
+/* Python literals in the formulas: weak scalars, so a half-precision input stays half (tinygrad's `x + 1e-5`).
+ * Their handles belong to the caller's scope, which every function here opens and closes (nn_finish). */
 static tg_tensor *cf(double v) { return tg_const_float(v); }
 static tg_tensor *ci(int64_t v) { return tg_const_int(v); }
 
@@ -20,12 +22,14 @@ static tg_tensor *do_reduction(tg_tensor *t, tg_reduction r) {
   return NULL;
 }
 
+/* Checked before any graph is built, so a bad enum never leaves half a graph in the scope. */
 static bool bad_reduction(tg_reduction r, const char *op) {
   if (r == TG_REDUCTION_MEAN || r == TG_REDUCTION_SUM || r == TG_REDUCTION_NONE) return false;
   tg_set_error(TG_ERR_INVALID_ARGUMENT, "%s: reduction %d must be mean, sum or none", op, (int)r);
   return true;
 }
 
+/* Class indices may be any int dtype (the id range of tg_dtype lists the ints contiguously), but not bool. */
 static bool is_int_dtype(tg_dtype d) { return d >= TG_WEAKINT && d <= TG_UINT64 && d != TG_BOOL; }
 
 /* tinygrad's _one_hot_along_dim: x == arange(num_classes) laid along dim of x (x already has a size-1 axis there) */
@@ -40,6 +44,8 @@ static tg_tensor *one_hot_along_dim(const tg_tensor *x, int64_t num_classes, int
   return tg_eq(x, tg_reshape(tg_arange(0, (double)num_classes, 1, TG_VOID), rs, k));
 }
 
+/* tinygrad Tensor.linear: x @ weight (+ bias); a 1-d weight scales elementwise instead. Note the weight layout is
+ * (in, out) here, as tinygrad's functional linear; nn.Linear stores (out, in) and transposes (layers.c). */
 tg_tensor *tg_linear(const tg_tensor *x, const tg_tensor *weight, const tg_tensor *bias) {
   tg_scope s = tg_scope_begin();
   tg_tensor *r = tg_ndim(weight) == 1 ? tg_mul(x, weight) : tg_dot(x, weight);
@@ -47,6 +53,8 @@ tg_tensor *tg_linear(const tg_tensor *x, const tg_tensor *weight, const tg_tenso
   return nn_finish(s, r);
 }
 
+/* tinygrad layernorm: (x - mean) * rsqrt(mean((x - mean)^2) + eps) over axes (default the last); the affine part is
+ * nn.LayerNorm's (layers.c). */
 tg_tensor *tg_layernorm(const tg_tensor *x, const int *axes, size_t naxes, double eps) {
   static const int last[1] = {-1};
   if (!axes) { axes = last; naxes = 1; }
@@ -56,6 +64,9 @@ tg_tensor *tg_layernorm(const tg_tensor *x, const int *axes, size_t naxes, doubl
   return nn_finish(s, r);
 }
 
+/* tinygrad batchnorm: the statistics are given (batch statistics or running ones: nn.BatchNorm picks, layers.c) and
+ * reshaped to broadcast over every axis not in `axes` (default: the channel axis 1). invstd may already be
+ * broadcastable (a full-rank tensor), then it is used as is. */
 tg_tensor *tg_batchnorm(const tg_tensor *x, const tg_tensor *weight, const tg_tensor *bias, const tg_tensor *mean,
                         const tg_tensor *invstd, const int *axes, size_t naxes) {
   static const int channel[1] = {1};
@@ -86,6 +97,7 @@ tg_tensor *tg_batchnorm(const tg_tensor *x, const tg_tensor *weight, const tg_te
   return nn_finish(s, r);
 }
 
+/* RMSNorm over the last axis, computed in float32 and cast back, as llama's RMSNorm (x.float() ... .type_as(x)). */
 tg_tensor *tg_rms_norm(const tg_tensor *x, double eps) {
   tg_scope s = tg_scope_begin();
   tg_tensor *xf = tg_cast(x, TG_FLOAT32);
@@ -93,6 +105,8 @@ tg_tensor *tg_rms_norm(const tg_tensor *x, double eps) {
   return nn_finish(s, tg_cast(r, tg_get_dtype(x)));
 }
 
+/* tinygrad dropout: identity outside training; else keep where rand >= p, scaled by 1/(1-p). The mask is made
+ * contiguous (as tinygrad's) so it is computed once and the backward pass reads the stored mask. */
 tg_tensor *tg_dropout(const tg_tensor *x, double p) {
   if (!(p >= 0 && p <= 1)) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_dropout: p=%g is out of range [0, 1]", p);
@@ -106,7 +120,8 @@ tg_tensor *tg_dropout(const tg_tensor *x, double p) {
   return nn_finish(s, r);
 }
 
-/* pads (before, after) on the two spatial axes; negative amounts shrink (tinygrad's _pad_constant) */
+/* Pads (before, after) on the two spatial axes; negative amounts shrink (tinygrad's _pad_constant). Transposed
+ * convolutions need this: their padding is (k-1)*d - p, negative when p exceeds the kernel's reach. */
 static tg_tensor *pad_spatial(const tg_tensor *x, const int64_t before[2], const int64_t after[2]) {
   int nd = tg_ndim(x);
   if (nd != 4) {
@@ -134,6 +149,8 @@ static tg_tensor *pad_spatial(const tg_tensor *x, const int64_t before[2], const
   return tg_shrink(r, bounds, 4);
 }
 
+/* conv2d with asymmetric (before, after) padding: symmetric non-negative padding is tg_conv2d's own padding
+ * argument, anything else is padded (or cropped) first. */
 tg_tensor *nn_conv2d_padded(const tg_tensor *x, const tg_tensor *w, const tg_tensor *bias, int groups,
                             const int64_t stride[2], const int64_t dilation[2], const int64_t before[2],
                             const int64_t after[2]) {
@@ -146,6 +163,9 @@ tg_tensor *nn_conv2d_padded(const tg_tensor *x, const tg_tensor *w, const tg_ten
   return nn_finish(s, r);
 }
 
+/* tinygrad conv_transpose2d: a direct convolution of the input spread by the stride (zeros between pixels) with the
+ * weight flipped spatially and its in/out channels swapped per group, padded by (k-1)*dilation - padding (and
+ * output_padding on the far side). */
 tg_tensor *tg_conv_transpose2d(const tg_tensor *x, const tg_tensor *weight, const tg_tensor *bias, int groups,
                                const int64_t stride_[2], const int64_t padding_[2], const int64_t dilation_[2],
                                const int64_t output_padding_[2]) {
@@ -202,6 +222,9 @@ tg_tensor *tg_conv_transpose2d(const tg_tensor *x, const tg_tensor *weight, cons
   return nn_finish(s, nn_conv2d_padded(xx, w, bias, groups, one, dilation, before, after));
 }
 
+/* tinygrad scaled_dot_product_attention: softmax(q k^T / sqrt(d) + mask) v; a bool mask allows where true (0 or
+ * -inf added), is_causal builds the lower-triangular one. Scores in float32 (or float64) and the softmax in q's
+ * dtype, as tinygrad's. The flash and windowed variants are in attention.c. */
 tg_tensor *tg_scaled_dot_product_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
                                            const tg_tensor *mask, double dropout_p, bool is_causal) {
   if (!q || !k || !v) {
@@ -238,6 +261,7 @@ tg_tensor *tg_scaled_dot_product_attention(const tg_tensor *q, const tg_tensor *
 
 /* ---------------------------------------------------------------------------------------------------- losses */
 
+/* x are probabilities: -(y log x + (1-y) log(1-x)). From logits, tg_binary_crossentropy_logits is the stable form. */
 tg_tensor *tg_binary_crossentropy(const tg_tensor *x, const tg_tensor *y, tg_reduction reduction) {
   if (bad_reduction(reduction, "tg_binary_crossentropy")) return NULL;
   tg_scope s = tg_scope_begin();
@@ -246,6 +270,7 @@ tg_tensor *tg_binary_crossentropy(const tg_tensor *x, const tg_tensor *y, tg_red
   return nn_finish(s, do_reduction(tg_sub(a, b), reduction));
 }
 
+/* -(pos_weight * y * logsigmoid(x) + (1-y) * logsigmoid(-x)): logsigmoid never takes the log of a rounded 0. */
 tg_tensor *tg_binary_crossentropy_logits(const tg_tensor *x, const tg_tensor *y, tg_reduction reduction,
                                          const tg_tensor *pos_weight) {
   if (bad_reduction(reduction, "tg_binary_crossentropy_logits")) return NULL;
@@ -256,6 +281,9 @@ tg_tensor *tg_binary_crossentropy_logits(const tg_tensor *x, const tg_tensor *y,
   return nn_finish(s, do_reduction(r, reduction));
 }
 
+/* tinygrad sparse_categorical_crossentropy: x (..., classes) logits, y integer classes. Ignored targets are masked
+ * out of both terms, and the mean divides by the number of targets kept, not by the element count (as tinygrad).
+ * Label smoothing mixes in the mean log-probability over classes. */
 tg_tensor *tg_sparse_categorical_crossentropy(const tg_tensor *x, const tg_tensor *y, int64_t ignore_index,
                                               double label_smoothing, tg_reduction reduction) {
   if (bad_reduction(reduction, "tg_sparse_categorical_crossentropy")) return NULL;
@@ -287,6 +315,9 @@ tg_tensor *tg_sparse_categorical_crossentropy(const tg_tensor *x, const tg_tenso
   return nn_finish(s, r);
 }
 
+/* tinygrad cross_entropy (torch's layout): classes on axis 1 (axis 0 for a 1-d x); y either probabilities of x's
+ * shape or class indices of x's shape without the class axis (then one-hot). Smoothing spreads label_smoothing
+ * evenly over the classes. */
 tg_tensor *tg_cross_entropy(const tg_tensor *x, const tg_tensor *y, tg_reduction reduction, double label_smoothing) {
   if (bad_reduction(reduction, "tg_cross_entropy")) return NULL;
   if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0)) {
@@ -328,6 +359,8 @@ tg_tensor *tg_cross_entropy(const tg_tensor *x, const tg_tensor *y, tg_reduction
   return nn_finish(s, do_reduction(r, reduction));
 }
 
+/* tinygrad nll_loss: x (N, C, ...) log-probabilities, the loss -x[n, y[n]] times the class weight; with a mean
+ * reduction the weights (of the targets not ignored) are the divisor, as torch's weighted mean. */
 tg_tensor *tg_nll_loss(const tg_tensor *x, const tg_tensor *y, const tg_tensor *weight, bool has_ignore_index,
                        int64_t ignore_index, tg_reduction reduction) {
   if (bad_reduction(reduction, "tg_nll_loss")) return NULL;

@@ -5,8 +5,8 @@
  * ExpertWeights: weight[sel]) with SwiGLU or gpt-oss's clamped SwiGLU and expert biases.
  *
  * topk ranks every element by comparisons (element i's rank is the number of elements before it in the order), then
- * places each in its slot: an n x n comparison per row, n the axis size — made for router widths (tens to hundreds of
- * experts), not for a vocabulary. The weight gather is a one-hot sum over the experts that the scheduler collapses
+ * places each in its slot: an n x n comparison per row. A long row (a vocabulary) is first cut into chunks whose k
+ * best are kept, repeatedly, so the comparisons grow as n times the chunk. The weight gather is a one-hot sum over the experts that the scheduler collapses
  * into an indexed load, so a token reads only its k experts' rows. */
 #include "nn/nn.h"
 #include "tensor/tensor.h"
@@ -18,18 +18,28 @@ static tg_tensor *cf(double v) { return tg_const_float(v); }
 
 static bool is_float_dtype(tg_dtype d) { return d >= TG_FP8E4M3 && d <= TG_FLOAT64; }
 
-/* x with its last axis ranked: rank[i] = #{j : x_j before x_i} (before: larger, or equal at a smaller index, for
- * largest; smaller or equal-and-earlier otherwise), int32, x's shape */
-static tg_tensor *ranks(const tg_tensor *x, bool largest) {
-  int nd = tg_ndim(x);
-  int64_t n = tg_shape(x)[nd - 1];
-  tg_tensor *xi = tg_unsqueeze(x, -1), *xj = tg_unsqueeze(x, -2);  /* (..., n, 1), (..., 1, n) */
-  tg_tensor *ar = tg_arange(0, (double)n, 1, TG_INT32);
-  tg_tensor *ii = tg_reshape(ar, TG_SHAPE(n, 1)), *jj = tg_reshape(ar, TG_SHAPE(1, n));
-  tg_tensor *ahead = largest ? tg_gt(xj, xi) : tg_lt(xj, xi);
-  tg_tensor *before = tg_bitwise_or(ahead, tg_bitwise_and(tg_eq(xj, xi), tg_lt(jj, ii)));
-  return tg_cast(tg_sum(tg_cast(before, TG_INT32), TG_AXES(-1), false), TG_INT32);
+/* The k best of vals (..., n) along the last axis, in order, and their keys idx (..., n) int32 (the original
+ * positions): element i ranks by how many elements come before it (a better value, or an equal value with a smaller
+ * key), and the element of rank r fills slot r. An n x n comparison per row. */
+static void select_top(tg_tensor *vals, tg_tensor *idx, int64_t k, bool largest, tg_tensor **out_vals,
+                       tg_tensor **out_idx) {
+  tg_tensor *vi = tg_unsqueeze(vals, -1), *vj = tg_unsqueeze(vals, -2);  /* (..., n, 1), (..., 1, n) */
+  tg_tensor *ii = tg_unsqueeze(idx, -1), *ij = tg_unsqueeze(idx, -2);
+  tg_tensor *ahead = largest ? tg_gt(vj, vi) : tg_lt(vj, vi);
+  tg_tensor *before = tg_bitwise_or(ahead, tg_bitwise_and(tg_eq(vj, vi), tg_lt(ij, ii)));
+  tg_tensor *rank = tg_sum(tg_cast(before, TG_INT32), TG_AXES(-1), true);          /* (..., n, 1) */
+  rank = tg_cast(rank, TG_INT32);
+  int64_t n = tg_shape(vals)[tg_ndim(vals) - 1];
+  tg_tensor *slot = tg_reshape(tg_arange(0, (double)k, 1, TG_INT32), TG_SHAPE(1, k));
+  tg_tensor *pos = tg_reshape(tg_arange(0, (double)n, 1, TG_INT32), TG_SHAPE(n, 1));
+  tg_tensor *at = tg_cast(tg_sum(tg_where(tg_eq(rank, slot), pos, ci(0)), TG_AXES(-2), false), TG_INT32);
+  *out_vals = tg_gather(vals, -1, at);
+  *out_idx = tg_gather(idx, -1, at);
 }
+
+/* rows longer than this are reduced by chunks first: n x n comparisons per row stay under a million */
+#define TOPK_DIRECT_MAX 1024
+#define TOPK_CHUNK 256
 
 tg_tensor *tg_topk(const tg_tensor *x, int64_t k, int axis, bool largest, tg_tensor **indices) {
   if (indices) *indices = NULL;
@@ -61,17 +71,47 @@ tg_tensor *tg_topk(const tg_tensor *x, int64_t k, int axis, bool largest, tg_ten
     return NULL;
   }
   tg_scope s = tg_scope_begin();
-  tg_tensor *xl = tg_transpose(x, ax, -1);
-  tg_tensor *rk = tg_unsqueeze(ranks(xl, largest), -1);                          /* (..., n, 1) */
-  tg_tensor *slot = tg_reshape(tg_arange(0, (double)k, 1, TG_INT32), TG_SHAPE(1, k));
-  tg_tensor *pos = tg_reshape(tg_arange(0, (double)n, 1, TG_INT32), TG_SHAPE(n, 1));
-  /* the element ranked r goes to slot r: idx[r] = sum_i i * (rank_i == r) */
-  tg_tensor *idx = tg_sum(tg_where(tg_eq(rk, slot), pos, ci(0)), TG_AXES(-2), false);
-  idx = tg_cast(idx, TG_INT32);
-  tg_tensor *vals = tg_gather(xl, -1, idx);
-  vals = tg_transpose(vals, ax, -1), idx = tg_transpose(idx, ax, -1);
-  if (indices) *indices = tg_scope_keep(tg_contiguous(idx));
-  return nn_finish(s, vals);
+  tg_tensor *vals = tg_transpose(x, ax, -1);
+  int64_t lead[TG_MAX_DIMS];
+  for (int i = 0; i < nd; i++) lead[i] = tg_shape(vals)[i];
+  tg_tensor *idx = tg_expand(tg_arange(0, (double)n, 1, TG_INT32), lead, (size_t)nd);
+  /* long rows: keep the k best of each chunk (the k best of the row are among them), until the row is short. Padding
+   * takes the worst value and keys after every real one, so it is never chosen over a real element (and k <= n real
+   * elements always fill the k slots). */
+  int64_t chunk = k * 4 > TOPK_CHUNK ? k * 4 : TOPK_CHUNK, next_key = n;
+  while (n > TOPK_DIRECT_MAX && chunk < n) {
+    int64_t nc = (n + chunk - 1) / chunk, pad = nc * chunk - n;
+    int64_t pads[2 * TG_MAX_DIMS] = {0};
+    pads[2 * nd - 1] = pad;
+    double worst = largest ? -INFINITY : INFINITY;
+    if (!is_float_dtype(tg_get_dtype(x))) {
+      tg_dtype d = tg_get_dtype(x);
+      bool is_signed = d == TG_INT8 || d == TG_INT16 || d == TG_INT32 || d == TG_INT64;
+      int bits = (int)tg_dtype_itemsize(d) * 8;
+      double lo = is_signed ? -ldexp(1.0, bits - 1) : 0, hi = is_signed ? ldexp(1.0, bits - 1) - 1 : ldexp(1.0, bits) - 1;
+      worst = largest ? lo : hi;
+    }
+    tg_tensor *pv = tg_pad(vals, pads, (size_t)nd, TG_PAD_CONSTANT, worst);
+    /* padding keys: distinct (equal keys would share a rank and leave a slot empty) and after every real key */
+    tg_tensor *pk = tg_pad(idx, pads, (size_t)nd, TG_PAD_CONSTANT, -1);
+    tg_tensor *fresh = tg_add(tg_arange(0, (double)(nc * chunk), 1, TG_INT32), ci(next_key));
+    pk = tg_where(tg_lt(pk, ci(0)), fresh, pk);
+    next_key += nc * chunk;
+    int64_t shp[TG_MAX_DIMS + 1];
+    for (int i = 0; i < nd - 1; i++) shp[i] = lead[i];
+    shp[nd - 1] = nc, shp[nd] = chunk;
+    tg_tensor *cv = NULL, *ck = NULL;
+    select_top(tg_reshape(pv, shp, (size_t)nd + 1), tg_reshape(pk, shp, (size_t)nd + 1), k, largest, &cv, &ck);
+    n = nc * k;
+    lead[nd - 1] = n;
+    vals = tg_contiguous(tg_reshape(cv, lead, (size_t)nd));
+    idx = tg_contiguous(tg_reshape(ck, lead, (size_t)nd));
+  }
+  tg_tensor *tv = NULL, *ti = NULL;
+  select_top(vals, idx, k, largest, &tv, &ti);
+  tv = tg_transpose(tv, ax, -1), ti = tg_transpose(ti, ax, -1);
+  if (indices) *indices = tg_scope_keep(tg_contiguous(ti));
+  return nn_finish(s, tv);
 }
 
 /* ---------------------------------------------------------------------------------------------------- router */

@@ -15,6 +15,9 @@
 #include "nn/optim.h"
 #include "tensor/tensor.h"
 
+/* Two update rules cover the five optimizers, as in tinygrad: LARS (SGD = LARS with tcoef 0; momentum, nesterov,
+ * weight decay, `classic` applies lr before the momentum) and LAMB (Adam = LAMB without the trust ratio and without
+ * weight decay, AdamW = with it). A group steps its children in one schedule. */
 typedef enum { OPTIM_LARS, OPTIM_LAMB, OPTIM_GROUP } OptimKind;
 
 struct tg_optim {
@@ -42,6 +45,7 @@ struct tg_optim {
 
 /* --------------------------------------------------------------------------------------------------- creation */
 
+/* A parameter must be a float tensor: the updates divide and take square roots. */
 static bool is_float_dtype(tg_dtype d) {
   return d == TG_FLOAT16 || d == TG_BFLOAT16 || d == TG_FLOAT32 || d == TG_FLOAT64 ||
          (d >= TG_FP8E4M3 && d <= TG_FP8E5M2FNUZ);
@@ -73,6 +77,8 @@ static tg_dtype state_dtype_from_env(const char *op) {
   return TG_VOID;
 }
 
+/* The (1,) float32 scalars of the state (lr, b1^t, b2^t) are real buffers: kernels read them as arguments, so a new
+ * value changes no kernel and needs no recompile. */
 static tg_tensor *scalar_state(float value) {
   return tg_from_data(&value, TG_FLOAT32, TG_SHAPE(1));
 }
@@ -187,6 +193,8 @@ static tg_optim *lars_new(const char *op, tg_tensor *const *params, size_t n, do
   return o;
 }
 
+/* tinygrad LARS: momentum SGD whose step is scaled per parameter by the trust ratio tcoef * |w| / (|g| + wd * |w|)
+ * (1 when either norm is 0). */
 tg_optim *tg_optim_lars(tg_tensor *const *params, size_t n, double lr, double momentum, double weight_decay,
                         bool nesterov, bool classic, double tcoef) {
   return lars_new("tg_optim_lars", params, n, lr, momentum, weight_decay, nesterov, classic, tcoef);
@@ -226,6 +234,7 @@ static tg_optim *lamb_new(const char *op, tg_tensor *const *params, size_t n, do
   return o;
 }
 
+/* tinygrad LAMB: the Adam update plus weight decay, scaled per parameter by |w| / |update| (1 when either is 0). */
 tg_optim *tg_optim_lamb(tg_tensor *const *params, size_t n, double lr, double b1, double b2, double eps,
                         double weight_decay) {
   return lamb_new("tg_optim_lamb", params, n, lr, b1, b2, eps, weight_decay, false);
@@ -240,6 +249,8 @@ tg_optim *tg_optim_adamw(tg_tensor *const *params, size_t n, double lr, double b
   return lamb_new("tg_optim_adamw", params, n, lr, b1, b2, eps, weight_decay, true);
 }
 
+/* tinygrad OptimizerGroup: the group owns its children (tg_optim_free frees them); zero_grad, set_lr and step go to
+ * each, the step realizes all of them together. */
 tg_optim *tg_optim_group(tg_optim *const *optims, size_t n) {
   if (!optims || n == 0) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_optim_group: no optimizers given");
@@ -271,6 +282,7 @@ tg_optim *tg_optim_group(tg_optim *const *optims, size_t n) {
  * (a Python float in tinygrad), which takes its partner's dtype. */
 #define W(x) tg_const_float(x)
 
+/* The whole tensor's L2 norm, a 0-d value that stays on the device (the trust ratios never reach the host). */
 static tg_tensor *l2_norm(const tg_tensor *t) { return tg_sqrt(tg_sum(tg_square(t), NULL, 0, false)); }
 
 /* tinygrad's LARS._step for one parameter: returns its update (already scaled by the learning rate). */
@@ -294,6 +306,8 @@ static tg_tensor *lars_update(tg_optim *o, size_t i, tg_tensor *t, tg_tensor *g)
 }
 
 /* tinygrad's LAMB._step for one parameter (b1_t and b2_t already advanced). */
+/* m and v are assigned first and then read back in the update (m_hat, v_hat use the new values), the order
+ * tinygrad's step has; the casts keep the state in OPTIM_DTYPE whatever the gradient's dtype. */
 static tg_tensor *lamb_update(tg_optim *o, size_t i, tg_tensor *t, tg_tensor *g) {
   tg_tensor *m = o->m[i], *v = o->v[i];
   tg_tensor *nm = tg_add(tg_mul(W(o->b1), m), tg_mul(W(1.0 - o->b1), g));
@@ -312,7 +326,8 @@ static tg_tensor *lamb_update(tg_optim *o, size_t i, tg_tensor *t, tg_tensor *g)
   return tg_cast(tg_mul(scale, up), tg_get_dtype(t));
 }
 
-/* Every param (of every optimizer of a group) has a gradient: checked before anything is assigned. */
+/* Every param (of every optimizer of a group) has a gradient: checked before anything is assigned, so a failed step
+ * leaves parameters and state untouched. */
 static tg_status check_grads(const tg_optim *o) {
   for (size_t i = 0; i < o->nchildren; i++) {
     tg_status st = check_grads(o->children[i]);
@@ -376,6 +391,8 @@ static tg_status build_step(tg_optim *o, tg_tensor ***list, size_t *len, size_t 
 }
 #undef W
 
+/* tinygrad Optimizer.schedule_step: the updates built and assigned, and the list of tensors whose realize runs them
+ * (plus `also`, e.g. the loss, so the training step is one schedule). */
 tg_status optim_schedule_step(tg_optim *o, tg_tensor *const *also, size_t nalso, tg_tensor ***out, size_t *nout) {
   *out = NULL;
   *nout = 0;
@@ -433,6 +450,8 @@ tg_tensor *tg_optim_lr(tg_optim *o) {
   return o->lr;
 }
 
+/* A new learning rate is an assign into the lr buffer, realized at once: no kernel changes, and a JIT-captured
+ * step reads the new value on its next replay. */
 tg_status tg_optim_set_lr(tg_optim *o, double lr) {
   if (!o) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_optim_set_lr: optimizer is NULL");
   if (!(lr >= 0)) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_optim_set_lr: invalid learning rate %g", lr);
@@ -466,7 +485,7 @@ size_t tg_optim_nparams(const tg_optim *o) {
 }
 
 /* The state tensors, in tinygrad's attribute order: lr, then b1_t, b2_t, m.*, v.* (LAMB) or b.* (LARS with momentum);
- * a group numbers its optimizers' tensors "0.lr", "1.m.0", ... */
+ * a group numbers its optimizers' tensors "0.lr", "1.m.0", ... (how a checkpoint names them). */
 static size_t state_count(const tg_optim *o) {
   if (o->kind == OPTIM_GROUP) {
     size_t n = 0;

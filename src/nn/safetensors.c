@@ -18,6 +18,8 @@
 
 /* ------------------------------------------------------------------------------------------------- dtype names */
 
+/* The safetensors dtype names (the format's spelling) and ours; a dtype missing here (weak scalars, fp8 FNUZ
+ * variants) cannot be stored and is refused on save with a message naming the tensor. */
 static const struct { const char *name; tg_dtype dtype; } safe_dtypes[] = {
   {"BOOL", TG_BOOL},       {"I8", TG_INT8},   {"U8", TG_UINT8},       {"I16", TG_INT16},     {"U16", TG_UINT16},
   {"I32", TG_INT32},       {"U32", TG_UINT32}, {"I64", TG_INT64},     {"U64", TG_UINT64},    {"F16", TG_FLOAT16},
@@ -38,6 +40,8 @@ tg_dtype nn_safe_dtype_from_name(const char *name, size_t len) {
 
 /* ------------------------------------------------------------------------------------------------- JSON tree */
 
+/* The header is parsed into a tree first and checked afterwards: the checks (dtype, shape, offsets, duplicates)
+ * then read like the format's rules, and no tensor is created from a header that fails any of them. */
 typedef enum jkind { J_NULL, J_BOOL, J_NUMBER, J_STRING, J_ARRAY, J_OBJECT } jkind;
 
 typedef struct jnode {
@@ -53,6 +57,8 @@ typedef struct jnode {
   size_t n, cap;
 } jnode;
 
+/* Parser state over the header bytes (not NUL-terminated: every read checks pos against len). The first error wins:
+ * jfail keeps the earliest message, the one nearest the real fault. */
 typedef struct jparser {
   const char *s;
   size_t len, pos;
@@ -93,6 +99,7 @@ static int hex_value(char c) {
   return -1;
 }
 
+/* The four hex digits of a \u escape. */
 static bool read_hex4(jparser *p, uint32_t *out) {
   if (p->len - p->pos < 4) return jfail(p, "truncated \\u escape");
   uint32_t v = 0;
@@ -106,6 +113,7 @@ static bool read_hex4(jparser *p, uint32_t *out) {
   return true;
 }
 
+/* A code point as UTF-8 (cp is a valid scalar value here: surrogates were paired or refused before). */
 static void put_utf8(StrBuf *b, uint32_t cp) {
   if (cp < 0x80) sb_putc(b, (char)cp);
   else if (cp < 0x800) {
@@ -211,6 +219,8 @@ static bool parse_string(jparser *p, char **out, size_t *out_len) {
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /* A number by the JSON grammar: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)? */
+/* Numbers are only scanned, not converted: the tree keeps their text, and the header checks convert the few they
+ * need (shapes, offsets) with exact integer rules (json_u64), never through a double. */
 static bool scan_number(jparser *p) {
   size_t i = p->pos;
   if (i < p->len && p->s[i] == '-') i++;
@@ -239,6 +249,7 @@ static bool match_word(jparser *p, const char *w) {
   return true;
 }
 
+/* Appends a child (and its key, for an object) with doubling arrays; the node owns both. */
 static void jnode_push(jnode *n, jnode *kid, char *key, size_t key_len) {
   if (n->n == n->cap) {
     n->cap = n->cap ? n->cap * 2 : 4;
@@ -258,6 +269,8 @@ static void jnode_push(jnode *n, jnode *kid, char *key, size_t key_len) {
 
 static jnode *parse_value(jparser *p, int depth);
 
+/* An array or object after its opening bracket: values separated by commas, no trailing comma (RFC 8259). On failure
+ * the partial node is freed here, so callers only free what they got back. */
 static jnode *parse_container(jparser *p, jnode *n, int depth) {
   bool object = n->kind == J_OBJECT;
   char close = object ? '}' : ']';
@@ -291,6 +304,8 @@ fail:
   return NULL;
 }
 
+/* One JSON value. Depth and node count are bounded (ST_MAX_DEPTH, ST_MAX_NODES), so a hostile header costs bounded
+ * stack and memory whatever its length. */
 static jnode *parse_value(jparser *p, int depth) {
   if (depth > ST_MAX_DEPTH) { jfail(p, "nesting too deep"); return NULL; }
   skip_ws(p);
@@ -319,6 +334,7 @@ static jnode *parse_value(jparser *p, int depth) {
 
 /* ------------------------------------------------------------------------------------------------- header checks */
 
+/* One tensor of the header after its checks: where its bytes are in the data buffer and what they hold. */
 typedef struct st_entry {
   const char *name;        /* points into the tree */
   tg_dtype dtype;
@@ -327,6 +343,7 @@ typedef struct st_entry {
   uint64_t begin, end;
 } st_entry;
 
+/* Every format violation is TG_ERR_IO with a "safetensors: " prefix (the caller knows the file name). */
 static tg_status st_error(const char *fmt, ...) TG_PRINTF(1, 2);
 static tg_status st_error(const char *fmt, ...) {
   char msg[512];
@@ -352,6 +369,7 @@ static bool json_u64(const jnode *n, uint64_t *out) {
   return true;
 }
 
+/* A field of an object by exact key (keys may contain NULs, so lengths are compared, not C strings). */
 static const jnode *object_field(const jnode *obj, const char *key) {
   for (size_t i = 0; i < obj->n; i++)
     if (obj->key_lens[i] == strlen(key) && memcmp(obj->keys[i], key, obj->key_lens[i]) == 0) return obj->kids[i];
@@ -367,7 +385,8 @@ static int key_ref_cmp(const void *a, const void *b) {
   return x->len < y->len ? -1 : x->len > y->len;
 }
 
-/* The first duplicated key of an object, NULL when all are distinct. */
+/* The first duplicated key of an object, NULL when all are distinct. JSON allows duplicates, the format does not:
+ * a reader that kept the last one would disagree with one that kept the first. Sorting makes this n log n. */
 static const char *duplicate_key(const jnode *obj) {
   if (obj->n < 2) return NULL;
   key_ref *refs = tg_malloc(obj->n * sizeof *refs);
@@ -382,6 +401,8 @@ static const char *duplicate_key(const jnode *obj) {
 
 static bool has_nul(const char *s, size_t len) { return memchr(s, 0, len) != NULL; }
 
+/* One tensor entry: {"dtype": name, "shape": [ints], "data_offsets": [begin, end]} with end - begin exactly the byte
+ * size of dtype and shape. */
 static tg_status check_entry(const char *name, const jnode *v, st_entry *e) {
   if (v->kind != J_OBJECT) return st_error("tensor \"%s\": its header entry is not an object", name);
   const char *dup = duplicate_key(v);
@@ -451,6 +472,7 @@ static tg_status check_layout(st_entry *entries, size_t n, uint64_t data_len) {
   return st;
 }
 
+/* A bool byte other than 0 or 1 is refused: it would be a value no bool kernel expects (C's bool is 0 or 1). */
 static tg_status check_bools(const st_entry *e, const uint8_t *data) {
   if (e->dtype != TG_BOOL) return TG_OK;
   for (uint64_t i = e->begin; i < e->end; i++)
@@ -459,6 +481,7 @@ static tg_status check_bools(const st_entry *e, const uint8_t *data) {
   return TG_OK;
 }
 
+/* __metadata__: an object of string values (nothing else is allowed there), copied into the dict. */
 static tg_status load_metadata(const jnode *m, tg_state_dict *sd) {
   if (m->kind != J_OBJECT) return st_error("__metadata__ is not an object");
   const char *dup = duplicate_key(m);
@@ -474,6 +497,8 @@ static tg_status load_metadata(const jnode *m, tg_state_dict *sd) {
   return TG_OK;
 }
 
+/* tinygrad safe_load over bytes in memory: length, header, every check, then one device buffer per tensor copied
+ * from the data (the input buffer may be freed after the call). Fails as a whole: no partial dict comes back. */
 tg_status tg_safe_load_buffer(const void *data, size_t size, tg_state_dict **out) {
   if (!out) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_safe_load_buffer: NULL out");
   *out = NULL;
@@ -536,6 +561,7 @@ done:
   return TG_OK;
 }
 
+/* The file is read whole (fread with doubling, no stat: pipes and /proc files work too) and parsed from memory. */
 tg_status tg_safe_load(const char *path, tg_state_dict **out) {
   if (!out || !path) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_safe_load: NULL argument");
   *out = NULL;
@@ -567,6 +593,7 @@ tg_status tg_safe_load(const char *path, tg_state_dict **out) {
 
 /* ------------------------------------------------------------------------------------------------- writing */
 
+/* JSON string escaping for names and metadata (validated as UTF-8 before): quotes, backslashes, control characters. */
 static void put_json_string(StrBuf *b, const char *s) {
   sb_putc(b, '"');
   for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
@@ -577,6 +604,9 @@ static void put_json_string(StrBuf *b, const char *s) {
   sb_putc(b, '"');
 }
 
+/* tinygrad safe_save: the header lists the tensors in the dict's order with contiguous offsets, padded with spaces to
+ * a multiple of 8 (so the data is 8-byte aligned, as the reference writer does), then each tensor's bytes as
+ * tg_to_host gives them (which realizes it). */
 tg_status tg_safe_save_buffer(const tg_state_dict *sd, uint8_t **out, size_t *size) {
   if (!sd || !out || !size) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_safe_save: NULL argument");
   *out = NULL;
@@ -656,6 +686,7 @@ tg_status tg_safe_save_buffer(const tg_state_dict *sd, uint8_t **out, size_t *si
   return st;
 }
 
+/* Written from one buffer: a failed build leaves no file; a short write or a failed close is an error. */
 tg_status tg_safe_save(const tg_state_dict *sd, const char *path) {
   if (!path) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_safe_save: NULL path");
   uint8_t *buf;

@@ -5,12 +5,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* A state dict is an ordered list of (name, tensor) in insertion order (tinygrad's get_state_dict walks a model's
+ * attributes in order; files written from it keep that order). Lookups are linear: models have hundreds of entries,
+ * and loading touches each once. */
 typedef struct sd_entry {
   char *name;
   tg_tensor *tensor; /* a reference owned by the dict */
   bool is_param;
 } sd_entry;
 
+/* String metadata (safetensors' __metadata__) travels with the dict and is written back with it. */
 typedef struct sd_meta {
   char *key, *value;
 } sd_meta;
@@ -20,6 +24,8 @@ struct tg_state_dict {
   TG_VEC(sd_meta) meta;
 };
 
+/* tinygrad's Tensor.training: dropout and batchnorm read it; tg_set_training returns the old value so a caller can
+ * restore it (tinygrad's `with Tensor.train():`). */
 static bool training_flag = false;
 
 bool tg_set_training(bool on) {
@@ -29,12 +35,16 @@ bool tg_set_training(bool on) {
 }
 bool tg_is_training(void) { return training_flag; }
 
+/* The nn functions build from public tg_* calls inside a scope of their own: the result is kept out of it, every
+ * intermediate handle dies with it. One helper so each layer ends the same way. */
 tg_tensor *nn_finish(tg_scope s, tg_tensor *r) {
   tg_scope_keep(r);
   tg_scope_end(s);
   return r;
 }
 
+/* A new handle for the same value (an identity view), for functions that return their input unchanged: the caller
+ * owns a handle either way, and releasing it never frees the argument. */
 tg_tensor *nn_same(const tg_tensor *t) {
   if (!t) return NULL;
   if (tg_is_symbolic(t)) { /* -1 keeps each size, symbolic ones too */
@@ -68,6 +78,8 @@ static long find_entry(const tg_state_dict *sd, const char *name) {
   return -1;
 }
 
+/* The dict retains t (the caller keeps its own reference); is_param marks what an optimizer updates, the rest are
+ * buffers (running statistics), as tinygrad's get_parameters vs get_state_dict. */
 tg_status tg_state_dict_add(tg_state_dict *sd, const char *name, tg_tensor *t, bool is_param) {
   if (!sd || !name) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_state_dict_add: NULL state dict or name");
   if (!t) {
@@ -113,6 +125,7 @@ size_t tg_state_dict_buffers(const tg_state_dict *sd, tg_tensor **out, size_t ma
   return list_entries(sd, false, out, max);
 }
 
+/* Realize every entry in one call: one schedule, so the initializers of a whole model compile and run together. */
 tg_status tg_state_dict_realize(const tg_state_dict *sd) {
   if (!sd) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_state_dict_realize: NULL state dict");
   if (!sd->entries.len) return TG_OK;
@@ -143,6 +156,9 @@ static const char *shape_text(const tg_tensor *t, char *buf, size_t n) {
   return buf;
 }
 
+/* tinygrad load_state_dict: each model tensor gets its source's value by assign (so handles held elsewhere, e.g. by
+ * an optimizer, see the new weights), reshaped between () and (1,) and cast to the model's dtype. strict: a missing
+ * name is an error; extra names in src are ignored (tinygrad only warns about them). */
 tg_status tg_load_state_dict(tg_state_dict *model, const tg_state_dict *src, bool strict) {
   if (!model || !src) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_load_state_dict: NULL state dict");
   /* validate everything first so a failure changes nothing */

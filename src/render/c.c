@@ -153,7 +153,7 @@ struct CRender {
   bool failed;
 };
 
-static int64_t numel_of(CRender *cr, const UOp *u) { return shape_max_numel(&cr->shapes, u); }
+static int64_t numel_of(CRender *cr, const UOp *u) { return uop_max_numel((UOp *)u, &cr->shapes); }
 static const CStyleLang *lang_of(const CRender *cr) { return cr->lang; }
 static AddrSpace aspace(CRender *cr, const UOp *u) { return uop_addrspace(&cr->shapes, u); }
 
@@ -723,10 +723,10 @@ static void put_vector_typedefs(const CStyleLang *lang, ShapeCache *shapes, StrB
   for (uint32_t i = 0; i < linear->nsrc; i++) {
     const UOp *u = linear->src[i];
     AddrSpace as = uop_addrspace(shapes, u);
-    UOpShape sh;
-    if ((as != ADDR_ALU && as != ADDR_NONE) || u->dtype == DT_VOID || !shape_of(shapes, u, &sh) || !sh.has_shape)
+    SymShape sh;
+    if ((as != ADDR_ALU && as != ADDR_NONE) || u->dtype == DT_VOID || uop_shape_sym_cached((UOp *)u, shapes, &sh) != SHAPE_OK)
       continue;
-    int64_t n = shape_max_numel(shapes, u);
+    int64_t n = uop_max_numel((UOp *)u, shapes);
     if (n <= 1) continue;
     bool dup = false;
     for (size_t k = 0; k < nseen && !dup; k++) dup = seen_dt[k] == u->dtype && seen_n[k] == n;
@@ -745,7 +745,7 @@ static void put_vector_typedefs(const CStyleLang *lang, ShapeCache *shapes, StrB
     const UOp *u = linear->src[i];
     const UOp *bidx = uop_is(u, TG_OP_LOAD) || uop_is(u, TG_OP_STORE) ? u->src[0] : NULL;
     if (!bidx) continue;
-    int64_t n = shape_max_numel(shapes, bidx);
+    int64_t n = uop_max_numel((UOp *)bidx, shapes);
     if (!access_unaligned(bidx, n)) continue;
     bool dup = false;
     for (size_t k = 0; k < nseen && !dup; k++) dup = seen_dt[k] == bidx->dtype && seen_n[k] == -n;
@@ -807,9 +807,9 @@ char *render_cstyle(const Renderer *ren, const CStyleLang *lang, UOp *linear) {
   uopmap_init(&cr.uses);
   shape_cache_init(&cr.shapes);
   for (uint32_t i = 0; i < linear->nsrc; i++) { /* in program order: each shape from its sources' memoized ones */
-    UOpShape sh;
+    SymShape sh;
     uop_addrspace(&cr.shapes, linear->src[i]);
-    if (!shape_of(&cr.shapes, linear->src[i], &sh)) cr.failed = true;
+    if (uop_shape_sym_cached(linear->src[i], &cr.shapes, &sh) == SHAPE_ERROR) cr.failed = true;
   }
   for (uint32_t i = 0; i < linear->nsrc; i++) {
     const UOp *u = linear->src[i];

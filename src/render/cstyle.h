@@ -7,6 +7,7 @@
 #define TG_RENDER_CSTYLE_H
 
 #include "render.h"
+#include "uop/shape.h"
 
 /* What the walk hands to a language's program assembly (tinygrad render_kernel's arguments). */
 typedef struct CStyleProgram {

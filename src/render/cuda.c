@@ -100,10 +100,10 @@ static size_t used_dtypes(const CStyleProgram *p, UsedDType *out, size_t cap) {
   for (uint32_t i = 0; i < p->linear->nsrc; i++) {
     const UOp *u = p->linear->src[i];
     AddrSpace as = uop_addrspace(p->shapes, u);
-    UOpShape sh;
-    if ((as != ADDR_ALU && as != ADDR_NONE) || u->dtype == DT_VOID || !shape_of(p->shapes, u, &sh) || !sh.has_shape)
+    SymShape sh;
+    if ((as != ADDR_ALU && as != ADDR_NONE) || u->dtype == DT_VOID || uop_shape_sym_cached((UOp *)u, p->shapes, &sh) != SHAPE_OK)
       continue;
-    UsedDType e = {u->dtype->scalar, shape_max_numel(p->shapes, u)};
+    UsedDType e = {u->dtype->scalar, uop_max_numel((UOp *)u, p->shapes)};
     bool dup = false;
     for (size_t k = 0; k < n && !dup; k++) dup = out[k].dt == e.dt && out[k].n == e.n;
     if (!dup && n < cap) out[n++] = e;
@@ -130,7 +130,7 @@ static void put_wmma_helpers(StrBuf *out, const CStyleLang *lang, const CStylePr
     const DType *din = &tg_dtype_table[a[3]], *dout = &tg_dtype_table[a[4]];
     int64_t sizes[3], regs[3];
     for (int k = 0; k < 3; k++) {
-      sizes[k] = shape_max_numel(p->shapes, w->src[k]);
+      sizes[k] = uop_max_numel(w->src[k], p->shapes);
       regs[k] = sizes[k] * dt_itemsize(k < 2 ? din : dout) / 4;
     }
     StrBuf ty[3];

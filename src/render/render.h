@@ -82,28 +82,10 @@ static inline bool renderer_supports_dtype(const Renderer *r, const DType *d) {
 }
 static inline bool renderer_has_op(const Renderer *r, TgOp op) { return opset_has(&r->code_for_op, op); }
 
-/* tinygrad UOp._shape on lowered kernels, where a vector is a shaped value (a LOAD of a SHRINK, a STACK): dims at
- * their max (symbolic dims at vmax). `has_shape` false for ops without one (SINK, IF, GROUP...). Memoized per cache. */
-typedef struct UOpShape { bool has_shape; int ndim; int64_t dims[8]; } UOpShape;
-/* (tensor helper) src/tensor/shape.h already exports ShapeCache/shape_cache_init/shape_cache_free for tensor-graph
- * shapes (used by src/schedule); these names keep the render cache's symbols distinct so the library links. */
-#define ShapeCache RenderShapeCache
-#define shape_cache_init render_shape_cache_init
-#define shape_cache_free render_shape_cache_free
-typedef struct ShapeCache { UOpMap memo, aspace; } ShapeCache;
-void shape_cache_init(ShapeCache *c);
-void shape_cache_free(ShapeCache *c);
-/* false (with tg_last_error) for a shape this code does not know (more than 8 dims, a movement op). */
-bool shape_of(ShapeCache *c, const UOp *u, UOpShape *out);
-/* tinygrad max_numel: the product of the shape's dims, 1 without a shape or on error. */
-int64_t shape_max_numel(ShapeCache *c, const UOp *u);
 /* tinygrad Estimates.ops (from_uops with ignore_indexing) for a linearized kernel: every ALU op's lanes (its
  * max_numel; MULACC twice) times the trips of its enclosing loops and the core_id count, leaving out the arithmetic
  * that only computes addresses (the sources of INDEX and SHRINK). DEBUG=2's GFLOPS and BEAM's compute filter. */
 double render_estimate_flops(UOp *linear);
-/* tinygrad UOp.addrspace (memoized in the same cache): where a value lives; ADDR_NONE for tinygrad's None. */
-AddrSpace uop_addrspace(ShapeCache *c, const UOp *u);
-
 /* tinygrad's ClangRenderer: the CPU. CStyleLanguage's ops without EXP2, LOG2, SIN, RECIPROCAL (and no MAX, no
  * THREEFRY, no MULACC), plus SQRT, TRUNC, FDIV as compiler builtins. All dtypes but fp8. global_max[0] is the
  * thread count of the THREAD split (NUM_CPU_THREADS env, else the machine's cores); THREADS=0 clears has_threads. */

@@ -7,6 +7,8 @@
 
 /* ------------------------------------------------------------------------------------------------- public API */
 
+/* Every binary call is bin(name, builder): the second argument is only read once the first is valid, so the error
+ * names the first bad argument; the builder itself broadcasts and promotes. Unary calls go through un(). */
 typedef UOp *(*Bin)(UOp *, UOp *);
 typedef UOp *(*Un)(UOp *);
 
@@ -22,12 +24,15 @@ static tg_tensor *un(const char *op, Un f, const tg_tensor *a) {
   return tensor_ctx_end(x ? f(x) : NULL);
 }
 
-static UOp *f_sub(UOp *a, UOp *b) { return mix_sub(a, b); }
+/* The f_* adapters give a builder with extra arguments (a rounding mode, a dtype check) the Bin/Un signature.
+ * tg_div is true division (ints promote to float, tinygrad's `/`); tg_idiv takes ints only and truncates toward
+ * zero like C's `/` (Python's floor division is tg_div_mode with TG_ROUND_FLOOR). */
 static UOp *f_div(UOp *a, UOp *b) { return mix_div(a, b, TG_ROUND_NONE); }
 static UOp *f_idiv(UOp *a, UOp *b) {
   if (!dt_is_int(a->dtype) || !dt_is_int(b->dtype)) return mix_err("integer division needs ints, got %s and %s", a->dtype->name, b->dtype->name);
   return mix_div(a, b, TG_ROUND_TRUNC);
 }
+/* Bitwise ops are defined for ints (and bools for and/or/xor, tinygrad's logical ops); shifts for ints only. */
 static UOp *int_only(TgOp op, UOp *a, UOp *b, bool bools_ok) {
   bool ok = (dt_is_int(a->dtype) || (bools_ok && a->dtype == DT_BOOL)) && (dt_is_int(b->dtype) || (bools_ok && b->dtype == DT_BOOL));
   if (!ok) return mix_err("%s needs %s operands, got %s and %s", uop_op_name(op), bools_ok ? "int or bool" : "int", a->dtype->name, b->dtype->name);
@@ -49,19 +54,18 @@ static UOp *f_pow(UOp *a, UOp *b) {
     return mix_err("base needs to be float (%s ** %s)", a->dtype->name, b->dtype->name);
   return mix_pow(a, b);
 }
-static UOp *f_max(UOp *a, UOp *b) { return mix_maximum(a, b); }
-static UOp *f_min(UOp *a, UOp *b) { return mix_minimum(a, b); }
 
+/* The table of binary entry points: name, builder. */
 tg_tensor *tg_add(const tg_tensor *a, const tg_tensor *b) { return bin("tg_add", mix_add, a, b); }
-tg_tensor *tg_sub(const tg_tensor *a, const tg_tensor *b) { return bin("tg_sub", f_sub, a, b); }
+tg_tensor *tg_sub(const tg_tensor *a, const tg_tensor *b) { return bin("tg_sub", mix_sub, a, b); }
 tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b) { return bin("tg_mul", mix_mul, a, b); }
 tg_tensor *tg_div(const tg_tensor *a, const tg_tensor *b) { return bin("tg_div", f_div, a, b); }
 tg_tensor *tg_idiv(const tg_tensor *a, const tg_tensor *b) { return bin("tg_idiv", f_idiv, a, b); }
 tg_tensor *tg_mod(const tg_tensor *a, const tg_tensor *b) { return bin("tg_mod", mix_mod, a, b); }
 tg_tensor *tg_fmod(const tg_tensor *a, const tg_tensor *b) { return bin("tg_fmod", mix_fmod, a, b); }
 tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b) { return bin("tg_pow", f_pow, a, b); }
-tg_tensor *tg_maximum(const tg_tensor *a, const tg_tensor *b) { return bin("tg_maximum", f_max, a, b); }
-tg_tensor *tg_minimum(const tg_tensor *a, const tg_tensor *b) { return bin("tg_minimum", f_min, a, b); }
+tg_tensor *tg_maximum(const tg_tensor *a, const tg_tensor *b) { return bin("tg_maximum", mix_maximum, a, b); }
+tg_tensor *tg_minimum(const tg_tensor *a, const tg_tensor *b) { return bin("tg_minimum", mix_minimum, a, b); }
 tg_tensor *tg_lt(const tg_tensor *a, const tg_tensor *b) { return bin("tg_lt", mix_lt, a, b); }
 tg_tensor *tg_le(const tg_tensor *a, const tg_tensor *b) { return bin("tg_le", mix_le, a, b); }
 tg_tensor *tg_gt(const tg_tensor *a, const tg_tensor *b) { return bin("tg_gt", mix_gt, a, b); }
@@ -74,6 +78,7 @@ tg_tensor *tg_bitwise_xor(const tg_tensor *a, const tg_tensor *b) { return bin("
 tg_tensor *tg_lshift(const tg_tensor *a, const tg_tensor *b) { return bin("tg_lshift", f_shl, a, b); }
 tg_tensor *tg_rshift(const tg_tensor *a, const tg_tensor *b) { return bin("tg_rshift", f_shr, a, b); }
 
+/* Division with an explicit rounding (torch.div's rounding_mode): none (true division), trunc, floor. */
 tg_tensor *tg_div_mode(const tg_tensor *a, const tg_tensor *b, tg_rounding mode) {
   mix_ctx_begin("tg_div_mode");
   UOp *x = tensor_in(a, 1), *y = x ? tensor_in(b, 2) : NULL, *r = NULL;
@@ -88,12 +93,12 @@ tg_tensor *tg_where(const tg_tensor *cond, const tg_tensor *x, const tg_tensor *
 }
 
 /* unary ops whose domain is float-like (ints promote to float as in tinygrad) */
-static UOp *f_bitnot(UOp *a) { return mix_bitwise_not(a); }
-static UOp *f_round(UOp *a) { return mix_round(a); }
+/* Composites tinygrad defines on Tensor (tensor.py), each the same formula in the same order, so the graph and its
+ * rounding match tinygrad's: e.g. tan is sin/cos, not a polynomial, and gelu is the tanh approximation. */
 static UOp *f_rsqrt(UOp *a) { return mix_reciprocal(mix_sqrt(a)); }
 static UOp *f_tan(UOp *a) { return mix_div(mix_sin(a), mix_cos(a), TG_ROUND_NONE); }
 static UOp *f_isfinite(UOp *a) { return mix_logical_not(mix_alu(TG_OP_OR, mix_isinf(a), mix_isnan(a))); }
-static UOp *f_relu6(UOp *a) { return mix_relu6(a); }
+/* relu(x/6 + 0.5) - relu(x/6 + 0.5 - 1): the clamp to [0, 1] written as two relus, as tinygrad does. */
 static UOp *f_hardsigmoid(UOp *a) {
   UOp *ax = mix_add(mix_mul(mix_weak_float(1.0 / 6), a), mix_weak_float(0.5));
   UOp *ax2 = mix_sub(mix_add(mix_mul(mix_weak_float(1.0 / 6), a), mix_weak_float(0.5)), mix_weak_int(1));
@@ -108,14 +113,16 @@ static UOp *f_swish(UOp *a) { return mix_mul(a, mix_sigmoid(a)); }
 static UOp *f_hardswish(UOp *a) { return mix_mul(mix_mul(a, mix_relu6(mix_add(a, mix_weak_int(3)))), mix_weak_float(1.0 / 6)); }
 static UOp *f_softsign(UOp *a) { return mix_div(a, mix_add(mix_weak_int(1), mix_abs(a)), TG_ROUND_NONE); }
 static UOp *f_mish(UOp *a) { return mix_mul(a, mix_tanh(mix_softplus(a, 1.0))); }
+/* tinygrad's constants (alpha 1.67326, gamma 1.0507), shorter than torch's exact SELU values. */
 static UOp *f_selu(UOp *a) {
   return mix_mul(mix_weak_float(1.0507), mix_where(mix_ge(a, mix_weak_int(0)), a, mix_mul(mix_weak_float(1.67326), mix_sub(mix_exp(a), mix_weak_int(1)))));
 }
 static UOp *f_logsigmoid(UOp *a) { return mix_neg(mix_softplus(mix_neg(a), 1.0)); }
-static UOp *f_erf(UOp *a) { return mix_erf(a); }
 static UOp *f_sinh(UOp *a) { return mix_div(mix_sub(mix_exp(a), mix_exp(mix_neg(a))), mix_weak_int(2), TG_ROUND_NONE); }
 static UOp *f_cosh(UOp *a) { return mix_div(mix_add(mix_exp(a), mix_exp(mix_neg(a))), mix_weak_int(2), TG_ROUND_NONE); }
 
+/* tinygrad asin: pi/2 - sqrt(1-|x|) * poly(|x|) (Abramowitz-Stegun 4.4.46, 8 terms), odd by sign(x); acos and atan
+ * are built from it, as in tinygrad. */
 static UOp *t_asin(UOp *a) {
   static const double coef[] = {-0.0012624911, 0.0066700901, -0.0170881256, 0.0308918810,
                                 -0.0501743046, 0.0889789874, -0.2145988016, 1.5707963050};
@@ -130,6 +137,7 @@ static UOp *f_atanh(UOp *a) {
 }
 static UOp *f_asinh(UOp *a) { return mix_log(mix_add(a, mix_sqrt(mix_add(mix_square(a), mix_weak_int(1))))); }
 static UOp *f_acosh(UOp *a) { return mix_log(mix_add(a, mix_sqrt(mix_sub(mix_square(a), mix_weak_int(1))))); }
+/* copysign: |a| with b's sign, where -0.0 counts as negative (1/b < 0 catches it, as in tinygrad). */
 static UOp *f_copysign(UOp *a, UOp *b) {
   if (!mix_broadcasted(&a, &b)) return NULL;
   UOp *mag = mix_abs(a);
@@ -146,6 +154,7 @@ tg_tensor *tg_atanh(const tg_tensor *a) { return un("tg_atanh", f_atanh, a); }
 tg_tensor *tg_copysign(const tg_tensor *a, const tg_tensor *b) { return bin("tg_copysign", f_copysign, a, b); }
 tg_tensor *tg_logaddexp(const tg_tensor *a, const tg_tensor *b) { return bin("tg_logaddexp", mix_logaddexp, a, b); }
 
+/* masked_fill(mask, value) = where(mask, value, t): value broadcasts and promotes like any where operand. */
 tg_tensor *tg_masked_fill(const tg_tensor *t, const tg_tensor *mask, const tg_tensor *value) {
   mix_ctx_begin("tg_masked_fill");
   UOp *x = tensor_in(t, 1), *m = x ? tensor_in(mask, 2) : NULL, *v = m ? tensor_in(value, 3) : NULL;
@@ -167,6 +176,7 @@ tg_tensor *tg_lerp(const tg_tensor *a, const tg_tensor *end, const tg_tensor *we
   return tensor_ctx_end(r);
 }
 
+/* The table of unary entry points: name, builder. */
 tg_tensor *tg_neg(const tg_tensor *a) { return un("tg_neg", mix_neg, a); }
 tg_tensor *tg_abs(const tg_tensor *a) { return un("tg_abs", mix_abs, a); }
 tg_tensor *tg_sign(const tg_tensor *a) { return un("tg_sign", mix_sign, a); }
@@ -184,14 +194,14 @@ tg_tensor *tg_tan(const tg_tensor *a) { return un("tg_tan", f_tan, a); }
 tg_tensor *tg_trunc(const tg_tensor *a) { return un("tg_trunc", mix_trunc, a); }
 tg_tensor *tg_floor(const tg_tensor *a) { return un("tg_floor", mix_floor, a); }
 tg_tensor *tg_ceil(const tg_tensor *a) { return un("tg_ceil", mix_ceil, a); }
-tg_tensor *tg_round(const tg_tensor *a) { return un("tg_round", f_round, a); }
+tg_tensor *tg_round(const tg_tensor *a) { return un("tg_round", mix_round, a); }
 tg_tensor *tg_isnan(const tg_tensor *a) { return un("tg_isnan", mix_isnan, a); }
 tg_tensor *tg_isinf(const tg_tensor *a) { return un("tg_isinf", mix_isinf, a); }
 tg_tensor *tg_isfinite(const tg_tensor *a) { return un("tg_isfinite", f_isfinite, a); }
-tg_tensor *tg_bitwise_not(const tg_tensor *a) { return un("tg_bitwise_not", f_bitnot, a); }
+tg_tensor *tg_bitwise_not(const tg_tensor *a) { return un("tg_bitwise_not", mix_bitwise_not, a); }
 tg_tensor *tg_logical_not(const tg_tensor *a) { return un("tg_logical_not", mix_logical_not, a); }
 tg_tensor *tg_relu(const tg_tensor *a) { return un("tg_relu", mix_relu, a); }
-tg_tensor *tg_relu6(const tg_tensor *a) { return un("tg_relu6", f_relu6, a); }
+tg_tensor *tg_relu6(const tg_tensor *a) { return un("tg_relu6", mix_relu6, a); }
 tg_tensor *tg_sigmoid(const tg_tensor *a) { return un("tg_sigmoid", mix_sigmoid, a); }
 tg_tensor *tg_hardsigmoid(const tg_tensor *a) { return un("tg_hardsigmoid", f_hardsigmoid, a); }
 tg_tensor *tg_tanh(const tg_tensor *a) { return un("tg_tanh", mix_tanh, a); }
@@ -204,10 +214,12 @@ tg_tensor *tg_softsign(const tg_tensor *a) { return un("tg_softsign", f_softsign
 tg_tensor *tg_mish(const tg_tensor *a) { return un("tg_mish", f_mish, a); }
 tg_tensor *tg_selu(const tg_tensor *a) { return un("tg_selu", f_selu, a); }
 tg_tensor *tg_logsigmoid(const tg_tensor *a) { return un("tg_logsigmoid", f_logsigmoid, a); }
-tg_tensor *tg_erf(const tg_tensor *a) { return un("tg_erf", f_erf, a); }
+tg_tensor *tg_erf(const tg_tensor *a) { return un("tg_erf", mix_erf, a); }
 tg_tensor *tg_sinh(const tg_tensor *a) { return un("tg_sinh", f_sinh, a); }
 tg_tensor *tg_cosh(const tg_tensor *a) { return un("tg_cosh", f_cosh, a); }
 
+/* Activations with a Python-number parameter: the parameter becomes a weak scalar (mix_py_scalar), so a float tensor
+ * keeps its dtype and an int parameter stays an int literal in the graph, as tinygrad's graphs have it. */
 tg_tensor *tg_softplus(const tg_tensor *a, double beta) {
   mix_ctx_begin("tg_softplus");
   UOp *x = tensor_in(a, 1), *r = NULL;
@@ -244,12 +256,14 @@ tg_tensor *tg_hardtanh(const tg_tensor *a, double min_val, double max_val) {
   return tensor_ctx_end(x ? mix_clamp(x, mix_py_scalar(min_val), mix_py_scalar(max_val)) : NULL);
 }
 
+/* NaN for min or max means "no bound on that side" (tinygrad's clip(min_=None)). */
 tg_tensor *tg_clamp(const tg_tensor *a, double min, double max) {
   mix_ctx_begin("tg_clamp");
   UOp *x = tensor_in(a, 1);
   return tensor_ctx_end(x ? mix_clamp(x, isnan(min) ? NULL : mix_py_scalar(min), isnan(max) ? NULL : mix_py_scalar(max)) : NULL);
 }
 
+/* Casts need a concrete target dtype: TG_VOID (the "default" elsewhere) is an error here. */
 static const DType *public_dtype(tg_dtype d) {
   if ((unsigned)d >= TG_DTYPE_COUNT || d == TG_VOID) {
     mix_err("invalid dtype %d", (int)d);

@@ -7,6 +7,7 @@
 
 /* ------------------------------------------------------------------------------------------------ public API */
 
+/* A C array argument of n entries: present when n > 0, and at most TG_MAX_DIMS (the builders size their locals so). */
 static bool int_args(const void *p, size_t n, const char *what) {
   if (n && !p) return mix_err("%s is NULL", what), false;
   if (n > TG_MAX_DIMS) return mix_err("%zu %s, at most %d supported", n, what, TG_MAX_DIMS), false;
@@ -37,6 +38,8 @@ tg_tensor *tg_expand(const tg_tensor *t, const int64_t *shape, size_t ndim) {
   return tensor_ctx_end(x && int_args(shape, ndim, "sizes") ? mix_expand(x, shape, (int)ndim) : NULL);
 }
 
+/* tinygrad pad(padding, mode, value): (before, after) per axis, negative entries crop; constant, reflect, replicate
+ * and circular modes are the builder's (mix_pad_mode). */
 tg_tensor *tg_pad(const tg_tensor *t, const int64_t *pads, size_t ndim, tg_pad_mode mode, double value) {
   mix_ctx_begin("tg_pad");
   UOp *x = tensor_in(t, 1), *r = NULL;
@@ -70,6 +73,7 @@ tg_tensor *tg_squeeze(const tg_tensor *t, int axis) {
   return tensor_ctx_end(x ? mix_squeeze(x, axis) : NULL);
 }
 
+/* squeeze() with no axis: every size-1 axis, one RESHAPE (tinygrad's squeeze(None)). */
 tg_tensor *tg_squeeze_all(const tg_tensor *t) {
   mix_ctx_begin("tg_squeeze_all");
   UOp *x = tensor_in(t, 1);
@@ -93,6 +97,8 @@ tg_tensor *tg_flatten(const tg_tensor *t, int start_dim, int end_dim) {
   return tensor_ctx_end(x ? mix_flatten(x, start_dim, end_dim) : NULL);
 }
 
+/* t[idx]: the index tensors become nodes here (seeded like any argument), the rest is tinygrad's _getitem
+ * (mix_getitem): views for ints and slices, one-hot masks for tensor indices. */
 tg_tensor *tg_getitem(const tg_tensor *t, const tg_index *idx, size_t n) {
   mix_ctx_begin("tg_getitem");
   UOp *x = tensor_in(t, 1);
@@ -106,6 +112,7 @@ tg_tensor *tg_getitem(const tg_tensor *t, const tg_index *idx, size_t n) {
   return tensor_ctx_end(mix_getitem(x, idx, tensors, n));
 }
 
+/* cat and stack share the argument handling: n handles, each a node of the same context (errors name argument i+1). */
 static tg_tensor *multi(const char *op, const tg_tensor *const *ts, size_t n, int axis, bool stack) {
   mix_ctx_begin(op);
   if (!ts || n == 0) return tensor_ctx_end(mix_err("needs at least one tensor"));
@@ -127,6 +134,8 @@ tg_tensor *tg_repeat(const tg_tensor *t, const int64_t *repeats, size_t n) {
   return tensor_ctx_end(x && int_args(repeats, n, "repeats") ? mix_repeat(x, repeats, (int)n) : NULL);
 }
 
+/* tinygrad split(int): pieces of `size` along axis, the last one shorter; each piece is a SHRINK view with its own
+ * handle. On any error the pieces made so far are released, so out[] is all or nothing. */
 int tg_split(const tg_tensor *t, int64_t size, int axis, tg_tensor **out, size_t max_out) {
   mix_ctx_begin("tg_split");
   UOp *x = tensor_in(t, 1);
@@ -155,6 +164,7 @@ done:
   return count;
 }
 
+/* tinygrad split(list): explicit piece sizes, which must sum to the axis size exactly. */
 int tg_split_sizes(const tg_tensor *t, const int64_t *sizes, size_t n, int axis, tg_tensor **out, size_t max_out) {
   mix_ctx_begin("tg_split_sizes");
   UOp *x = tensor_in(t, 1);
@@ -191,6 +201,7 @@ done:
   return count;
 }
 
+/* tinygrad chunk: split into pieces of ceil(size / chunks), so fewer than `chunks` pieces can come back (as torch). */
 int tg_chunk(const tg_tensor *t, int chunks, int axis, tg_tensor **out, size_t max_out) {
   if (!t) {
     if (tg_last_status() == TG_OK) tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_chunk: argument 1 is NULL");
@@ -213,6 +224,8 @@ int tg_chunk(const tg_tensor *t, int chunks, int axis, tg_tensor **out, size_t m
   return tg_split(t, (sz + chunks - 1) / chunks, axis, out, max_out);
 }
 
+/* tinygrad _pool: the sliding windows as a view with the kernel axes appended (what conv2d and the pools reduce
+ * over); stride and dilation default to 1 per kernel axis. */
 tg_tensor *tg_pool(const tg_tensor *t, const int64_t *kernel, size_t nk, const int64_t *stride, const int64_t *dilation) {
   mix_ctx_begin("tg_pool");
   UOp *x = tensor_in(t, 1), *r = NULL;

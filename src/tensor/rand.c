@@ -36,11 +36,13 @@ void tg_manual_seed(uint64_t seed) {
   rng_count = 0;
 }
 
+/* A 2-word uint32 buffer on device holding (a, b): a device's key and its counter start. */
 static UOp *u32_buffer(const char *device, uint32_t a, uint32_t b) {
   uint32_t data[2] = {a, b};
   return engine_buffer_from_host(device, DT_UINT32, 2, data);
 }
 
+/* x[i] and x[a:b] through the getitem builder, so the views are the ones tinygrad's indexing makes. */
 static UOp *idx_int(UOp *x, int64_t i) {
   tg_index ix = {TG_IDX_INT, i, 0, 1, true, false, NULL};
   return mix_getitem(x, &ix, NULL, 1);
@@ -74,6 +76,7 @@ static UOp *random_bits(UOp *key, UOp *counter, int64_t num) {
   return mix_cat(&bits, 1, 0); /* bits[0].cat(*bits[1:]): a STACK of one, flattened */
 }
 
+/* The mantissa width of each float dtype: _bits_to_rand keeps that many random bits under exponent 0. */
 static int mantissa_bits(const DType *d) {
   switch (d->id) {
   case TG_FLOAT16: return 10;
@@ -91,6 +94,8 @@ static const DType *uint_of_size(int bytes) {
 }
 
 /* RandMixin._bits_to_rand */
+/* Random bits -> uniform [0, 1): the top mantissa bits OR'd under the bit pattern of 1.0 give a float in [1, 2);
+ * minus 1. Extra words (the last 32-bit word of an odd half count) are sliced off before the reshape. */
 static UOp *bits_to_rand(UOp *bits, const Shape *s, const DType *dt) {
   const DType *ud = uint_of_size(dt_itemsize(dt));
   Const one = dt_const_bitcast(dt_const(dt, const_float(1.0)), dt, ud);
@@ -101,6 +106,9 @@ static UOp *bits_to_rand(UOp *bits, const Shape *s, const DType *dt) {
 }
 
 /* RandMixin.rand with Tensor._next_counter's key and counter */
+/* Each device has its own key (device_key_words, seeded) and a 64-bit counter kept in a buffer: a draw of num words
+ * uses the current counter and advances it by num with an assign, so consecutive draws (and a JIT replay of a step
+ * that draws) get fresh numbers without the host reading the counter. */
 static UOp *t_rand(const Shape *s, const DType *dt) {
   if (!dt_is_float(dt) || dt_is_weak(dt) || mantissa_bits(dt) < 0) return mix_err("rand only supports concrete float dtypes, got %s", dt->name);
   int64_t num = (shape_numel(s) * dt_itemsize(dt) + 3) / 4;
@@ -146,6 +154,7 @@ static UOp *t_randn(const Shape *s, const DType *dt) {
   return mix_cast(r, dt);
 }
 
+/* The shape and dtype arguments of every random creator (dflt: the dtype TG_VOID stands for). */
 static bool rand_args(const int64_t *shape, size_t ndim, tg_dtype dtype, const DType *dflt, Shape *s, const DType **dt) {
   if (ndim > TG_MAX_DIMS) return mix_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS), false;
   if (ndim && !shape) return mix_err("shape is NULL"), false;
@@ -173,6 +182,7 @@ tg_tensor *tg_randn(const int64_t *shape, size_t ndim, tg_dtype dtype) {
   return tensor_ctx_end(rand_args(shape, ndim, dtype, dt_default_float(), &s, &dt) ? t_randn(&s, dt) : NULL);
 }
 
+/* tinygrad uniform: rand in the default float, scaled to [low, high), then cast to dtype. */
 tg_tensor *tg_uniform(const int64_t *shape, size_t ndim, double low, double high, tg_dtype dtype) {
   mix_ctx_begin("tg_uniform");
   Shape s;
@@ -185,6 +195,7 @@ tg_tensor *tg_uniform(const int64_t *shape, size_t ndim, double low, double high
   return tensor_ctx_end(r);
 }
 
+/* tinygrad randint: uniform over [low, high) cast to an int dtype; high must exceed low. */
 tg_tensor *tg_randint(const int64_t *shape, size_t ndim, int64_t low, int64_t high, tg_dtype dtype) {
   mix_ctx_begin("tg_randint");
   Shape s;
@@ -210,6 +221,7 @@ tg_tensor *tg_normal(const int64_t *shape, size_t ndim, double mean, double std,
   return tensor_ctx_end(r);
 }
 
+/* *_like draws on t's device with t's shape and dtype (rand_device points the draw there for the call). */
 tg_tensor *tg_rand_like(const tg_tensor *t) {
   mix_ctx_begin("tg_rand_like");
   UOp *x = tensor_in(t, 1);

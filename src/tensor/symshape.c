@@ -18,6 +18,7 @@ UOp *tensor_empty_sym(const SymShape *s, const DType *dt) {
 
 /* ---- public ---- */
 
+/* A tg_sint is n + v (v an int-valued handle, NULL for a plain int): its size UOp, checked to be a sint expression. */
 static UOp *sint_arg(tg_sint v, int argi) {
   UOp *c = uop_const_int(DT_WEAKINT, v.n);
   if (!v.v) return c;
@@ -88,6 +89,8 @@ tg_tensor *tg_expand_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim) 
 
 bool tg_is_symbolic(const tg_tensor *t) { return t && t->symbolic; }
 
+/* tinygrad's t.shape[i] for a symbolic axis: the size as a 0-d int handle (the expression of bound Variables), so it
+ * can feed further shapes and arithmetic; a concrete axis gives a weak int constant. */
 tg_tensor *tg_dim(const tg_tensor *t, int axis) {
   mix_ctx_begin("tg_dim");
   UOp *x = tensor_in(t, 1), *r = NULL;

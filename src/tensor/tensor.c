@@ -13,12 +13,17 @@
 
 /* ------------------------------------------------------------------------------------------------ live handles */
 
+/* Every handle is on one doubly linked list: a realize rewrites the graphs of all live handles (tinygrad's
+ * _apply_map_to_tensors walks Tensor._all_tensors the same way), and tg_live_tensors counts it for leak tests. */
 static tg_tensor *live_head;
 static size_t live_count;
 
+/* The open tg_scopes, innermost last: each holds the handles created while it was the innermost one. */
 typedef TG_VEC(tg_tensor *) HandleVec;
 static TG_VEC(HandleVec) scopes;
 
+/* A handle keeps its symbolic size expressions alive itself: the graph that produced them may be rewritten by a
+ * realize, and the handle's shape must not change when it is. */
 static void handle_set_shape(tg_tensor *t, const SymShape *s) {
   t->shape = s->max;
   for (int i = 0; i < s->max.ndim; i++) {
@@ -33,6 +38,7 @@ SymShape tensor_handle_shape(const tg_tensor *t) {
   return s;
 }
 
+/* The one constructor of user-visible handles: linked into the live list and owned by the innermost scope. */
 static tg_tensor *handle_new_sym(UOp *u, const SymShape *s, const char *device) {
   tg_tensor *t = tg_calloc(1, sizeof *t);
   t->uop = uop_keep(u);
@@ -54,6 +60,8 @@ tg_tensor *tensor_handle_known(UOp *u, const Shape *s, const char *device) {
   return handle_new_sym(u, &ss, device);
 }
 
+/* Like handle_new_sym, but outside every scope and not counted: the RNG counters live for the process, and a
+ * scope ending must not free them. */
 tg_tensor *tensor_handle_internal(UOp *u) {
   SymShape s;
   if (!u || !mix_shape_sym(u, &s)) return NULL;
@@ -69,6 +77,7 @@ tg_tensor *tensor_handle_internal(UOp *u) {
   return t;
 }
 
+/* Dropping the node may free a large graph: a scope of its own collects the nodes that die with it. */
 static void handle_free(tg_tensor *t) {
   if (t->grad) tg_release(t->grad);
   if (t->prev) t->prev->next = t->next;
@@ -107,6 +116,8 @@ void tg_scope_end(tg_scope s) {
   }
 }
 
+/* Moves t from the innermost scope to the enclosing one (or to the caller when there is none): the C spelling of
+ * returning a value out of a block whose temporaries are freed. */
 tg_tensor *tg_scope_keep(tg_tensor *t) {
   if (!t || !scopes.len) return t;
   HandleVec *v = &scopes.data[scopes.len - 1];
@@ -154,6 +165,8 @@ UOp *tensor_in(const tg_tensor *t, int i) {
 
 /* --------------------------------------------------------------------------------------------------- inspection */
 
+/* The queries read the handle's cached shape: no graph walk, and a NULL handle answers -1 / NULL so a chain of calls
+ * that failed early can still be inspected safely. */
 int tg_ndim(const tg_tensor *t) { return t ? t->shape.ndim : -1; }
 const int64_t *tg_shape(const tg_tensor *t) { return t ? t->shape.d : NULL; }
 int64_t tg_numel(const tg_tensor *t) { return t ? shape_numel(&t->shape) : -1; }
@@ -179,7 +192,7 @@ size_t tg_dtype_itemsize(tg_dtype d) {
 char *tg_graph_str(const tg_tensor *t) { return t ? uop_str(t->uop) : NULL; }
 void tg_str_free(char *s) { tg_free(s); }
 
-/* a user dtype argument: TG_VOID means `dflt`; out-of-range ids are errors */
+/* A user dtype argument: TG_VOID means `dflt`; out-of-range ids are errors. */
 static bool user_dtype(tg_dtype d, const DType *dflt, const DType **out) {
   if ((unsigned)d >= TG_DTYPE_COUNT) {
     mix_err("unknown dtype %d", (int)d);
@@ -189,6 +202,7 @@ static bool user_dtype(tg_dtype d, const DType *dflt, const DType **out) {
   return true;
 }
 
+/* A user shape argument: at most TG_MAX_DIMS sizes, none negative (0 is a valid, empty size). */
 static bool check_shape_arg(const int64_t *shape, size_t ndim, Shape *out) {
   if (ndim > TG_MAX_DIMS) {
     mix_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS);
@@ -250,7 +264,7 @@ tg_tensor *tg_empty_on(const int64_t *shape, size_t ndim, tg_dtype dtype, const 
   return tensor_ctx_end(r);
 }
 
-/* tinygrad Tensor.to: the same value when it is on `device` already (or has no device), else COPY(x, device) */
+/* tinygrad Tensor.to: the same value when it is on `device` already (or has no device), else COPY(x, device). */
 tg_tensor *tg_to(const tg_tensor *t, const char *device) {
   mix_ctx_begin("tg_to");
   UOp *x = tensor_in(t, 1), *r = NULL;
@@ -263,6 +277,8 @@ tg_tensor *tg_to(const tg_tensor *t, const char *device) {
   return tensor_ctx_end(r);
 }
 
+/* tg_full and friends realize into a buffer (tinygrad's full(..., buffer=True) path of zeros/ones): the result is
+ * storage that can be assigned into, not a broadcast constant that every reader recomputes. */
 static tg_tensor *full_common(const char *op, const int64_t *shape, size_t ndim, Const fill, tg_dtype dtype) {
   mix_ctx_begin(op);
   Shape s;
@@ -286,6 +302,7 @@ tg_tensor *tg_ones(const int64_t *shape, size_t ndim, tg_dtype dtype) {
   return full_common("tg_ones", shape, ndim, const_float(1.0), dtype);
 }
 
+/* *_like: t's shape and (TG_VOID) dtype; empty_like of a weak scalar gets the strong dtype it would be stored as. */
 static tg_tensor *like_common(const char *op, const tg_tensor *t, Const fill, tg_dtype dtype, bool empty) {
   mix_ctx_begin(op);
   UOp *x = tensor_in(t, 1), *r = NULL;
@@ -306,6 +323,8 @@ tg_tensor *tg_from_data(const void *data, tg_dtype dtype, const int64_t *shape, 
   return tg_from_data_on(data, dtype, shape, ndim, NULL);
 }
 
+/* Host data is copied into a new device buffer at once (tinygrad's Tensor(np.array) realizes too): the caller may
+ * free or reuse `data` as soon as the call returns. */
 tg_tensor *tg_from_data_on(const void *data, tg_dtype dtype, const int64_t *shape, size_t ndim, const char *device) {
   mix_ctx_begin("tg_from_data");
   Shape s;
@@ -326,6 +345,7 @@ tg_tensor *tg_from_floats(const float *data, const int64_t *shape, size_t ndim) 
   return tg_from_data(data, TG_FLOAT32, shape, ndim);
 }
 
+/* Python scalars: weak CONSTs with no device, which take the dtype of whatever they are combined with. */
 static tg_tensor *const_handle(const char *op, Const v, const DType *d) {
   mix_ctx_begin(op);
   return tensor_ctx_end(mix_const(v, d));
@@ -334,6 +354,7 @@ tg_tensor *tg_const_float(double v) { return const_handle("tg_const_float", cons
 tg_tensor *tg_const_int(int64_t v) { return const_handle("tg_const_int", const_int(v), NULL); }
 tg_tensor *tg_const_bool(bool v) { return const_handle("tg_const_bool", const_bool(v), NULL); }
 
+/* A scalar with an explicit strong dtype (tinygrad's Tensor(3.0, dtype=...)): still a CONST, so it stays device-less. */
 tg_tensor *tg_scalar(double v, tg_dtype dtype) {
   mix_ctx_begin("tg_scalar");
   const DType *dt;
@@ -410,6 +431,7 @@ tg_status tg_variable_value(const tg_tensor *t, int64_t *value) {
 
 
 
+/* Creation from ranges: the builders (uop/mixin.c) build tinygrad's graphs; these wrappers only check the dtype. */
 tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dtype) {
   mix_ctx_begin("tg_arange");
   const DType *dt;
@@ -417,6 +439,7 @@ tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dtype) {
   return tensor_ctx_end(r);
 }
 
+/* tinygrad linspace: start + arange(steps) * (stop-start)/(steps-1), computed in the default float then cast. */
 tg_tensor *tg_linspace(double start, double stop, int64_t steps, tg_dtype dtype) {
   mix_ctx_begin("tg_linspace");
   const DType *dt;
@@ -435,6 +458,7 @@ tg_tensor *tg_linspace(double start, double stop, int64_t steps, tg_dtype dtype)
   return tensor_ctx_end(r);
 }
 
+/* tinygrad eye: arange(n)[:, None] == arange(m), cast: one fused kernel, no scatter. */
 tg_tensor *tg_eye(int64_t n, int64_t m, tg_dtype dtype) {
   mix_ctx_begin("tg_eye");
   const DType *dt;
@@ -488,6 +512,7 @@ static void apply_map_to_handles(UOpMap *repl) {
   uopmap_free(&memo);
 }
 
+/* One replacement from -> to in every live handle (a realized value standing for the graph that computed it). */
 static void retarget_handles(UOp *from, UOp *to) {
   UOpMap repl;
   uopmap_init(&repl);
@@ -498,6 +523,8 @@ static void retarget_handles(UOp *from, UOp *to) {
   uopmap_free(&repl);
 }
 
+/* Realize the roots together (one schedule, shared subgraphs computed once), then make every live handle that
+ * reads a root read its buffer instead, so the next realize does not recompute it. */
 static tg_status realize_uops(UOp **roots, size_t n) {
   UOp **out = tg_calloc(n ? n : 1, sizeof *out);
   UOpMap repl;
@@ -514,6 +541,7 @@ static tg_status realize_uops(UOp **roots, size_t n) {
   return st;
 }
 
+/* tinygrad Tensor.realize(*lst): the roots that need computing go to the engine in one call. */
 tg_status tg_realize_many(tg_tensor *const *ts, size_t n) {
   mix_ctx_begin("tg_realize");
   UOp **roots = tg_calloc(n ? n : 1, sizeof *roots);
@@ -554,7 +582,8 @@ static UOp *clone_to_default(UOp *x) {
 
 UOp *tensor_clone(UOp *x) { return x ? clone_to_default(x) : NULL; }
 
-/* copy out a realized value: a BUFFER, or a contiguous range of one (tinygrad's buffer view: SHRINK of a 1-d BUFFER) */
+/* Copy out a realized value: a BUFFER, or a contiguous range of one (tinygrad's buffer view: SHRINK of a 1-d BUFFER).
+ * The range case copies the whole buffer and picks the bytes: simple, and views read this way are small. */
 static tg_status copyout_view(UOp *v, void *out, size_t nbytes) {
   if (v && v->op == TG_OP_BUFFER) return engine_copyout(v, out, nbytes);
   Shape off, sz, full;
@@ -572,6 +601,8 @@ static tg_status copyout_view(UOp *v, void *out, size_t nbytes) {
   return TG_ERR_UNSUPPORTED;
 }
 
+/* tinygrad .numpy()/.data(): the value made contiguous and realized (its assigns run once), then copied out. When t
+ * needed no cast, t itself is retargeted to the realized buffer, so reading a tensor twice computes it once. */
 tg_status tg_to_host(tg_tensor *t, void *out, size_t nbytes) {
   mix_ctx_begin("tg_to_host");
   UOp *x = tensor_in(t, 1);
@@ -619,6 +650,7 @@ done:
   return st;
 }
 
+/* One element of dtype d as a double (.item()); 64-bit integers lose precision here, tg_item_int64 reads them whole. */
 static double host_value_as_double(const unsigned char *p, const DType *d) {
   switch (d->id) {
   case TG_BOOL: return *(const bool *)p;
@@ -677,6 +709,8 @@ tg_status tg_item_int64(tg_tensor *t, int64_t *out) {
 
 /* ------------------------------------------------------------------------------------------------------- assign */
 
+/* The assign node is AFTER(dst, STORE(dst, src)): readers of t see the value after the store, and the store itself
+ * runs with the next realize that needs t. */
 void tensor_assign_node(tg_tensor *t, UOp *src) {
   UOp *ss[2] = {t->uop, src};
   UOp *store = uop_new(TG_OP_STORE, DT_VOID, ss, 2, arg_none());
@@ -686,6 +720,9 @@ void tensor_assign_node(tg_tensor *t, UOp *src) {
   t->uop = assign;
 }
 
+/* tinygrad Tensor.assign: x is broadcast and (weak) cast to t's shape and dtype. Assigning into a view of a buffer
+ * rewrites the buffer itself, in every live handle, to AFTER(buffer, assign): tensors that read other parts of the
+ * buffer then see the write too, as they do in tinygrad. */
 tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
   mix_ctx_begin("tg_assign");
   UOp *dst = tensor_in(t, 1), *src = tensor_in(x, 2);

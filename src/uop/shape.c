@@ -1,6 +1,8 @@
-/* shape.c — shape inference for tensor-graph UOps, following tinygrad's UOp._shape case by case (see shape.h).
+/* shape.c — shape inference for UOps, following tinygrad's UOp._shape case by case (see shape.h): the tensor graph's
+ * movement ops and broadcasting, and the lowered kernel's vectors (INDEX, SHRINK of a pointer, STACK, WMMA), in one
+ * rule (one_shape); plus UOp.addrspace.
  *
- * uop_shape walks the graph in toposort order once, so a deep tensor graph costs its size, not its depth squared. */
+ * uop_shape walks the graph in toposort order once, so a deep graph costs its size, not its depth squared. */
 #include "uop/shape.h"
 
 #include <stdio.h>
@@ -107,29 +109,44 @@ bool shape_sym_broadcast(const SymShape *a, const SymShape *b, SymShape *out) {
   return true;
 }
 
-bool shape_sym_set_dim(SymShape *s, int i, UOp *size) {
-  if (size->op == TG_OP_CONST) {
-    if (size->arg.c.kind != CK_INT) return false;
-    s->max.d[i] = size->arg.c.i, s->sym[i] = NULL;
+/* a CONST int size, also under CASTs (index dtype lowering casts the sizes of a lowered kernel's PARAMs) */
+static bool const_dim(const UOp *x, int64_t *v) {
+  while (x->op == TG_OP_CAST && x->nsrc == 1 && dt_is_int(x->dtype)) x = x->src[0];
+  if (x->op != TG_OP_CONST || x->arg.c.kind != CK_INT) return false;
+  *v = x->arg.c.i;
+  return true;
+}
+
+/* signed_ok: an offset (a PAD/SHRINK begin), which may be negative for some values (a lowered kernel's gated
+ * vector load at x-16); a size may not */
+static bool set_dim(SymShape *s, int i, UOp *size, bool signed_ok) {
+  int64_t v;
+  if (const_dim(size, &v)) {
+    s->max.d[i] = v, s->sym[i] = NULL;
     return true;
   }
-  if (!dt_is_int(size->dtype) || uop_vmin(size) < 0) return false;
+  if (size->op == TG_OP_CONST) return false;
+  if (!dt_is_int(size->dtype) || (!signed_ok && uop_vmin(size) < 0)) return false;
   s->max.d[i] = (int64_t)uop_vmax(size), s->sym[i] = size;
   return true;
 }
 
-bool uop_as_symshape(const UOp *arg, SymShape *out) {
+bool shape_sym_set_dim(SymShape *s, int i, UOp *size) { return set_dim(s, i, size, false); }
+
+static bool as_symshape(const UOp *arg, SymShape *out, bool signed_ok) {
   memset(out, 0, sizeof *out);
   if (arg->op != TG_OP_STACK) {
     out->max.ndim = 1;
-    return shape_sym_set_dim(out, 0, (UOp *)arg);
+    return set_dim(out, 0, (UOp *)arg, signed_ok);
   }
   if (arg->nsrc > TG_MAX_DIMS) return false;
   out->max.ndim = (int)arg->nsrc;
   for (uint32_t i = 0; i < arg->nsrc; i++)
-    if (!shape_sym_set_dim(out, (int)i, arg->src[i])) return false;
+    if (!set_dim(out, (int)i, arg->src[i], signed_ok)) return false;
   return true;
 }
+
+bool uop_as_symshape(const UOp *arg, SymShape *out) { return as_symshape(arg, out, false); }
 
 UOp *shape_sym_to_uop(const SymShape *s) {
   if (!shape_sym_is_symbolic(s)) return shape_to_uop(s->max.d, s->max.ndim);
@@ -146,7 +163,7 @@ bool uop_marg_pair_sym(const UOp *mop, SymShape *first, SymShape *second) {
     if (second) memset(second, 0, sizeof *second);
     return uop_as_symshape(mop->src[1], first);
   case TG_OP_PAD: case TG_OP_SHRINK:
-    return mop->nsrc >= 3 && uop_as_symshape(mop->src[1], first) && uop_as_symshape(mop->src[2], second) &&
+    return mop->nsrc >= 3 && as_symshape(mop->src[1], first, true) && uop_as_symshape(mop->src[2], second) &&
            first->max.ndim == second->max.ndim;
   default: {
     Shape a;
@@ -160,17 +177,14 @@ bool uop_marg_pair_sym(const UOp *mop, SymShape *first, SymShape *second) {
 
 bool uop_as_shape(const UOp *arg, Shape *out) {
   out->ndim = 0;
-  if (arg->op == TG_OP_CONST) {
-    if (arg->arg.c.kind != CK_INT) return false;
+  if (arg->op != TG_OP_STACK) {
+    if (!const_dim(arg, &out->d[0])) return false;
     out->ndim = 1;
-    out->d[0] = arg->arg.c.i;
     return true;
   }
-  if (arg->op != TG_OP_STACK || arg->nsrc > TG_MAX_DIMS) return false;
-  for (uint32_t i = 0; i < arg->nsrc; i++) {
-    if (arg->src[i]->op != TG_OP_CONST || arg->src[i]->arg.c.kind != CK_INT) return false;
-    out->d[i] = arg->src[i]->arg.c.i;
-  }
+  if (arg->nsrc > TG_MAX_DIMS) return false;
+  for (uint32_t i = 0; i < arg->nsrc; i++)
+    if (!const_dim(arg->src[i], &out->d[i])) return false;
   out->ndim = (int)arg->nsrc;
   return true;
 }
@@ -234,6 +248,13 @@ static bool same_numel(const SymShape *a, const SymShape *b) {
   }
 }
 
+/* a source that must have a shape: its error stays the first one (the message names the op that failed); a source
+ * without a shape is this op's error */
+static ShapeResult need_shape(const UOp *u, const UOpMap *m, const UOp *src, SymShape *out, const char *why) {
+  ShapeResult r = src_shape(m, src, out);
+  return r == SHAPE_NONE ? fail(u, why) : r;
+}
+
 static ShapeResult movement_shape(const UOp *u, const SymShape *ps, SymShape *out) {
   SymShape a, b;
   char b1[200], b2[200];
@@ -280,11 +301,12 @@ static ShapeResult movement_shape(const UOp *u, const SymShape *ps, SymShape *ou
   case TG_OP_PAD: case TG_OP_SHRINK:
     if (a.max.ndim != nd) return fail(u, "argument length differs from ndim");
     for (int i = 0; i < nd; i++) {
-      /* concrete: exact; symbolic: what holds for some value in the ranges (a realize checks its bound values) */
+      /* concrete: exact; symbolic: what holds for some value in the ranges, as tinygrad's resolve() lets an
+       * undecided comparison pass (a realize checks its bound values) */
       i128 off = a.sym[i] ? uop_vmin(a.sym[i]) : a.max.d[i], sz = b.sym[i] ? uop_vmin(b.sym[i]) : b.max.d[i];
-      i128 src = ps->max.d[i], lo = ps->sym[i] ? uop_vmin(ps->sym[i]) : src;
-      bool ok = op == TG_OP_PAD ? (sz >= 0 && off >= 0 && off + lo <= b.max.d[i])
-                                : (off >= 0 && sz >= 0 && off + sz <= src);
+      i128 off_hi = a.max.d[i], src = ps->max.d[i], lo = ps->sym[i] ? uop_vmin(ps->sym[i]) : src;
+      bool ok = op == TG_OP_PAD ? (sz >= 0 && off_hi >= 0 && off + lo <= b.max.d[i])
+                                : (off_hi >= 0 && sz >= 0 && off + sz <= src);
       if (!ok) {
         char b3[200];
         tg_set_error(TG_ERR_INVALID_ARGUMENT, "shape of %s: invalid (offsets %s, sizes %s) for %s", uop_op_name(op),
@@ -311,6 +333,7 @@ static void append_dims(SymShape *out, const SymShape *t, int from) {
 
 static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
   SymShape s0, t;
+  ShapeResult sr;
   TgOp op = uop_op(u);
   memset(out, 0, sizeof *out);
   switch (op) {
@@ -328,9 +351,9 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
     return src_shape(m, tup->src[u->arg.i], out);
   }
   case TG_OP_INDEX: {
-    if (src_shape(m, u->src[0], &s0) != SHAPE_OK) return fail(u, "indexed source has no shape");
+    if ((sr = need_shape(u, m, u->src[0], &s0, "indexed source has no shape")) != SHAPE_OK) return sr;
     for (uint32_t i = 1; i < u->nsrc; i++) {
-      if (src_shape(m, u->src[i], &t) != SHAPE_OK) return fail(u, "index has no shape");
+      if ((sr = need_shape(u, m, u->src[i], &t, "index has no shape")) != SHAPE_OK) return sr;
       if (out->max.ndim + t.max.ndim > TG_MAX_DIMS) return fail(u, "too many dimensions");
       append_dims(out, &t, 0);
     }
@@ -341,7 +364,7 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
   }
   case TG_OP_STACK:
     if (u->nsrc == 0) return SHAPE_OK;
-    if (src_shape(m, u->src[0], &s0) != SHAPE_OK) return fail(u, "element has no shape");
+    if ((sr = need_shape(u, m, u->src[0], &s0, "element has no shape")) != SHAPE_OK) return sr;
     if (s0.max.ndim + 1 > TG_MAX_DIMS) return fail(u, "too many dimensions");
     out->max.ndim = 1;
     out->max.d[0] = u->nsrc;
@@ -349,13 +372,12 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
     return SHAPE_OK;
   case TG_OP_CONST: case TG_OP_GETADDR: case TG_OP_RANGE: case TG_OP_SPECIAL: return SHAPE_OK;
   case TG_OP_BINARY: out->max.ndim = 1; out->max.d[0] = u->arg.len; return SHAPE_OK;
-  case TG_OP_BUFFER: case TG_OP_PARAM: {
+  case TG_OP_BUFFER: case TG_OP_PARAM:
+    /* a lowered kernel's PARAM may be sized by an expression (a symbolic buffer view): its maximum, as tinygrad's
+     * to_max_shape; the tensor graph's buffers are concrete (symbolic shapes are views of one sized for the max) */
     if (u->nsrc == 0) return SHAPE_OK;
-    Shape bs;
-    if (!uop_as_shape(u->src[0], &bs)) return fail(u, "a buffer's size must be concrete (symbolic shapes are views of a buffer sized for the maximum)");
-    out->max = bs;
+    if (!uop_as_symshape(u->src[0], out)) return fail(u, "the size is not an int or an int expression");
     return SHAPE_OK;
-  }
   case TG_OP_CUSTOM: case TG_OP_CUSTOMI: {
     if (u->dtype == DT_VOID) return SHAPE_NONE;
     bool any = false;
@@ -370,7 +392,7 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
     return any ? SHAPE_OK : SHAPE_NONE;
   }
   case TG_OP_STAGE: {
-    if (src_shape(m, u->src[0], &s0) != SHAPE_OK) return fail(u, "source has no shape");
+    if ((sr = need_shape(u, m, u->src[0], &s0, "source has no shape")) != SHAPE_OK) return sr;
     if ((int)u->nsrc - 1 + s0.max.ndim > TG_MAX_DIMS) return fail(u, "too many dimensions");
     for (uint32_t i = 1; i < u->nsrc; i++) out->max.d[out->max.ndim++] = (int64_t)uop_vmax(u->src[i]) + 1;
     append_dims(out, &s0, 0);
@@ -447,6 +469,7 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
 
 void shape_cache_init(ShapeCache *c) {
   uopmap_init(&c->map);
+  uopmap_init(&c->aspace);
   c->owned.data = NULL, c->owned.len = c->owned.cap = 0;
 }
 
@@ -454,6 +477,7 @@ void shape_cache_free(ShapeCache *c) {
   for (size_t i = 0; i < c->owned.len; i++) tg_free(c->owned.data[i]);
   tg_vec_free(&c->owned);
   uopmap_free(&c->map);
+  uopmap_free(&c->aspace);
 }
 
 /* do not descend into nodes whose shape is known already */
@@ -524,4 +548,43 @@ ShapeResult uop_shape(UOp *u, Shape *out) {
   ShapeResult r = uop_shape_cached(u, &c, out);
   shape_cache_free(&c);
   return r;
+}
+
+int64_t uop_max_numel(UOp *u, ShapeCache *c) {
+  SymShape s;
+  if (uop_shape_sym_cached(u, c, &s) != SHAPE_OK) return 1;
+  return shape_numel(&s.max);
+}
+
+/* ---- addrspace ---- */
+
+static AddrSpace compute_addrspace(ShapeCache *c, const UOp *u) {
+  switch (uop_op(u)) {
+  case TG_OP_PARAM: case TG_OP_BUFFER: return u->arg.kind == ARG_PARAM ? (AddrSpace)u->arg.param->addrspace : ADDR_NONE;
+  case TG_OP_SPECIAL: case TG_OP_RANGE: case TG_OP_LOAD: return ADDR_ALU;
+  case TG_OP_INDEX: case TG_OP_CAST: case TG_OP_AFTER: case TG_OP_REDUCE: case TG_OP_STORE: case TG_OP_MSTACK:
+  case TG_OP_MSELECT: case TG_OP_END: case TG_OP_UNSHARD:
+    return u->nsrc ? uop_addrspace(c, u->src[0]) : ADDR_NONE;
+  default: break;
+  }
+  if (op_has(uop_op(u), OPP_MOVEMENT)) return u->nsrc ? uop_addrspace(c, u->src[0]) : ADDR_NONE;
+  if (uop_is(u, TG_OP_STACK) || uop_is(u, TG_OP_WMMA) || uop_is(u, TG_OP_GROUP) || op_is_elementwise(uop_op(u))) {
+    AddrSpace found = ADDR_NONE; /* the sources' common space; None when they disagree */
+    for (uint32_t i = 0; i < u->nsrc; i++) {
+      AddrSpace a = uop_addrspace(c, u->src[i]);
+      if (a == ADDR_NONE) continue;
+      if (found != ADDR_NONE && a != found) return ADDR_NONE;
+      found = a;
+    }
+    return found;
+  }
+  return ADDR_NONE;
+}
+
+AddrSpace uop_addrspace(ShapeCache *c, const UOp *u) {
+  void **v = uopmap_get(&c->aspace, u);
+  if (v) return (AddrSpace)((uintptr_t)*v - 1);
+  AddrSpace a = compute_addrspace(c, u);
+  uopmap_put(&c->aspace, u, (void *)(uintptr_t)(a + 1));
+  return a;
 }

@@ -1,10 +1,13 @@
-/* shape.h — shapes of tensor-graph UOps (tinygrad's UOp._shape, marg, as_shape and shape_to_shape_arg).
+/* shape.h — tinygrad's UOp._shape (with marg, as_shape, shape_to_shape_arg, max_numel) and UOp.addrspace: the one
+ * shape module, for the tensor graph and for lowered kernels alike.
  *
- * In the tensor graph a shape is not stored on the node: it is derived from the sources. Movement ops carry their
- * shape arguments as UOp sources (a CONST for one dimension, a STACK of CONSTs otherwise, an empty STACK for ()):
+ * A shape is not stored on the node: it is derived from the sources. Movement ops carry their shape arguments as UOp
+ * sources (a CONST for one dimension, a STACK of CONSTs otherwise, an empty STACK for ()):
  *   RESHAPE(x, shape)   EXPAND(x, prepended sizes)   PAD(x, begins, new sizes)   SHRINK(x, offsets, sizes)
  *   PERMUTE(x) arg=order   FLIP(x) arg=flags   REDUCE(x) arg=(op, n): reduces the first n axes
- * Elementwise ops broadcast their sources' shapes (right-aligned, size-1 axes stretch); a CONST is 0-d.
+ * Elementwise ops broadcast their sources' shapes (right-aligned, size-1 axes stretch); a CONST is 0-d. In a lowered
+ * kernel a vector is a shaped value ((2,) for a LOAD of a 2-wide SHRINK, a STACK of lanes): the renderers and the
+ * kernel interpreter read its width from the same rules (uop_max_numel).
  * A size may be symbolic (tinygrad's sint): a weak-int expression of Variables (bound in the tensor graph, value
  * PARAMs in a callified body) in place of the CONST. SymShape carries such sizes: sym[i] is the expression (NULL for
  * a concrete size) and max.d[i] its vmax, the size buffers are allocated for. The plain Shape queries refuse a
@@ -33,14 +36,19 @@ typedef struct SymShape {
 /* The shape of u as tinygrad computes it. Walks u's sources once (cost: the size of the graph). */
 ShapeResult uop_shape(UOp *u, Shape *out);
 
-/* Repeated queries over one graph: a cache keyed by node (nodes must outlive the cache). */
-typedef struct ShapeCache { UOpMap map; TG_VEC(void *) owned; } ShapeCache;
+/* Repeated queries over one graph: a cache keyed by node (nodes must outlive the cache); it also memoizes addrspace. */
+typedef struct ShapeCache { UOpMap map; TG_VEC(void *) owned; UOpMap aspace; } ShapeCache;
 void shape_cache_init(ShapeCache *c);
 void shape_cache_free(ShapeCache *c);
 ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out);
 /* The same, symbolic sizes allowed. */
 ShapeResult uop_shape_sym_cached(UOp *u, ShapeCache *c, SymShape *out);
 ShapeResult uop_shape_sym(UOp *u, SymShape *out);
+/* tinygrad max_numel: the product of the sizes (symbolic ones at their maximum); 1 without a shape or on error. */
+int64_t uop_max_numel(UOp *u, ShapeCache *c);
+/* tinygrad UOp.addrspace: where a value lives (a PARAM's space, ALU for computed scalars, the sources' common space
+ * through INDEX/CAST/AFTER/movement/elementwise ops); ADDR_NONE for tinygrad's None. Memoized in c. */
+AddrSpace uop_addrspace(ShapeCache *c, const UOp *u);
 /* Record a known shape for u (walks stop there). */
 void shape_cache_seed(ShapeCache *c, UOp *u, const Shape *s);
 void shape_cache_seed_sym(ShapeCache *c, UOp *u, const SymShape *s);

@@ -1,0 +1,124 @@
+/* gpu_opts.c — the CUDA heuristic's choices without a GPU: every kernel of beautiful_mnist's CNN train step (forward,
+ * backward, Adam; batch 512 as bench_train) scheduled here, optimized with renderer_cuda()'s hand_coded_optimizations
+ * and lowered, one line each: the kernel name, its shape before opts (axis sizes, r = reduce), and the opts chosen.
+ * Matches the names DEBUG=2 prints on the GPU, so a profile taken there can be read and the heuristic changed here.
+ * Usage: gpu_opts [batch] (default 512). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/tensor.h" /* first: render.h renames its own ShapeCache after it */
+#include "codegen/codegen.h"
+#include "codegen/linearize.h"
+#include "codegen/opt.h"
+#include "nn/optim.h"
+#include "render/render.h"
+#include "schedule/schedule.h"
+#include "tinygrad.h"
+
+/* *t replaced by an unrealized tensor of its shape and dtype on CUDA (the layer's reference moves to it) */
+static void on_cuda(tg_tensor **t, bool trainable) {
+  tg_tensor *c = tg_retain(tg_empty_on(tg_shape(*t), (size_t)tg_ndim(*t), tg_get_dtype(*t), "CUDA"));
+  if (c && trainable) tg_requires_grad(c, true);
+  tg_release(*t);
+  *t = c;
+}
+
+static void print_kernel(UOp *ast, const Renderer *ren) {
+  UOpScope sc = uop_scope_begin();
+  UOp *pre = cg_optimize(opt_ast_with_opts(ast, NULL, 0), ren);
+  if (!pre) {
+    printf("(not optimizable: %s)\n", tg_last_error());
+    uop_scope_end(sc);
+    return;
+  }
+  OptScheduler s;
+  opt_sched_init(&s, pre, ren);
+  char shape[256] = "";
+  int n = opt_sched_len(&s);
+  if (n <= 64) {
+    int64_t sz[64];
+    AxisType ty[64];
+    opt_sched_shape(&s, sz, ty);
+    size_t at = 0;
+    for (int i = 0; i < n && at + 24 < sizeof shape; i++)
+      at += (size_t)snprintf(shape + at, sizeof shape - at, "%s%s%lld", i ? "," : "",
+                             ty[i] == AXIS_REDUCE ? "r" : "", (long long)sz[i]);
+  }
+  opt_hand_coded(&s);
+  char opts[1024] = "";
+  size_t at = 0;
+  for (int i = 0; i < s.napplied && at + 40 < sizeof opts; i++) {
+    char o[64];
+    opt_format(s.applied[i], o, sizeof o);
+    at += (size_t)snprintf(opts + at, sizeof opts - at, "%s%s", i ? " " : "", o);
+  }
+  UOp *low = cg_lower(opt_ast_with_opts(ast, s.applied, s.napplied), ren);
+  UOp *lin = low ? cg_linearize(low) : NULL;
+  printf("%-34s [%s] %s\n", lin ? render_kernel_name(lin) : "(lowering failed)", shape, opts);
+  opt_sched_free(&s);
+  uop_scope_end(sc);
+}
+
+int main(int argc, char **argv) {
+  int64_t bs = argc > 1 ? atoll(argv[1]) : 512;
+  const Renderer *ren = renderer_cuda();
+  tg_manual_seed(0);
+  const int64_t k5[2] = {5, 5}, k3[2] = {3, 3}, k2[2] = {2, 2};
+  tg_conv2d_layer *conv[4] = {tg_conv2d_new(1, 32, k5, NULL), tg_conv2d_new(32, 32, k5, NULL),
+                              tg_conv2d_new(32, 64, k3, NULL), tg_conv2d_new(64, 64, k3, NULL)};
+  tg_batchnorm_layer *bn[2] = {tg_batchnorm_new(32, 1e-5, 0.1, true, true), tg_batchnorm_new(64, 1e-5, 0.1, true, true)};
+  tg_linear_layer *fc = tg_linear_new(576, 10, true);
+  tg_tensor *params[] = {conv[0]->weight, conv[0]->bias, conv[1]->weight, conv[1]->bias, conv[2]->weight,
+                         conv[2]->bias,   conv[3]->weight, conv[3]->bias, bn[0]->weight, bn[0]->bias,
+                         bn[1]->weight,   bn[1]->bias,   fc->weight,    fc->bias};
+  size_t np = sizeof params / sizeof params[0];
+  for (size_t i = 0; i < np; i++)
+    if (!params[i]) return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
+  /* every parameter and buffer lives on CUDA (the schedule splits some reduces per device): unrealized, so no GPU is
+   * needed */
+  for (int i = 0; i < 4; i++) on_cuda(&conv[i]->weight, true), on_cuda(&conv[i]->bias, true);
+  for (int i = 0; i < 2; i++)
+    on_cuda(&bn[i]->weight, true), on_cuda(&bn[i]->bias, true), on_cuda(&bn[i]->running_mean, false),
+        on_cuda(&bn[i]->running_var, false), on_cuda(&bn[i]->num_batches_tracked, false);
+  on_cuda(&fc->weight, true), on_cuda(&fc->bias, true);
+  tg_tensor *cparams[] = {conv[0]->weight, conv[0]->bias, conv[1]->weight, conv[1]->bias, conv[2]->weight,
+                          conv[2]->bias,   conv[3]->weight, conv[3]->bias, bn[0]->weight, bn[0]->bias,
+                          bn[1]->weight,   bn[1]->bias,   fc->weight,    fc->bias};
+  memcpy(params, cparams, sizeof params);
+  tg_optim *opt = tg_optim_adam(params, np, 0.001, 0.9, 0.999, 1e-8);
+  bool was = tg_set_training(true);
+  tg_tensor *x = tg_empty_on(TG_SHAPE(bs, 1, 28, 28), TG_FLOAT32, "CUDA"), *y = tg_empty_on(TG_SHAPE(bs), TG_INT32, "CUDA");
+  tg_tensor *h = tg_relu(tg_conv2d_forward(conv[0], x));
+  h = tg_relu(tg_conv2d_forward(conv[1], h));
+  h = tg_max_pool2d(tg_batchnorm_forward(bn[0], h), k2, NULL, NULL, NULL);
+  h = tg_relu(tg_conv2d_forward(conv[2], h));
+  h = tg_relu(tg_conv2d_forward(conv[3], h));
+  h = tg_max_pool2d(tg_batchnorm_forward(bn[1], h), k2, NULL, NULL, NULL);
+  tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_linear_forward(fc, tg_flatten(h, 1, -1)), y, -1, 0.0,
+                                                       TG_REDUCTION_MEAN);
+  tg_tensor **list = NULL;
+  size_t n = 0;
+  if (!loss || !opt || tg_backward(loss) != TG_OK || optim_schedule_step(opt, &loss, 1, &list, &n) != TG_OK)
+    return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
+  UOpScope sc = uop_scope_begin();
+  UOp **roots = tg_calloc(n, sizeof *roots);
+  for (size_t i = 0; i < n; i++) roots[i] = list[i]->uop;
+  UOp *lin = sched_kernels(uop_sink(roots, n));
+  if (!lin) return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
+  printf("%u kernels\n", lin->nsrc);
+  for (uint32_t i = 0; i < lin->nsrc; i++) {
+    UOp *ast = lin->src[i]->src[0];
+    if (ast->op == TG_OP_SINK) print_kernel(ast, ren);
+    else printf("(%s)\n", uop_op_name(ast->op));
+  }
+  uop_scope_end(sc);
+  tg_free(roots);
+  tg_free(list);
+  tg_set_training(was);
+  tg_optim_free(opt);
+  for (int i = 0; i < 4; i++) tg_conv2d_free(conv[i]);
+  for (int i = 0; i < 2; i++) tg_batchnorm_free(bn[i]);
+  tg_linear_free(fc);
+  return 0;
+}
