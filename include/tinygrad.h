@@ -853,7 +853,9 @@ tg_status tg_llm_generate(tg_llm *m, const int32_t *ids, size_t n, const tg_llm_
  * SentencePiece-style: spaces become U+2581, a space is prefixed (tokenizer.ggml.add_space_prefix, default true),
  * adjacent pieces merge by tokenizer.ggml.scores (highest first), characters without a piece fall back to <0xXX>
  * byte tokens. Special tokens are matched in the text before that: user-defined ones always, control ones with
- * TG_TOKENIZE_PARSE_SPECIAL (the longest at each position). This is llama.cpp's behaviour (src/llama-vocab.cpp).
+ * TG_TOKENIZE_PARSE_SPECIAL (the longest at each position). This is llama.cpp's behaviour (src/llama-vocab.cpp),
+ * except its per-model whitespace stripping around special tokens (phi-3's, jina's). A byte with no token in a
+ * byte-level vocabulary becomes the unknown token; without one, encoding it is TG_ERR_UNSUPPORTED.
  * A tokenizer is read-only once built: several threads may encode and decode with it at once. */
 typedef struct tg_tokenizer tg_tokenizer;
 typedef enum tg_token_type {  /* tokenizer.ggml.token_type values */
@@ -906,7 +908,8 @@ tg_status tg_token_stream_flush(tg_token_stream *s, const char **text, size_t *l
 /* Chat templates, written in C (no Jinja): "llama3" (<|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|>,
  * as llama.cpp's built-in llama-3 template), "chatml" (<|im_start|>role\ncontent<|im_end|>\n) and "gpt-oss"
  * (OpenAI's harmony format: a system message with the model identity, date and reasoning effort; a "system" role
- * becomes the developer message; assistant turns on the final channel). The text starts without BOS: encode it with TG_TOKENIZE_ADD_SPECIAL | TG_TOKENIZE_PARSE_SPECIAL. */
+ * becomes the developer message; assistant turns on the final channel). The text starts without BOS: encode it with
+ * TG_TOKENIZE_ADD_SPECIAL | TG_TOKENIZE_PARSE_SPECIAL. */
 typedef struct tg_chat_message { const char *role, *content; } tg_chat_message;
 /* The template a tokenizer's vocabulary or tokenizer.chat_template calls for, or NULL when none is known. */
 const char *tg_chat_template_name(const tg_tokenizer *t);

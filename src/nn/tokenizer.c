@@ -252,7 +252,8 @@ static tg_status load_vocab(tg_tokenizer *t, const tg_gguf *g) {
   size_t total = 0;
   for (size_t i = 0; i < n; i++) {
     uint64_t l = tokens->v.arr.items[i].v.str.len;
-    if (l > UINT32_MAX / 4) return fail(t, TG_ERR_IO, "%s: token %lld is too long", "tokenizer.ggml.tokens", (long long)i);
+    if (l > UINT32_MAX / 4)
+      return fail(t, TG_ERR_IO, "%s: token %lld is too long", "tokenizer.ggml.tokens", (long long)i);
     total += (size_t)l + 1;  /* no overflow: the strings are in memory */
   }
   t->text_blob = tg_malloc(total);
@@ -300,7 +301,8 @@ static tg_status load_bytes_and_merges(tg_tokenizer *t, const tg_gguf *g) {
     t->spm_split = true;
     for (size_t i = 0; i < t->n && t->spm_split; i++)
       for (uint32_t k = 1; k + 3 <= t->text_len[i]; k++)
-        if (memcmp(t->text[i] + k, "\xE2\x96\x81", 3) == 0 && (k < 3 || memcmp(t->text[i] + k - 3, "\xE2\x96\x81", 3) != 0)) {
+        if (memcmp(t->text[i] + k, "\xE2\x96\x81", 3) == 0 &&
+            (k < 3 || memcmp(t->text[i] + k - 3, "\xE2\x96\x81", 3) != 0)) {
           t->spm_split = false;
           break;
         }
@@ -330,7 +332,8 @@ static tg_status load_bytes_and_merges(tg_tokenizer *t, const tg_gguf *g) {
   if (!merges || bad) return fail(t, TG_ERR_IO, "%s (an array of strings) is needed by a gpt2 tokenizer%.0lld",
                                   "tokenizer.ggml.merges", 0);
   size_t nm = (size_t)merges->v.arr.len;
-  if (nm > UINT32_MAX / 4) return fail(t, TG_ERR_IO, "%s: %lld merges are too many", "tokenizer.ggml.merges", (long long)nm);
+  if (nm > UINT32_MAX / 4)
+    return fail(t, TG_ERR_IO, "%s: %lld merges are too many", "tokenizer.ggml.merges", (long long)nm);
   t->mcap = pow2_above(nm);
   t->merge = tg_calloc(t->mcap, sizeof *t->merge);
   char *buf = NULL;

@@ -73,7 +73,9 @@ static inline bool is_l(const Cps *c, size_t i) { return (FL(c, i) & TOKU_L) != 
 static inline bool is_n(const Cps *c, size_t i) { return (FL(c, i) & TOKU_N) != 0; }
 static inline bool is_crlf(const Cps *c, size_t i) { return CP(c, i) == '\r' || CP(c, i) == '\n'; }
 /* [^\s\p{L}\p{N}] */
-static inline bool is_other(const Cps *c, size_t i) { return inside(c, i) && !(c->fl[i] & (TOKU_L | TOKU_N | TOKU_SPACE)); }
+static inline bool is_other(const Cps *c, size_t i) {
+  return inside(c, i) && !(c->fl[i] & (TOKU_L | TOKU_N | TOKU_SPACE));
+}
 /* [^\r\n\p{L}\p{N}] */
 static inline bool is_prefix(const Cps *c, size_t i) {
   return inside(c, i) && !(c->fl[i] & (TOKU_L | TOKU_N)) && c->cp[i] != '\r' && c->cp[i] != '\n';
