@@ -315,7 +315,8 @@ static void test_harmony(void) {
         strstr(chat, "Bonjour<|return|>") && !strstr(chat, "developer"));
   tg_buffer_free(chat);
   tg_chat_message late[] = {{"user", "Hi"}, {"system", "late"}};
-  CHECK(tg_chat_render("gpt-oss", late, 2, true, &chat) == TG_ERR_INVALID_ARGUMENT && strstr(tg_last_error(), "system"));
+  CHECK(tg_chat_render("gpt-oss", late, 2, true, &chat) == TG_ERR_INVALID_ARGUMENT &&
+        strstr(tg_last_error(), "system"));
   tg_tokenizer_free(t);
 }
 
@@ -385,7 +386,8 @@ static void stream_case(tg_tokenizer *t, const char *name, const char *text) {
   const char *p = NULL;
   size_t l = 1;
   CHECK(s && tg_token_stream_flush(s, &p, &l) == TG_OK && l == 0);
-  CHECK_MSG(chunks_valid && al == wl && memcmp(acc, whole, wl) == 0, "%s: streamed text differs for \"%s\"", name, text);
+  CHECK_MSG(chunks_valid && al == wl && memcmp(acc, whole, wl) == 0, "%s: streamed text differs for \"%s\"", name,
+            text);
   CHECK_MSG(held > 0, "%s: no token of \"%s\" was held back", name, text);  /* the texts split characters */
   tg_token_stream_free(s);
   tg_buffer_free(whole);
@@ -477,7 +479,8 @@ static void test_robust(void) {
     /* bad calls */
     CHECK(tg_tokenizer_encode(t, "x", ((size_t)1 << 28) + 1, 0, &ids, &n) == TG_ERR_INVALID_ARGUMENT && !ids && !n);
     CHECK(tg_tokenizer_encode(t, NULL, 3, 0, &ids, &n) == TG_ERR_INVALID_ARGUMENT);
-    CHECK(tg_tokenizer_encode(t, "x", 1, 0x80, &ids, &n) == TG_ERR_INVALID_ARGUMENT && strstr(tg_last_error(), "flags"));
+    CHECK(tg_tokenizer_encode(t, "x", 1, 0x80, &ids, &n) == TG_ERR_INVALID_ARGUMENT &&
+          strstr(tg_last_error(), "flags"));
     CHECK(tg_tokenizer_encode(NULL, "x", 1, 0, &ids, &n) == TG_ERR_INVALID_ARGUMENT);
     int32_t oob[] = {0, (int32_t)tg_tokenizer_vocab_size(t)};
     CHECK(tg_tokenizer_decode(t, oob, 2, 0, &back, &bl) == TG_ERR_INVALID_ARGUMENT && back == NULL &&
