@@ -2,10 +2,11 @@
  * SentencePiece-style (model "llama"), with special tokens, encode and decode (include/tinygrad.h, "tokenizer").
  *
  * The vocabulary is copied out of the GGUF handle: every token's text, type, score, and the bytes it decodes to (its
- * "piece"). A string -> id hash finds tokens; for BPE a (left id, right id) -> (rank, merged id) hash holds the merges,
- * so words are merged in id space. Both algorithms keep their candidate pairs in a binary heap (O(n log n) per word):
- * BPE pops the lowest rank (leftmost on ties), SentencePiece the highest score (leftmost on ties) — llama.cpp's
- * llm_tokenizer_bpe_session and llm_tokenizer_spm_session, whose outputs tests/test_tokenizer.c checks. */
+ * "piece"). A string -> id hash finds tokens; a (left id, right id) -> (rank, merged id) hash holds the merges (BPE:
+ * tokenizer.ggml.merges; SentencePiece: every piece that is two pieces side by side), so merging happens in id space.
+ * BPE merges the lowest rank first (leftmost on ties): words up to 64 bytes by scanning an array of pair ranks,
+ * longer ones through a binary heap (O(n log n)); SentencePiece pops the highest score (leftmost on ties) from a heap
+ * — llama.cpp's llm_tokenizer_bpe_session and llm_tokenizer_spm_session, whose outputs tests/test_tokenizer.c checks. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
