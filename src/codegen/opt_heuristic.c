@@ -1020,7 +1020,7 @@ static int64_t thread_read_bytes(const OptScheduler *s, const Shape *sh, int axi
     UOp *u = topo.data[i];
     int64_t elems;
     if (u->op != TG_OP_INDEX || u->nsrc < 2 || cg_vec_has(&stored, u)) continue;
-    UOp *buf = u->src[0];
+    UOp *buf = u->src[0]; /* only an INDEX is known to have sources (ASan: a source-less node's src[0]) */
     if (buf->nsrc < 1 || !uop_ssimplify_int(buf->src[0], &elems)) continue;
     int64_t bytes = elems * TG_MAX(1, buf->dtype->bitsize / 8);
     total += axis >= 0 && in_slice(ungated_index(u), sh->rngs.data[axis]) ? bytes / n : bytes;
