@@ -764,7 +764,13 @@ tg_status tg_gguf_writer_write_buffer(const tg_gguf_writer *w, uint8_t **out, si
  * float32, SwiGLU FFN, qwen2's q/k/v biases, qwen3's q/k RMSNorm, tied embeddings (output.weight missing: the
  * token embedding). Weights stay the file's bytes (mapped): quantized ones are dequantized inside the kernels that
  * read them. Every key, tensor name and tensor shape is checked at load: a missing or inconsistent one is TG_ERR_IO
- * naming it; another architecture or rope scaling (yarn) is TG_ERR_UNSUPPORTED.
+ * naming it; another architecture or rope scaling (yarn outside gpt-oss) is TG_ERR_UNSUPPORTED.
+ * "gpt-oss" (src/nn/llm_gptoss.c, OpenAI's reference formulation) adds {arch}.expert_count, expert_used_count,
+ * expert_feed_forward_length (else feed_forward_length), attention.sliding_window, rope.scaling.type yarn with
+ * rope.scaling.factor and original_context_length, and the tensors blk.N.{attn_q/k/v/output (+ .bias), attn_sinks,
+ * post_attention_norm, ffn_gate_inp (+ .bias), ffn_gate/up/down_exps (+ .bias; MXFP4 or any type)}: neox RoPE with
+ * YaRN, per-head sinks, a sliding window on the even layers, full causal attention on the odd ones, top-k router
+ * logits then softmax over the k, experts with the clamped SwiGLU (alpha 1.702, limit 7).
  *
  * The model owns a KV cache of n_ctx positions (float32). tg_llm_forward(m, ids, n, pos, ...) runs n tokens at
  * positions pos..pos+n-1 over the cache's first pos positions (pos <= the positions filled so far: going back
@@ -773,7 +779,7 @@ tg_status tg_gguf_writer_write_buffer(const tg_gguf_writer *w, uint8_t **out, si
  * (prefill) is one eager realize. Set JIT=0 to run decode eagerly too. Not thread-safe (one model, one thread). */
 typedef struct tg_llm tg_llm;
 typedef struct tg_llm_config {
-  char arch[16];                 /* "llama", "qwen2", "qwen3" */
+  char arch[16];                 /* "llama", "qwen2", "qwen3", "gpt-oss" */
   int n_layer, dim, n_head, n_kv_head, head_dim, ffn_dim, vocab, rope_dim;
   int64_t ctx_train;             /* {arch}.context_length */
   double rope_base, rope_scale;  /* rope_scale: positions are multiplied by it (linear scaling: 1/factor) */
@@ -781,6 +787,12 @@ typedef struct tg_llm_config {
   bool rope_neox, qkv_bias, qk_norm, tied_output, rope_freq_factors;
   int weight_type;               /* the ggml type of blk.0.attn_q.weight */
   int32_t bos, eos;              /* tokenizer.ggml.bos/eos_token_id, -1 when absent */
+  /* gpt-oss (zero for the others): experts, the even layers' window, YaRN (rope.scaling.type yarn) */
+  int n_expert, n_expert_used;   /* {arch}.expert_count, expert_used_count */
+  int64_t sliding_window;        /* {arch}.attention.sliding_window */
+  double yarn_factor;            /* rope.scaling.factor (1: no YaRN) */
+  int64_t yarn_ctx;              /* rope.scaling.original_context_length */
+  double rope_mscale;            /* cos and sin are multiplied by it: YaRN's 0.1 ln(factor) + 1, else 1 */
 } tg_llm_config;
 typedef struct tg_llm_options {
   int64_t n_ctx;                 /* KV-cache positions; 0: min(context_length, 2048) */
@@ -824,11 +836,21 @@ typedef struct tg_llm_model_spec {
   int64_t ctx;
   int type;                      /* tg_ggml_type of the matrices */
   bool tied, llama3_rope;
-  double rope_base;              /* 0: 10000 (llama) / 1000000 (qwen) */
+  double rope_base;              /* 0: 10000 (llama) / 1000000 (qwen) / 150000 (gpt-oss) */
   uint64_t seed;
+  /* gpt-oss: n_expert experts (0: 8) of ffn_dim each, n_expert_used per token (0: 2), a window of sliding_window
+   * (0: 128) on the even layers, the experts' matrices in expert_type (0: MXFP4, quantized with ggml's reference
+   * rounding; or any type above), YaRN factor 32 over an original context of 4096, biases and sinks random, and an
+   * o200k-style vocabulary (tokenizer.ggml.pre gpt-4o) whose control tokens are harmony's (<|start|>, <|message|>,
+   * <|channel|>, <|end|>, <|return|> = eos) */
+  int n_expert, n_expert_used;
+  int64_t sliding_window;
+  int expert_type;
 } tg_llm_model_spec;
 /* Presets by name: "tiny" (2 layers, dim 64, vocab 512), "small" (4 layers, dim 256, vocab 4096), "1b" (Llama-3.2-1B's
- * shape: 16 layers, dim 2048, 32/8 heads, ffn 8192, vocab 128256, tied, llama-3 rope). false for another name. */
+ * shape: 16 layers, dim 2048, 32/8 heads, ffn 8192, vocab 128256, tied, llama-3 rope), "gpt-oss-tiny" (gpt-oss:
+ * 4 layers, dim 64, 4/2 heads of 16, 8 experts of 64 top-2, window 8, vocab 512, MXFP4 experts). false for another
+ * name. */
 bool tg_llm_model_preset(const char *name, tg_llm_model_spec *out);
 tg_status tg_llm_write_random_model(const tg_llm_model_spec *spec, const char *path);
 
