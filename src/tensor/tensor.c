@@ -709,13 +709,17 @@ tg_status tg_item_int64(tg_tensor *t, int64_t *out) {
 
 /* ------------------------------------------------------------------------------------------------------- assign */
 
-/* The assign node is AFTER(dst, STORE(dst, src)): readers of t see the value after the store, and the store itself
- * runs with the next realize that needs t. */
-void tensor_assign_node(tg_tensor *t, UOp *src) {
-  UOp *ss[2] = {t->uop, src};
+/* The assign node is AFTER(dst, STORE(dst, src)): readers of dst see the value after the store, and the store itself
+ * runs with the next realize that needs dst. */
+static UOp *assign_of(UOp *dst, UOp *src) {
+  UOp *ss[2] = {dst, src};
   UOp *store = uop_new(TG_OP_STORE, DT_VOID, ss, 2, arg_none());
-  UOp *as[2] = {t->uop, store};
-  UOp *assign = uop_keep(uop_new(TG_OP_AFTER, NULL, as, 2, arg_none()));
+  UOp *as[2] = {dst, store};
+  return uop_new(TG_OP_AFTER, NULL, as, 2, arg_none());
+}
+
+void tensor_assign_node(tg_tensor *t, UOp *src) {
+  UOp *assign = uop_keep(assign_of(t->uop, src));
   uop_drop(t->uop);
   t->uop = assign;
 }
@@ -743,26 +747,20 @@ tg_status tg_assign(tg_tensor *t, const tg_tensor *x) {
     st = TG_ERR_INVALID_ARGUMENT;
     goto done;
   }
-  UOp *ss[2] = {dst, src};
-  UOp *store = uop_new(TG_OP_STORE, DT_VOID, ss, 2, arg_none());
-  UOp *as[2] = {dst, store};
-  UOp *assign = uop_new(TG_OP_AFTER, NULL, as, 2, arg_none());
   UOp *ib = dst;
   while (!uop_has_buffer_identity(ib, false) &&
          (op_has(uop_op(ib), OPP_MOVEMENT) || ib->op == TG_OP_BITCAST || ib->op == TG_OP_DETACH))
     ib = ib->src[0];
   if (ib != dst && uop_has_buffer_identity(ib, true)) {
     /* view assign: the buffer itself becomes AFTER(buffer, assign) in every live tensor */
-    UOp *as2[2] = {ib, assign};
+    UOp *as2[2] = {ib, assign_of(dst, src)};
     UOpMap repl;
     uopmap_init(&repl);
     uopmap_put(&repl, ib, uop_new(TG_OP_AFTER, NULL, as2, 2, arg_none()));
     apply_map_to_handles(&repl);
     uopmap_free(&repl);
   } else {
-    uop_keep(assign);
-    uop_drop(t->uop);
-    t->uop = assign;
+    tensor_assign_node(t, src);
   }
 done:
   mix_ctx_end();
