@@ -6,7 +6,7 @@
  * Shapes (llama-3.2-1B-like attention: 32 query heads, 8 kv heads, head dim 64, float32):
  *   attn_decode_s4096   q (1, 32, 1, 64), k/v (1, 8, 4096, 64), causal at start 4095
  *   attn_prefill_t512   q (1, 32, 512, 64), k/v (1, 8, 512, 64), causal
- *   attn_decode_s4096_w128, attn_prefill_t1024_w128   the same with a sliding window of 128 (gpt-oss's sliding layers)
+ *   attn_decode_s4096_w128, attn_prefill_t2048_w128   the same with a sliding window of 128 (gpt-oss's sliding layers)
  *   moe_decode_e32      x (1, 1024), 32 experts of gate/up (1024, 1024), down (1024, 1024), top-4, gpt-oss gating
  *                       and clamped SwiGLU, float32 weights
  * Per figure the inputs are realized first; the first realize is timed apart (compile); then the graph is rebuilt
@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "-t") && i + 1 < argc) secs = atof(argv[++i]);
   const attn_fig figs[] = {{"attn_decode_s4096", 32, 8, 1, 4096, 64, 0}, {"attn_prefill_t512", 32, 8, 512, 512, 64, 0},
                            {"attn_decode_s4096_w128", 32, 8, 1, 4096, 64, 128},
-                           {"attn_prefill_t1024_w128", 32, 8, 1024, 1024, 64, 128}};
+                           {"attn_prefill_t2048_w128", 32, 8, 2048, 2048, 64, 128}};
   int rc = 0;
   for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) rc |= run_attn(&figs[i]);
   rc |= run_moe();

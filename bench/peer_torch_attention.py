@@ -63,7 +63,7 @@ def main():
     for name, h, kvh, t, s, d, w in [("attn_decode_s4096", 32, 8, 1, 4096, 64, 0),
                                      ("attn_prefill_t512", 32, 8, 512, 512, 64, 0),
                                      ("attn_decode_s4096_w128", 32, 8, 1, 4096, 64, 128),
-                                     ("attn_prefill_t1024_w128", 32, 8, 1024, 1024, 64, 128)]:
+                                     ("attn_prefill_t2048_w128", 32, 8, 2048, 2048, 64, 128)]:
       q, k, v = torch.rand(1, h, t, d) * 2 - 1, torch.rand(1, kvh, s, d) * 2 - 1, torch.rand(1, kvh, s, d) * 2 - 1
       best_of_threads(name, lambda: attention(q, k, v, s - t, w))
     e, d, hd = 32, 1024, 1024

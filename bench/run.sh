@@ -389,7 +389,7 @@ for arg in "${tok_args[@]}"; do
 done
 rm -f "$tok_corpus"
 # issue 18's attention and MoE figures (bench/bench_attention.c): a decode step (1 query, 4096 keys) and a 512-token
-# causal prefill with 32 query / 8 kv heads of dim 64, the same with a sliding window of 128 (decode, 1024-token
+# causal prefill with 32 query / 8 kv heads of dim 64, the same with a sliding window of 128 (decode, 2048-token
 # prefill), tg_flash_attention and tg_attention (the plain form), and a
 # 32-expert top-4 MoE decode step (tg_moe_ffn), float32; peer: PyTorch, the faster of 2 and 1 threads
 # (bench/peer_torch_attention.py says why; torch 1.13 has no scaled_dot_product_attention, so matmul + softmax).
@@ -407,7 +407,7 @@ attn_best() {  # the smallest ms of figure $1, form $2 in the output $3
   echo "$3" | awk -v n="$1" -v f="$2" '$1 == n && $2 == f && $4 == "ms" && (b == "" || $3 + 0 < b + 0) { b = $3 }
     END { if (b != "") print b }'
 }
-for fig in attn_decode_s4096 attn_prefill_t512 attn_decode_s4096_w128 attn_prefill_t1024_w128 moe_decode_e32; do
+for fig in attn_decode_s4096 attn_prefill_t512 attn_decode_s4096_w128 attn_prefill_t2048_w128 moe_decode_e32; do
   p=$(attn_best "$fig" torch "$attn_peer")
   forms="flash plain"; [ "$fig" = moe_decode_e32 ] && forms=ours
   for form in $forms; do

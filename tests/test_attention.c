@@ -116,7 +116,7 @@ static void fixture_cases(void) {
     CHECK_MSG(ok, "attention fixture case %s", c->name);
     ran++;
   }
-  if (!only) CHECK(ran >= 23);
+  if (!only) CHECK(ran >= 25);
   tf_free(&f);
 }
 

@@ -141,6 +141,9 @@ def build():
   attention_case("grad_gptoss", 1, 4, 2, 6, 6, 4, causal=1, window=3, sinks=1, grad=1, seed=310)
   attention_case("grad_decode_sinks", 1, 2, 1, 2, 9, 4, causal=1, start=7, sinks=1, grad=1, seed=320)
   attention_case("grad_mask", 2, 2, 2, 3, 5, 4, mask=2, grad=1, seed=330)
+  # few queries, a short window over many keys: tg_flash_attention's banded path (its own band of keys per block)
+  attention_case("grad_window_band", 1, 4, 2, 2, 30, 4, causal=1, start=28, window=4, sinks=1, grad=1, seed=340)
+  attention_case("window_band_prefill", 1, 2, 1, 12, 60, 4, causal=1, start=48, window=3, seed=350)
 
 
 def topk_case(name, x, k, axis=-1, largest=1):
