@@ -138,7 +138,8 @@ tg_status nn_oss_bind(const tg_gguf *g, const tg_llm_config *c, int64_t n_ctx, c
   for (int l = 0; l < c->n_layer && !bad; l++) {
     OssLayer *L = &o->layers[l];
     char n[96];
-#define W(field, nm, nd, a, b, e) (snprintf(n, sizeof n, "blk.%d." nm, l), L->field = oss_weight(g, n, nd, a, b, e, path, &bad))
+#define W(field, nm, nd, a, b, e) \
+    if (!bad) snprintf(n, sizeof n, "blk.%d." nm, l), L->field = oss_weight(g, n, nd, a, b, e, path, &bad) /* the first error */
     W(attn_norm, "attn_norm.weight", 1, dim, 1, 1);
     W(wq, "attn_q.weight", 2, dim, qd, 1);
     W(bq, "attn_q.bias", 1, qd, 1, 1);
