@@ -433,6 +433,18 @@ static void test_gptoss(void) {
   CHECK(c->n_layer == 4 && c->n_expert == 8 && c->n_expert_used == 2 && c->sliding_window == 8 && c->ffn_dim == 32);
   CHECK(c->rope_neox && c->qkv_bias && c->yarn_ctx == 4096 && fabs(c->yarn_factor - 32) < 1e-6);
   CHECK(fabs(c->rope_mscale - (0.1 * log(32.0) + 1)) < 1e-9 && c->weight_type == TG_GGML_F32);
+  /* chunked prefill: 5 tokens, then the other 17 at position 5 in one call (a query block longer than the window,
+   * starting past 0) give the reference's logits */
+  Golden gd = {0};
+  CHECK(golden_load(m, &gd));
+  size_t V = (size_t)c->vocab;
+  float *got = malloc((size_t)gd.n * V * sizeof(float));
+  tg_status st = tg_llm_forward(m, gd.tokens, 5, 0, true, got);
+  if (st == TG_OK) st = tg_llm_forward(m, gd.tokens + 5, (size_t)gd.n - 5, 5, true, got + 5 * V);
+  CHECK_MSG(st == TG_OK, "gpt-oss chunked prefill: %s", tg_last_error());
+  double e = st == TG_OK ? rel_err(got, gd.logits, (size_t)gd.n * V) : 1;
+  CHECK_MSG(e < TOL, "gpt-oss chunked prefill rel err %g", e);
+  free(got), free(gd.logits);
   tg_llm_free(m);
 }
 
