@@ -421,6 +421,8 @@ static void test_mkmodel(void) {
  * layers, so it must still change the logits (a window that cut too much would not), while a window-only model
  * (every layer windowed) cannot see it */
 static void test_gptoss(void) {
+  /* the decode step's flash attention has one key block at most here (64 positions, blocks of 128): the case that
+   * needed linearize's symbolic-range weight (a load placed inside a loop and used after it) */
   test_golden("gptoss_tiny", true);
   test_setenv("JIT", "0");
   test_golden("gptoss_tiny", false);
