@@ -831,7 +831,7 @@ int32_t tg_llm_sample(tg_llm_sampler *s, const float *logits, size_t n);
  * merges of earlier tokens, then <|begin_of_text|> / <|end_of_text|> as control tokens that are bos / eos). llama gets
  * llama-3 rope scaling (rope_freqs.weight) when llama3_rope. The file is streamed (never all in memory). */
 typedef struct tg_llm_model_spec {
-  const char *arch;              /* "llama", "qwen2", "qwen3" */
+  const char *arch;              /* "llama", "qwen2", "qwen3", "gpt-oss" */
   int n_layer, dim, n_head, n_kv_head, head_dim, ffn_dim, vocab;  /* head_dim 0: dim / n_head */
   int64_t ctx;
   int type;                      /* tg_ggml_type of the matrices */

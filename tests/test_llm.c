@@ -416,11 +416,11 @@ static void test_mkmodel(void) {
   tg_scope_end(sc);
 }
 
-/* gpt-oss (tools/ref_gptoss.py's fixture): the golden checks with a context longer than the window, the keys, and the
- * window at work: a change to a token older than the window changes the windowed layers' input only through the full
- * layers, so it must still change the logits (a window that cut too much would not), while a window-only model
- * (every layer windowed) cannot see it */
+/* gpt-oss (tools/ref_gptoss.py's fixture, 22 tokens against a window of 8: the reference's logits differ by up to 17
+ * without the window): the golden checks with and without the JIT, the keys, and a chunked prefill */
 static void test_gptoss(void) {
+  /* the decode step's flash attention has one key block at most here (64 positions, blocks of 128): the case that
+   * needed linearize's symbolic-range weight (a load placed inside a loop and used after it) */
   test_golden("gptoss_tiny", true);
   test_setenv("JIT", "0");
   test_golden("gptoss_tiny", false);
@@ -433,7 +433,70 @@ static void test_gptoss(void) {
   CHECK(c->n_layer == 4 && c->n_expert == 8 && c->n_expert_used == 2 && c->sliding_window == 8 && c->ffn_dim == 32);
   CHECK(c->rope_neox && c->qkv_bias && c->yarn_ctx == 4096 && fabs(c->yarn_factor - 32) < 1e-6);
   CHECK(fabs(c->rope_mscale - (0.1 * log(32.0) + 1)) < 1e-9 && c->weight_type == TG_GGML_F32);
+  /* chunked prefill: 5 tokens, then the other 17 at position 5 in one call (a query block longer than the window,
+   * starting past 0) give the reference's logits */
+  Golden gd = {0};
+  CHECK(golden_load(m, &gd));
+  size_t V = (size_t)c->vocab;
+  float *got = malloc((size_t)gd.n * V * sizeof(float));
+  tg_status st = tg_llm_forward(m, gd.tokens, 5, 0, true, got);
+  if (st == TG_OK) st = tg_llm_forward(m, gd.tokens + 5, (size_t)gd.n - 5, 5, true, got + 5 * V);
+  CHECK_MSG(st == TG_OK, "gpt-oss chunked prefill: %s", tg_last_error());
+  double e = st == TG_OK ? rel_err(got, gd.logits, (size_t)gd.n * V) : 1;
+  CHECK_MSG(e < TOL, "gpt-oss chunked prefill rel err %g", e);
+  free(got), free(gd.logits);
   tg_llm_free(m);
+}
+
+/* a copy of gptoss_tiny without one key or one tensor, or with one key's integer replaced */
+static char *oss_variant(const char *tag, const char *drop, const char *set_key, uint32_t set_val) {
+  tg_gguf *g = NULL;
+  if (tg_gguf_open(FIX "gptoss_tiny.gguf", &g) != TG_OK) return NULL;
+  tg_gguf_writer *w = tg_gguf_writer_new(32);
+  for (size_t i = 0; i < tg_gguf_kv_count(g); i++) {
+    const char *k = tg_gguf_kv_key(g, i);
+    if (drop && !strcmp(k, drop)) continue;
+    if (set_key && !strcmp(k, set_key)) tg_gguf_writer_add_uint32(w, k, set_val);
+    else tg_gguf_writer_add(w, k, tg_gguf_kv_value(g, i));
+  }
+  for (size_t i = 0; i < tg_gguf_tensor_count(g); i++) {
+    const tg_gguf_tensor_info *ti = tg_gguf_tensor_info_at(g, i);
+    if (drop && !strcmp(ti->name, drop)) continue;
+    tg_tensor *b = tg_gguf_tensor_bytes(g, ti->name, TG_GGUF_COPY);
+    uint8_t *data = malloc(ti->nbytes);
+    tg_to_host(b, data, ti->nbytes);
+    tg_release(b);
+    int64_t ne[4] = {ti->ne[0], ti->ne[1], ti->ne[2], ti->ne[3]};
+    tg_gguf_writer_add_tensor(w, ti->name, ti->type, ne, (size_t)ti->ndim, data, ti->nbytes);
+    free(data);
+  }
+  char *path = malloc(256);
+  snprintf(path, 256, "/tmp/tg_test_oss_%d_%s.gguf", (int)getpid(), tag);
+  tg_status st = tg_gguf_writer_write(w, path);
+  tg_gguf_writer_free(w);
+  tg_gguf_close(g);
+  if (st != TG_OK) { free(path); return NULL; }
+  return path;
+}
+
+static void test_gptoss_bad_files(void) {
+  struct { const char *tag, *drop, *set; uint32_t val; const char *msg; } cases[] = {
+    {"noexp", "gpt-oss.expert_count", NULL, 0, "missing key gpt-oss.expert_count"},
+    {"nowin", "gpt-oss.attention.sliding_window", NULL, 0, "missing key gpt-oss.attention.sliding_window"},
+    {"used", NULL, "gpt-oss.expert_used_count", 9, "gpt-oss.expert_used_count must be an integer in [1, 8]"},
+    {"yarn", "gpt-oss.rope.scaling.original_context_length", NULL, 0, "rope.scaling.original_context_length"},
+    {"sinks", "blk.2.attn_sinks.weight", NULL, 0, "missing tensor blk.2.attn_sinks.weight"},
+    {"ebias", "blk.3.ffn_down_exps.bias", NULL, 0, "missing tensor blk.3.ffn_down_exps.bias"},
+    {"nexp", NULL, "gpt-oss.expert_count", 4, "tensor blk.0.ffn_gate_inp.weight has ne (64, 8, 1) x2, expected (64, 4, 1)"},
+  };
+  for (size_t i = 0; i < TG_ARRAY_LEN(cases); i++) {
+    char *p = oss_variant(cases[i].tag, cases[i].drop, cases[i].set, cases[i].val);
+    CHECK_MSG(p != NULL, "variant %s: %s", cases[i].tag, tg_last_error());
+    if (!p) continue;
+    expect_load_error(p, TG_ERR_IO, cases[i].msg);
+    unlink(p);
+    free(p);
+  }
 }
 
 /* tg-mkmodel's gpt-oss: MXFP4 experts within the format's step of the same weights in F16 (the same seed gives the
@@ -523,5 +586,6 @@ void suite_llm(void) {
   test_generate();
   test_mkmodel();
   test_gptoss_mkmodel();
+  test_gptoss_bad_files();
   CHECK_EQ_INT(tg_live_tensors(), live0);
 }

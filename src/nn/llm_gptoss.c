@@ -5,7 +5,8 @@
  * A block follows OpenAI's reference formulation (gpt_oss/torch/model.py): RMSNorm -> q/k/v with biases -> neox RoPE
  * with YaRN (cos and sin scaled by the concentration 0.1 ln(factor) + 1, so q.k carries its square) -> attention with
  * one sink logit per query head, scale 1/sqrt(head_dim), a sliding window of attention.sliding_window keys on the
- * even layers and full causal attention on the odd ones (llama.cpp: swa pattern 2, layer il is SWA when il % 2 == 0)
+ * even layers and full causal attention on the odd ones (the reference's layer_idx % 2 == 0; llama.cpp's swa pattern 2
+ * as remembered, not read: the snapshot here predates gpt-oss)
  * -> output projection with bias -> residual -> post_attention_norm -> the MoE: router logits (with bias), softmax over
  * the top-k, experts with the clamped SwiGLU (alpha 1.702, limit 7) and biases -> residual. The llama.cpp snapshot
  * here (Feb 2025) predates gpt-oss, so this follows OpenAI's reference; its YaRN ramp uses the unrounded correction
@@ -59,7 +60,7 @@ tg_status nn_oss_config(const tg_gguf *g, const char *path, tg_llm_config *c) {
   tg_status st = oss_int(g, "expert_count", -1, 1, 4096, &ne, path);
   if (st == TG_OK) st = oss_int(g, "expert_used_count", -1, 1, ne, &nu, path);
   if (st == TG_OK) st = oss_int(g, "attention.sliding_window", -1, 1, INT32_MAX, &win, path);
-  /* llama.cpp reads the expert width from expert_feed_forward_length; feed_forward_length is the fallback */
+  /* the expert width: expert_feed_forward_length (llama.cpp's key for it, from memory), else feed_forward_length */
   if (st == TG_OK) st = oss_int(g, "expert_feed_forward_length", c->ffn_dim, 1, 1 << 22, &ffn, path);
   if (st != TG_OK) return st;
   if (ffn < 1) return oss_err(TG_ERR_IO, path, "missing key gpt-oss.expert_feed_forward_length (or feed_forward_length)");
@@ -138,7 +139,8 @@ tg_status nn_oss_bind(const tg_gguf *g, const tg_llm_config *c, int64_t n_ctx, c
   for (int l = 0; l < c->n_layer && !bad; l++) {
     OssLayer *L = &o->layers[l];
     char n[96];
-#define W(field, nm, nd, a, b, e) (snprintf(n, sizeof n, "blk.%d." nm, l), L->field = oss_weight(g, n, nd, a, b, e, path, &bad))
+#define W(field, nm, nd, a, b, e) \
+    if (!bad) snprintf(n, sizeof n, "blk.%d." nm, l), L->field = oss_weight(g, n, nd, a, b, e, path, &bad) /* the first error */
     W(attn_norm, "attn_norm.weight", 1, dim, 1, 1);
     W(wq, "attn_q.weight", 2, dim, qd, 1);
     W(bq, "attn_q.bias", 1, qd, 1, 1);
