@@ -717,6 +717,37 @@ static bool cpu_dot_tiles(OptScheduler *s, Shape *sh) {
   return try_opt(s, OPT_UPCAST, n, un) && try_opt(s, OPT_UPCAST, m, um);
 }
 
+/* ---- CPU adaptation: a quantized weight's per-half select unrolled ----
+ * A reduce that reads packed 8-bit data (a ggml quant block, src/nn/ggml_quants.c) and picks one of two
+ * expressions by a reduce loop (the low or high nibbles of a 4-bit block: tg_cat of the two halves, whose axis
+ * merges with the block axis into one loop of 2 x blocks) evaluates a select per element. Unrolling that loop by 2
+ * makes every select constant: each byte is loaded once for both its nibbles. Measured (2 cores, AVX-512, one
+ * thread, a Q4_0 row of 256 blocks, the generated kernel's shape): select per half 6.40 GB/s, unrolled 8.8 GB/s. */
+static void cpu_quant_select_unroll(OptScheduler *s, Shape *sh) {
+  if (s->ren->has_local) return;
+  UOpVec topo = {0}, gates = {0};
+  uop_backward_slice(s->ast, &topo);
+  bool bytes = false;
+  for (size_t i = 0; i < topo.len && !bytes; i++) {
+    UOp *u = topo.data[i];
+    if (u->op != TG_OP_INDEX || u->nsrc < 2) continue;
+    const DType *d = u->src[0]->dtype->base;
+    bytes = d->bitsize == 8 && (d->kind == DTK_UINT || d->kind == DTK_SINT);
+  }
+  tg_vec_free(&topo);
+  if (!bytes) return;
+  where_gate_ranges(s->ast, &gates);
+  shape_load(s, sh);
+  int pick = -1, idx = 0, pick_idx = -1;
+  for (int i = 0; i < sh->n; i++) {
+    if (!is_unrollable(sh, i)) continue;
+    if (sh->size[i] % 2 == 0 && cg_vec_has(&gates, sh->rngs.data[i])) pick = i, pick_idx = idx;
+    idx++;
+  }
+  tg_vec_free(&gates);
+  if (pick >= 0 && upcast_size(sh) * 2 <= 128) try_opt(s, OPT_UNROLL, pick_idx, 2);
+}
+
 /* ---- CPU adaptation: a batch-like loop outermost ----
  * A reduce kernel's LOOP axis that every buffer access reads (a batch of independent products) goes outermost,
  * where it shares out the inputs: the output tiles inside then reuse one batch's inputs from cache, while with it
@@ -1219,6 +1250,7 @@ void opt_hand_coded(OptScheduler *s) {
 
   gpu_locals(s, &sh);
   gpu_late_group(s, &sh);
+  cpu_quant_select_unroll(s, &sh);
 
 threads:
   cpu_batch_outer(s, &sh);
