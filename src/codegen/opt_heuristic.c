@@ -743,19 +743,21 @@ static bool cpu_quant_gemv(OptScheduler *s, Shape *sh) {
   if (s->ren->has_local || !opt_first_reduce(s->ast)) return false;
   UOpVec bytes = {0};
   byte_indexes(s->ast, &bytes);
-  bool all = bytes.len > 0;
-  int64_t rows = 1, max_bytes = 0;
-  for (int i = 0; i < sh->n && all; i++) {
-    if (!is_upcastable(sh, i) || is_reduce_type(sh->type[i])) continue;
-    rows *= sh->size[i];
-    for (size_t k = 0; k < bytes.len && all; k++) all = in_slice(bytes.data[k]->src[1], sh->rngs.data[i]);
-  }
+  /* the weight: the biggest byte buffer (a fused embedding row gather may read a small one) */
+  UOp *w = NULL;
+  int64_t max_bytes = 0, rows = 1;
   for (size_t k = 0; k < bytes.len; k++) {
     UOp *buf = bytes.data[k]->src[0];
     int64_t n;
-    if (buf->nsrc >= 1 && uop_ssimplify_int(buf->src[0], &n)) max_bytes = TG_MAX(max_bytes, n);
+    if (buf->nsrc >= 1 && uop_ssimplify_int(buf->src[0], &n) && n > max_bytes) max_bytes = n, w = bytes.data[k];
   }
   tg_vec_free(&bytes);
+  bool all = w != NULL;
+  for (int i = 0; i < sh->n && all; i++) {
+    if (!is_upcastable(sh, i) || is_reduce_type(sh->type[i])) continue;
+    rows *= sh->size[i];
+    all = in_slice(w->src[1], sh->rngs.data[i]);
+  }
   return all && rows > 1 && max_bytes / rows < 4096;
 }
 
