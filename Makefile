@@ -112,7 +112,7 @@ fuzz-idx: $(B)/fuzz_idx
 
 # the safetensors reader under libFuzzer (clang) with ASan+UBSan: `make fuzz-safetensors` runs it FUZZ_SECONDS, seeded
 # with tests/fixtures/safetensors (new inputs go to $(B)/fuzz_safetensors_corpus)
-$(B)/fuzz_safetensors: tools/fuzz_safetensors.c src/nn/safetensors.c src/nn/state.c $(B)/libtinygrad.a
+$(B)/fuzz_safetensors: tools/fuzz_safetensors.c tools/fuzz_driver.h src/nn/safetensors.c src/nn/state.c $(B)/libtinygrad.a
 	clang $(CPPFLAGS) -std=c11 -g -O1 -DTG_LIBFUZZER -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ tools/fuzz_safetensors.c src/nn/safetensors.c src/nn/state.c $(B)/libtinygrad.a $(LDLIBS)
 fuzz-safetensors: $(B)/fuzz_safetensors
@@ -123,14 +123,14 @@ fuzz-safetensors: $(B)/fuzz_safetensors
 # the GGUF reader and writer under libFuzzer (clang) with ASan+UBSan: `make fuzz-gguf` runs it FUZZ_SECONDS, seeded
 # with tests/fixtures/gguf; $(B)/fuzz_gguf_san is the standalone driver under ASan+UBSan (`make test` runs a short
 # fixed-seed pass of it: mutations of writer-made seeds)
-$(B)/fuzz_gguf: tools/fuzz_gguf.c $(B)/libtinygrad.a
+$(B)/fuzz_gguf: tools/fuzz_gguf.c tools/fuzz_driver.h $(B)/libtinygrad.a
 	clang $(CPPFLAGS) -std=c11 -g -O1 -DTG_LIBFUZZER -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ tools/fuzz_gguf.c $(B)/libtinygrad.a $(LDLIBS)
 fuzz-gguf: $(B)/fuzz_gguf
 	@mkdir -p $(B)/fuzz_gguf_corpus
 	$(B)/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
 	  $(B)/fuzz_gguf_corpus tests/fixtures/gguf
-$(B)/fuzz_gguf_san: tools/fuzz_gguf.c $(SAN_LIB_OBJ)
+$(B)/fuzz_gguf_san: tools/fuzz_gguf.c tools/fuzz_driver.h $(SAN_LIB_OBJ)
 	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(SAN) -O1 -o $@ tools/fuzz_gguf.c $(SAN_LIB_OBJ) $(LDLIBS)
 
 # tg-llm's OpenAI-compatible server (tools/llm/serve.c) is the only user of libmicrohttpd and cJSON: they link into

@@ -30,7 +30,8 @@ static size_t make_corpus(char *buf, size_t cap) {
     memcpy(buf + n, w, l);
     n += l;
     unsigned r = (unsigned)(x >> 40) % 100;
-    const char *sep = r < 70 ? " " : r < 80 ? ", " : r < 88 ? ". " : r < 93 ? "\n" : r < 96 ? "  " : r < 98 ? "\n\n" : "\t";
+    const char *sep = r < 70 ? " " : r < 80 ? ", " : r < 88 ? ". " : r < 93 ? "\n" : r < 96 ? "  " : r < 98 ? "\n\n"
+                                                                                                      : "\t";
     l = strlen(sep);
     memcpy(buf + n, sep, l);
     n += l;
@@ -51,7 +52,11 @@ int main(int argc, char **argv) {
   int a = 1;
   if (a + 1 < argc && strcmp(argv[a], "--corpus") == 0) {
     FILE *f = fopen(argv[a + 1], "wb");
-    if (!f || fwrite(text, 1, len, f) != len) { fprintf(stderr, "bench_tokenizer: cannot write %s\n", argv[a + 1]); return 1; }
+    if (!f || fwrite(text, 1, len, f) != len) {
+      if (f) fclose(f);
+      fprintf(stderr, "bench_tokenizer: cannot write %s\n", argv[a + 1]);
+      return 1;
+    }
     fclose(f);
     a += 2;
   }
@@ -59,7 +64,10 @@ int main(int argc, char **argv) {
   for (; a < argc; a++) {
     char name[64];
     const char *eq = strchr(argv[a], '=');
-    if (!eq || (size_t)(eq - argv[a]) >= sizeof name) { fprintf(stderr, "bench_tokenizer: want NAME=FILE, got %s\n", argv[a]); return 2; }
+    if (!eq || (size_t)(eq - argv[a]) >= sizeof name) {
+      fprintf(stderr, "bench_tokenizer: want NAME=FILE, got %s\n", argv[a]);
+      return 2;
+    }
     memcpy(name, argv[a], (size_t)(eq - argv[a]));
     name[eq - argv[a]] = 0;
     tg_gguf *g = NULL;

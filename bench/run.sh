@@ -345,14 +345,29 @@ fi
 # Peers (bench/peer_tokenizer.py, Debian's python3 + python3-regex): tinygrad's own tokenizer (tinygrad/llm/cli.py,
 # llama-3 presets only) on the llama-3 vocabulary, and the Python reference of tools/gen_tokenizer_fixtures.py on
 # gpt-2 (none is installable for SentencePiece here). The full llama-3 / o200k vocabularies are not in the repository:
-# TG_VOCAB_DIR names a folder that tools/gen_tokenizer_fixtures.py --full wrote; without it those lines are skipped.
+# TG_VOCAB_DIR names a folder that tools/gen_tokenizer_fixtures.py --full wrote.
 # Both sides must produce the same number of tokens (a note says when not).
+# Without TG_VOCAB_DIR they are written into $B/tok-vocab once, from the npm packages the generator names (npm
+# install into $B/tok-npm); without node/npm those two lines are skipped.
+if ! /usr/bin/python3 -c 'import regex' 2>/dev/null; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "bench: python3-regex missing (the tokenizer peers need it): installing it with apt-get"
+  { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends \
+      python3-regex; } >/dev/null 2>&1 || echo "bench: could not install python3-regex; the tokenizer peers may not run"
+fi
 tok_corpus=$(mktemp)
 tok_args=(gpt-2="$ROOT/tests/data/vocab/ggml-vocab-gpt-2.gguf" llama-spm="$ROOT/tests/data/vocab/ggml-vocab-llama-spm.gguf")
+tok_dir=${TG_VOCAB_DIR:-$B/tok-vocab}
+if [ ! -f "$tok_dir/o200k-full.gguf" ] && [ -z "${TG_VOCAB_DIR:-}" ] && command -v npm >/dev/null && command -v node >/dev/null; then
+  mkdir -p "$tok_dir" "$B/tok-npm"
+  { npm install --prefix "$B/tok-npm" --no-audit --no-fund js-tiktoken@1.0.21 llama3-tokenizer-js@1.2.0 &&
+    /usr/bin/python3 "$ROOT/tools/gen_tokenizer_fixtures.py" "$B/tok-npm/node_modules" --full "$tok_dir"; } >/dev/null 2>&1 ||
+    echo "bench: could not write the full llama-3 / o200k vocabularies into $tok_dir"
+fi
 for v in llama3 o200k; do
-  [ -n "${TG_VOCAB_DIR:-}" ] && [ -f "$TG_VOCAB_DIR/$v-full.gguf" ] && tok_args+=("$v=$TG_VOCAB_DIR/$v-full.gguf")
+  if [ -f "$tok_dir/$v-full.gguf" ]; then tok_args+=("$v=$tok_dir/$v-full.gguf")
+  else echo "bench: tokenize_$v not run: no $tok_dir/$v-full.gguf"; fi
 done
-[ -z "${TG_VOCAB_DIR:-}" ] && echo "bench: tokenize_llama3 / tokenize_o200k not run: TG_VOCAB_DIR is not set"
 tok_out=$("$B/bench_tokenizer" --corpus "$tok_corpus" "${tok_args[@]}") || echo "bench: $B/bench_tokenizer failed"
 for arg in "${tok_args[@]}"; do
   name=${arg%%=*}; file=${arg#*=}

@@ -42,10 +42,10 @@ tg_status tg_last_status(void);
 const char *tg_version(void);
 /* The env knobs (DEBUG, BEAM, NOOPT, ...: tinygrad's names and meanings) are read from the environment once, at first
  * use, and kept. After changing them with setenv/unsetenv, call tg_knobs_reload() to make the library read them
- * again (not while another thread is inside the library). Knobs read once per process or device (SPEC,
+ * again (not while another thread is inside the library); text knobs (OPTIM_DTYPE, BEAM_MIN_PROGRESS, GEMM_TILE,
+ * CACHEDB at the cache's next open) are kept the same way. Knobs read once per process or device (SPEC,
  * TRACK_MATCH_STATS, REWRITE_STACK_LIMIT, the dtype knobs DEFAULT_FLOAT/DEFAULT_INT/SUM_DTYPE, DEV; LRU and
- * CACHELEVEL until rt_shutdown) are not changed by it; the few string knobs read per use (OPTIM_DTYPE at optimizer
- * creation, BEAM_MIN_PROGRESS per search, GEMM_TILE per GEMM kernel) need no reload. */
+ * CACHELEVEL until rt_shutdown) are not changed by it. */
 void tg_knobs_reload(void);
 
 
@@ -764,7 +764,13 @@ tg_status tg_gguf_writer_write_buffer(const tg_gguf_writer *w, uint8_t **out, si
  * float32, SwiGLU FFN, qwen2's q/k/v biases, qwen3's q/k RMSNorm, tied embeddings (output.weight missing: the
  * token embedding). Weights stay the file's bytes (mapped): quantized ones are dequantized inside the kernels that
  * read them. Every key, tensor name and tensor shape is checked at load: a missing or inconsistent one is TG_ERR_IO
- * naming it; another architecture or rope scaling (yarn) is TG_ERR_UNSUPPORTED.
+ * naming it; another architecture or rope scaling (yarn outside gpt-oss) is TG_ERR_UNSUPPORTED.
+ * "gpt-oss" (src/nn/llm_gptoss.c, OpenAI's reference formulation) adds {arch}.expert_count, expert_used_count,
+ * expert_feed_forward_length (else feed_forward_length), attention.sliding_window, rope.scaling.type yarn with
+ * rope.scaling.factor and original_context_length, and the tensors blk.N.{attn_q/k/v/output (+ .bias), attn_sinks,
+ * post_attention_norm, ffn_gate_inp (+ .bias), ffn_gate/up/down_exps (+ .bias; MXFP4 or any type)}: neox RoPE with
+ * YaRN, per-head sinks, a sliding window on the even layers, full causal attention on the odd ones, top-k router
+ * logits then softmax over the k, experts with the clamped SwiGLU (alpha 1.702, limit 7).
  *
  * The model owns a KV cache of n_ctx positions (float32). tg_llm_forward(m, ids, n, pos, ...) runs n tokens at
  * positions pos..pos+n-1 over the cache's first pos positions (pos <= the positions filled so far: going back
@@ -773,7 +779,7 @@ tg_status tg_gguf_writer_write_buffer(const tg_gguf_writer *w, uint8_t **out, si
  * (prefill) is one eager realize. Set JIT=0 to run decode eagerly too. Not thread-safe (one model, one thread). */
 typedef struct tg_llm tg_llm;
 typedef struct tg_llm_config {
-  char arch[16];                 /* "llama", "qwen2", "qwen3" */
+  char arch[16];                 /* "llama", "qwen2", "qwen3", "gpt-oss" */
   int n_layer, dim, n_head, n_kv_head, head_dim, ffn_dim, vocab, rope_dim;
   int64_t ctx_train;             /* {arch}.context_length */
   double rope_base, rope_scale;  /* rope_scale: positions are multiplied by it (linear scaling: 1/factor) */
@@ -781,6 +787,12 @@ typedef struct tg_llm_config {
   bool rope_neox, qkv_bias, qk_norm, tied_output, rope_freq_factors;
   int weight_type;               /* the ggml type of blk.0.attn_q.weight */
   int32_t bos, eos;              /* tokenizer.ggml.bos/eos_token_id, -1 when absent */
+  /* gpt-oss (zero for the others): experts, the even layers' window, YaRN (rope.scaling.type yarn) */
+  int n_expert, n_expert_used;   /* {arch}.expert_count, expert_used_count */
+  int64_t sliding_window;        /* {arch}.attention.sliding_window */
+  double yarn_factor;            /* rope.scaling.factor (1: no YaRN) */
+  int64_t yarn_ctx;              /* rope.scaling.original_context_length */
+  double rope_mscale;            /* cos and sin are multiplied by it: YaRN's 0.1 ln(factor) + 1, else 1 */
 } tg_llm_config;
 typedef struct tg_llm_options {
   int64_t n_ctx;                 /* KV-cache positions; 0: min(context_length, 2048) */
@@ -824,11 +836,21 @@ typedef struct tg_llm_model_spec {
   int64_t ctx;
   int type;                      /* tg_ggml_type of the matrices */
   bool tied, llama3_rope;
-  double rope_base;              /* 0: 10000 (llama) / 1000000 (qwen) */
+  double rope_base;              /* 0: 10000 (llama) / 1000000 (qwen) / 150000 (gpt-oss) */
   uint64_t seed;
+  /* gpt-oss: n_expert experts (0: 8) of ffn_dim each, n_expert_used per token (0: 2), a window of sliding_window
+   * (0: 128) on the even layers, the experts' matrices in expert_type (0: MXFP4, quantized with ggml's reference
+   * rounding; or any type above), YaRN factor 32 over an original context of 4096, biases and sinks random, and an
+   * o200k-style vocabulary (tokenizer.ggml.pre gpt-4o) whose control tokens are harmony's (<|start|>, <|message|>,
+   * <|channel|>, <|end|>, <|return|> = eos) */
+  int n_expert, n_expert_used;
+  int64_t sliding_window;
+  int expert_type;
 } tg_llm_model_spec;
 /* Presets by name: "tiny" (2 layers, dim 64, vocab 512), "small" (4 layers, dim 256, vocab 4096), "1b" (Llama-3.2-1B's
- * shape: 16 layers, dim 2048, 32/8 heads, ffn 8192, vocab 128256, tied, llama-3 rope). false for another name. */
+ * shape: 16 layers, dim 2048, 32/8 heads, ffn 8192, vocab 128256, tied, llama-3 rope), "gpt-oss-tiny" (gpt-oss:
+ * 4 layers, dim 64, 4/2 heads of 16, 8 experts of 64 top-2, window 8, vocab 512, MXFP4 experts). false for another
+ * name. */
 bool tg_llm_model_preset(const char *name, tg_llm_model_spec *out);
 tg_status tg_llm_write_random_model(const tg_llm_model_spec *spec, const char *path);
 
@@ -847,12 +869,15 @@ tg_status tg_llm_generate(tg_llm *m, const int32_t *ids, size_t n, const tg_llm_
 
 /* ---- tokenizer (from a GGUF file's tokenizer.ggml.* metadata; src/nn/tokenizer*.c) ----
  * tokenizer.ggml.model "gpt2" is byte-level BPE: the text is split by the pre-tokenizer of tokenizer.ggml.pre
- * (gpt-2 and its aliases; llama3/llama-v3/llama-bpe/falcon3; gpt-4o/o200k/gpt-oss), each word mapped to GPT-2's byte
+ * (the gpt-2, llama-3, qwen2, o200k/gpt-oss and starcoder splits under llama.cpp's names for them: gpt-2, mpt, olmo;
+ * llama3, llama-bpe, dbrx; qwen2, stablelm2; gpt-4o; starcoder, refact, command-r...), each word mapped to GPT-2's byte
  * alphabet and merged by the ranks of tokenizer.ggml.merges (llama-3's whole-word shortcut included). "llama" is
  * SentencePiece-style: spaces become U+2581, a space is prefixed (tokenizer.ggml.add_space_prefix, default true),
  * adjacent pieces merge by tokenizer.ggml.scores (highest first), characters without a piece fall back to <0xXX>
  * byte tokens. Special tokens are matched in the text before that: user-defined ones always, control ones with
- * TG_TOKENIZE_PARSE_SPECIAL (the longest at each position). This is llama.cpp's behaviour (src/llama-vocab.cpp).
+ * TG_TOKENIZE_PARSE_SPECIAL (the longest at each position). This is llama.cpp's behaviour (src/llama-vocab.cpp),
+ * except its per-model whitespace stripping around special tokens (phi-3's, jina's). A byte with no token in a
+ * byte-level vocabulary becomes the unknown token; without one, encoding it is TG_ERR_UNSUPPORTED.
  * A tokenizer is read-only once built: several threads may encode and decode with it at once. */
 typedef struct tg_tokenizer tg_tokenizer;
 typedef enum tg_token_type {  /* tokenizer.ggml.token_type values */
@@ -869,7 +894,7 @@ enum {
 tg_status tg_tokenizer_from_gguf(const tg_gguf *g, tg_tokenizer **out);
 void tg_tokenizer_free(tg_tokenizer *t);  /* NULL ok */
 /* text[0..len) (any bytes: invalid UTF-8 is tokenized byte by byte) -> *ids (malloc'ed, free with tg_buffer_free;
- * NULL when *n is 0). Texts over 1 GiB are TG_ERR_INVALID_ARGUMENT. */
+ * NULL when *n is 0). Texts over 256 MiB are TG_ERR_INVALID_ARGUMENT. */
 tg_status tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, unsigned flags, int32_t **ids,
                               size_t *n);
 /* ids -> the bytes they stand for (*text malloc'ed and NUL-terminated, free with tg_buffer_free). A SentencePiece
@@ -905,7 +930,8 @@ tg_status tg_token_stream_flush(tg_token_stream *s, const char **text, size_t *l
 /* Chat templates, written in C (no Jinja): "llama3" (<|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|>,
  * as llama.cpp's built-in llama-3 template), "chatml" (<|im_start|>role\ncontent<|im_end|>\n) and "gpt-oss"
  * (OpenAI's harmony format: a system message with the model identity, date and reasoning effort; a "system" role
- * becomes the developer message; assistant turns on the final channel). The text starts without BOS: encode it with TG_TOKENIZE_ADD_SPECIAL | TG_TOKENIZE_PARSE_SPECIAL. */
+ * becomes the developer message; assistant turns on the final channel). The text starts without BOS: encode it with
+ * TG_TOKENIZE_ADD_SPECIAL | TG_TOKENIZE_PARSE_SPECIAL. */
 typedef struct tg_chat_message { const char *role, *content; } tg_chat_message;
 /* The template a tokenizer's vocabulary or tokenizer.chat_template calls for, or NULL when none is known. */
 const char *tg_chat_template_name(const tg_tokenizer *t);
@@ -1008,7 +1034,7 @@ tg_status tg_embedding_state(const tg_embedding_layer *l, const char *prefix, tg
  *           exp(s_j - m) / (sum_j exp(s_j - m) + exp(sink - m)), no value row for the sink
  *   mask    bool (false = masked out) or additive float, broadcastable to (B, H, T, S); with a symbolic T or S its
  *           size there must be 1
- *   block   tg_flash_attention's keys per block (0: 128); tg_attention ignores it
+ *   block   tg_flash_attention's keys per block, and queries per band with a window (0: 128); tg_attention ignores it
  * A query that sees no key (and has no sink) gives NaN, as in torch. Errors name the op and the shapes. */
 typedef struct tg_attention_opts {
   double scale;
@@ -1023,8 +1049,10 @@ typedef struct tg_attention_opts {
 tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, const tg_attention_opts *opts);
 /* The same result by blocks of `block` keys (flash-decoding): per block the running max m_b, l_b = sum exp(s - m_b)
  * and o_b = exp(s - m_b) v, merged as sum_b exp(m_b - M) o_b / (sum_b exp(m_b - M) l_b [+ exp(sink - M)]), M the
- * max over blocks (and the sink). Equal to tg_attention within float32 rounding; a symbolic S loops over the
- * ceil(S/block) blocks it needs. Made of tensor ops: gradients flow to q, k, v and sinks. */
+ * max over blocks (and the sink). With a window, a concrete T and no mask, each block of queries attends to its own
+ * band of block + window - 1 keys instead (when that is well under T x S): a windowed decode step reads window keys,
+ * whatever S. Equal to tg_attention within float32 rounding; a symbolic S loops over the ceil(S/block) blocks it
+ * needs. Made of tensor ops: gradients flow to q, k, v and sinks. */
 tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
                               const tg_attention_opts *opts);
 

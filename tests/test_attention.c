@@ -3,7 +3,8 @@
  * 1. Every case of tests/fixtures/attention.tgf (tools/gen_attention_fixtures.py, PyTorch in float64): the plain and
  *    the flash forms (several block sizes: one block, blocks that divide S, a partial last block) against torch's
  *    output, and the gradients w.r.t. q, k, v and the sinks of sum(out * dout).
- * 2. flash == plain on random shapes and options (GQA, causal offsets, windows, sinks, masks, block sizes).
+ * 2. flash == plain on random shapes and options (GQA, causal offsets, windows, sinks, masks, block sizes); float16
+ *    inputs give a float16 result close to float32.
  * 3. A symbolic key length (a KV cache viewed at start_pos + T, start_pos a bound Variable) against the concrete
  *    program, with one compile for every value; a JIT'd decode step (store k/v at start_pos, flash attention over
  *    cache[:start_pos+1]) replayed for 12 positions against the plain form on host-kept caches.
@@ -159,7 +160,7 @@ static void flash_equals_plain(void) {
   for (int it = 0; it < n; it++) {
     tg_scope s = tg_scope_begin();
     int64_t kvh = rnd_in(1, 2), g = rnd_in(1, 3), b = rnd_in(1, 2), d = rnd_in(1, 3) * 4, dv = rnd_in(1, 2) * 3;
-    int64_t h = kvh * g, sl = rnd_in(1, 70), t = rnd_in(1, sl < 9 ? sl : 9);
+    int64_t h = kvh * g, sl = rnd_in(1, 70), tmax = it % 3 == 2 ? 24 : 9, t = rnd_in(1, sl < tmax ? sl : tmax);
     tg_attention_opts o = {0};
     o.causal = rnd() % 3 != 0;
     if (o.causal) o.start = TG_SI(sl - t - (int64_t)(rnd() % 2) * (sl - t) / 2);
@@ -176,6 +177,28 @@ static void flash_equals_plain(void) {
               (long long)o.window, o.sinks != NULL, o.mask != NULL, (long long)o.block, e, tg_last_error());
     tg_scope_end(s);
   }
+}
+
+/* half inputs (a float16 KV cache): the result is float16, computed in float32, close to the float32 result */
+static void half_inputs(void) {
+  tg_scope s = tg_scope_begin();
+  tg_tensor *q = rnd_tensor(TG_SHAPE(1, 4, 3, 8), -2, 2), *k = rnd_tensor(TG_SHAPE(1, 2, 50, 8), -2, 2);
+  tg_tensor *v = rnd_tensor(TG_SHAPE(1, 2, 50, 8), -2, 2);
+  tg_tensor *qh = tg_cast(q, TG_FLOAT16), *kh = tg_cast(k, TG_FLOAT16), *vh = tg_cast(v, TG_FLOAT16);
+  tg_attention_opts o = {.causal = true, .start = TG_SI(47), .sinks = rnd_tensor(TG_SHAPE(4), -1, 1), .block = 16};
+  for (int form = 0; form < 2; form++) {
+    for (int w = 0; w <= 8; w += 8) {
+      o.window = w;
+      attn_fn fn = form ? tg_flash_attention : tg_attention;
+      tg_tensor *h = fn(qh, kh, vh, &o);
+      CHECK_MSG(h && tg_get_dtype(h) == TG_FLOAT16, "half %s: %s", form ? "flash" : "plain", tg_last_error());
+      /* the reference: float32 on the same (rounded) inputs */
+      tg_tensor *want = tg_attention(tg_cast(qh, TG_FLOAT32), tg_cast(kh, TG_FLOAT32), tg_cast(vh, TG_FLOAT32), &o);
+      double e = rel_diff(tg_cast(h, TG_FLOAT32), want);
+      CHECK_MSG(e < 2e-3, "half %s window %d: rel diff %g", form ? "flash" : "plain", w, e);
+    }
+  }
+  tg_scope_end(s);
 }
 
 /* ------------------------------------------------------------------------------------------ symbolic length */
@@ -224,6 +247,33 @@ static void symbolic_length(void) {
         tg_scope_end(in);
       }
     }
+  }
+  tg_scope_end(s);
+}
+
+/* a symbolic query count (a chunk of up to 20 tokens) over concrete keys, both forms */
+static void symbolic_queries(void) {
+  tg_scope s = tg_scope_begin();
+  tg_tensor *q = rnd_tensor(TG_SHAPE(1, 2, 20, 8), -2, 2), *k = rnd_tensor(TG_SHAPE(1, 1, 30, 8), -2, 2);
+  tg_tensor *v = rnd_tensor(TG_SHAPE(1, 1, 30, 8), -2, 2), *var = tg_variable("toks", 1, 20);
+  CHECK(tg_realize(q) == TG_OK);
+  for (int t = 3; t <= 20; t += 17) {
+    tg_scope in = tg_scope_begin();
+    tg_tensor *vb = tg_bind(var, t);
+    tg_tensor *qs = tg_shrink_sym(q, (tg_sint[]){TG_SI(0), TG_SI(1), TG_SI(0), TG_SI(2), TG_SI(0), TG_SV(vb, 0),
+                                                 TG_SI(0), TG_SI(8)}, 4);
+    tg_tensor *qc = tg_shrink(q, (int64_t[]){0, 1, 0, 2, 0, t, 0, 8}, 4);
+    tg_attention_opts o = {.causal = true, .start = TG_SI(30 - 20), .block = 8};
+    for (int form = 0; form < 2; form++) {
+      attn_fn fn = form ? tg_flash_attention : tg_attention;
+      tg_tensor *got = fn(qs, k, v, &o);
+      CHECK_MSG(got && tg_is_symbolic(got) && tg_realize(got) == TG_OK, "symbolic T %d %s: %s", t,
+                form ? "flash" : "plain", tg_last_error());
+      tg_tensor *gc = got ? tg_shrink(got, (int64_t[]){0, 1, 0, 2, 0, t, 0, 8}, 4) : NULL;
+      double e = rel_diff(gc, tg_attention(qc, k, v, &o));
+      CHECK_MSG(e < 1e-5, "symbolic T %d %s: rel diff %g (%s)", t, form ? "flash" : "plain", e, tg_last_error());
+    }
+    tg_scope_end(in);
   }
   tg_scope_end(s);
 }
@@ -322,6 +372,19 @@ static void errors(void) {
     CHECK(fails_with(fn(q, k, v, &(tg_attention_opts){.mask = tg_zeros(TG_SHAPE(1, 3, 3, 5), TG_FLOAT32)}),
                      "does not broadcast"));
   }
+  /* a symbolic key length takes only a mask of size 1 along S */
+  tg_tensor *var = tg_variable("n", 1, 5), *vb = tg_bind(var, 3);
+  tg_sint kb[8] = {TG_SI(0), TG_SI(1), TG_SI(0), TG_SI(2), TG_SI(0), TG_SV(vb, 0), TG_SI(0), TG_SI(8)};
+  tg_tensor *ks = tg_shrink_sym(k, kb, 4);
+  kb[7] = TG_SI(6);
+  tg_tensor *vs = tg_shrink_sym(v, kb, 4);
+  for (int f = 0; f < 2; f++) {
+    CHECK(fails_with(fns[f](q, ks, vs, &(tg_attention_opts){.mask = tg_zeros(TG_SHAPE(3, 5), TG_FLOAT32)}),
+                     "a symbolic length needs size 1"));
+    CHECK(fails_with(fns[f](q, ks, v, NULL), "different lengths"));
+    tg_tensor *ok = fns[f](q, ks, vs, &(tg_attention_opts){.mask = tg_zeros(TG_SHAPE(3, 1), TG_FLOAT32)});
+    CHECK_MSG(ok && tg_realize(ok) == TG_OK, "symbolic S with a (T, 1) mask: %s", tg_last_error());
+  }
   /* a good call still works after the errors: (1, 4, 3, 6) */
   tg_tensor *r = tg_flash_attention(q, k, v, NULL);
   CHECK(r && tg_ndim(r) == 4 && tg_shape(r)[1] == 4 && tg_shape(r)[3] == 6 && tg_realize(r) == TG_OK);
@@ -332,7 +395,9 @@ void suite_attention(void);
 void suite_attention(void) {
   fixture_cases();
   flash_equals_plain();
+  half_inputs();
   symbolic_length();
+  symbolic_queries();
   jit_decode();
   errors();
 }

@@ -44,8 +44,50 @@ static void test_knobs(void) {
   CHECK_EQ_INT(right, 40);
 }
 
+/* Text knobs share the table: read once, kept across a reload that sees the same text (the pointer stays valid),
+ * replaced when the text changed; unset and empty are NULL. */
+static void test_text_knobs(void) {
+  const char *k = "TG_TEST_BASE_TEXT_KNOB";
+  test_unsetenv(k);
+  CHECK(tg_getenv_str(k) == NULL);
+  setenv(k, "float16", 1);
+  CHECK(tg_getenv_str(k) == NULL); /* not read again before a reload */
+  tg_knobs_reload();
+  const char *v = tg_getenv_str(k);
+  CHECK(v && strcmp(v, "float16") == 0);
+  tg_knobs_reload();
+  CHECK(tg_getenv_str(k) == v); /* unchanged text: the same string */
+  test_setenv(k, "bfloat16");
+  CHECK(tg_getenv_str(k) && strcmp(tg_getenv_str(k), "bfloat16") == 0);
+  CHECK_EQ_INT(tg_getenv_int(k, -3), -3); /* not an integer: the int view gives the default */
+  test_setenv(k, "");
+  CHECK(tg_getenv_str(k) == NULL);
+  test_unsetenv(k);
+  CHECK(tg_getenv_str(k) == NULL);
+}
+
+/* UTF-8 by RFC 3629: ASCII, 2-4 byte forms, and every malformed kind refused. */
+static void test_utf8(void) {
+  CHECK_EQ_INT((int)tg_utf8_seq_len((const unsigned char *)"a", 1), 1);
+  CHECK_EQ_INT((int)tg_utf8_seq_len((const unsigned char *)"\xc3\xa9", 2), 2);         /* U+00E9 */
+  CHECK_EQ_INT((int)tg_utf8_seq_len((const unsigned char *)"\xe2\x82\xac", 3), 3);     /* U+20AC */
+  CHECK_EQ_INT((int)tg_utf8_seq_len((const unsigned char *)"\xf0\x9f\x98\x80", 4), 4); /* U+1F600 */
+  CHECK_EQ_INT((int)tg_utf8_seq_len((const unsigned char *)"\xe2\x82\xac", 2), 0);     /* cut off */
+  CHECK_EQ_INT((int)tg_utf8_seq_len((const unsigned char *)"\x80", 1), 0);             /* stray continuation */
+  CHECK_EQ_INT((int)tg_utf8_seq_len((const unsigned char *)"\xc0\xaf", 2), 0);         /* overlong '/' */
+  CHECK_EQ_INT((int)tg_utf8_seq_len((const unsigned char *)"\xe0\x80\xaf", 3), 0);     /* overlong, 3 bytes */
+  CHECK_EQ_INT((int)tg_utf8_seq_len((const unsigned char *)"\xed\xa0\x80", 3), 0);     /* surrogate U+D800 */
+  CHECK_EQ_INT((int)tg_utf8_seq_len((const unsigned char *)"\xf4\x90\x80\x80", 4), 0); /* above U+10FFFF */
+  CHECK_EQ_INT((int)tg_utf8_seq_len((const unsigned char *)"\xc3\x28", 2), 0);         /* bad continuation */
+  CHECK(tg_utf8_valid("caf\xc3\xa9 \xe2\x82\xac", 9));
+  CHECK(!tg_utf8_valid("caf\xc3", 4));
+  CHECK(tg_utf8_valid("", 0));
+}
+
 void suite_base(void) {
   test_knobs();
+  test_text_knobs();
+  test_utf8();
   StrBuf b;
   sb_init(&b);
   sb_printf(&b, "%d-%s", 42, "x");

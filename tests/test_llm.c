@@ -416,6 +416,96 @@ static void test_mkmodel(void) {
   tg_scope_end(sc);
 }
 
+/* gpt-oss (tools/ref_gptoss.py's fixture): the golden checks with a context longer than the window, the keys, and the
+ * window at work: a change to a token older than the window changes the windowed layers' input only through the full
+ * layers, so it must still change the logits (a window that cut too much would not), while a window-only model
+ * (every layer windowed) cannot see it */
+static void test_gptoss(void) {
+  test_golden("gptoss_tiny", true);
+  test_setenv("JIT", "0");
+  test_golden("gptoss_tiny", false);
+  test_unsetenv("JIT");
+  tg_llm *m = NULL;
+  CHECK_MSG(tg_llm_load(FIX "gptoss_tiny.gguf", NULL, &m) == TG_OK, "%s", tg_last_error());
+  if (!m) return;
+  const tg_llm_config *c = tg_llm_get_config(m);
+  CHECK_EQ_STR(c->arch, "gpt-oss");
+  CHECK(c->n_layer == 4 && c->n_expert == 8 && c->n_expert_used == 2 && c->sliding_window == 8 && c->ffn_dim == 32);
+  CHECK(c->rope_neox && c->qkv_bias && c->yarn_ctx == 4096 && fabs(c->yarn_factor - 32) < 1e-6);
+  CHECK(fabs(c->rope_mscale - (0.1 * log(32.0) + 1)) < 1e-9 && c->weight_type == TG_GGML_F32);
+  tg_llm_free(m);
+}
+
+/* tg-mkmodel's gpt-oss: MXFP4 experts within the format's step of the same weights in F16 (the same seed gives the
+ * same values), harmony's control tokens and chat template, decode == recompute past the window, determinism */
+static void test_gptoss_mkmodel(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_llm_model_spec s;
+  char path[2][128];
+  const int et[2] = {TG_GGML_MXFP4, TG_GGML_F16};
+  int64_t ne = 8 * 64 * 64;
+  float *v[2] = {malloc((size_t)ne * sizeof(float)), malloc((size_t)ne * sizeof(float))}, amax = 0;
+  for (int i = 0; i < 2; i++) {
+    CHECK(tg_llm_model_preset("gpt-oss-tiny", &s));
+    s.expert_type = et[i], s.seed = 5;
+    snprintf(path[i], sizeof path[i], "/tmp/tg_test_oss_%d_%d.gguf", (int)getpid(), i);
+    CHECK_MSG(tg_llm_write_random_model(&s, path[i]) == TG_OK, "mkmodel gpt-oss: %s", tg_last_error());
+    tg_gguf *g = NULL;
+    CHECK_MSG(tg_gguf_open(path[i], &g) == TG_OK, "%s", tg_last_error());
+    if (!g) continue;
+    const tg_gguf_tensor_info *ti = tg_gguf_find_tensor(g, "blk.1.ffn_up_exps.weight");
+    CHECK(ti && ti->type == et[i] && ti->ndim == 3 && ti->ne[0] == 64 && ti->ne[1] == 64 && ti->ne[2] == 8);
+    float a = tensor_amax(tg_gguf_tensor(g, "blk.1.ffn_up_exps.weight", TG_GGUF_COPY), v[i], (size_t)ne);
+    if (i == 1) amax = a;
+    tg_gguf_close(g);
+  }
+  /* MXFP4 keeps each block's largest value within a quarter of it and the rest within half a grid step of the block's
+   * exponent: |err| <= amax / 2 everywhere, and most values much closer */
+  double err = 0, sum = 0;
+  for (int64_t j = 0; j < ne; j++) err = fmax(err, fabs((double)v[0][j] - v[1][j])), sum += fabs((double)v[0][j] - v[1][j]);
+  CHECK_MSG(err <= amax / 2 && sum / (double)ne < amax / 16, "mxfp4 vs f16: max %g mean %g (amax %g)", err,
+            sum / (double)ne, amax);
+  free(v[0]), free(v[1]);
+  tg_llm *m = NULL;
+  CHECK_MSG(tg_llm_load(path[0], NULL, &m) == TG_OK, "load %s: %s", path[0], tg_last_error());
+  if (m) {
+    const tg_llm_config *c = tg_llm_get_config(m);
+    CHECK(!strcmp(c->arch, "gpt-oss") && c->n_expert == 8 && c->n_expert_used == 2 && c->sliding_window == 8);
+    CHECK(c->eos == 511 && c->bos == 506 && c->yarn_factor == 32);
+    tg_tokenizer *tk = NULL;
+    CHECK_MSG(tg_tokenizer_from_gguf(tg_llm_gguf(m), &tk) == TG_OK, "%s", tg_last_error());
+    if (tk) CHECK_EQ_STR(tg_chat_template_name(tk), "gpt-oss");
+    tg_tokenizer_free(tk);
+    /* 12 tokens (window 8): the last two decoded equal the prefill's rows */
+    int32_t ids[12];
+    for (int i = 0; i < 12; i++) ids[i] = (int32_t)((i * 37 + 11) % 500);
+    size_t V = (size_t)c->vocab;
+    float *full = malloc(12 * V * sizeof(float)), *dec = malloc(V * sizeof(float));
+    CHECK_MSG(tg_llm_forward(m, ids, 12, 0, true, full) == TG_OK, "%s", tg_last_error());
+    CHECK(tg_llm_forward(m, ids, 9, 0, false, dec) == TG_OK && rel_err(dec, full + 8 * V, V) < 1e-5);
+    for (int i = 9; i < 12; i++) {
+      CHECK_MSG(tg_llm_forward(m, &ids[i], 1, i, false, dec) == TG_OK, "%s", tg_last_error());
+      double e = rel_err(dec, full + (size_t)i * V, V);
+      CHECK_MSG(e < 1e-5, "gpt-oss mkmodel: decode %d vs prefill rel err %g", i, e);
+    }
+    free(full), free(dec);
+    Collect a = {0}, b = {0};
+    tg_llm_gen_params gp = {{0, 0, 1.0, 0}, 4, true};
+    CHECK_MSG(tg_llm_generate(m, ids, 4, &gp, collect, &a, NULL) == TG_OK, "%s", tg_last_error());
+    CHECK(tg_llm_generate(m, ids, 4, &gp, collect, &b, NULL) == TG_OK);
+    CHECK(a.n == 4 && memcmp(a.toks, b.toks, sizeof a.toks) == 0);
+    tg_llm_free(m);
+  }
+  unlink(path[0]), unlink(path[1]);
+  CHECK(tg_llm_model_preset("gpt-oss-tiny", &s));
+  s.expert_type = TG_GGML_Q6_K;
+  CHECK(tg_llm_write_random_model(&s, "/tmp/x.gguf") == TG_ERR_UNSUPPORTED && has(tg_last_error(), "expert type q6_K"));
+  CHECK(tg_llm_model_preset("gpt-oss-tiny", &s));
+  s.n_expert_used = 9;
+  CHECK(tg_llm_write_random_model(&s, "/tmp/x.gguf") == TG_ERR_INVALID_ARGUMENT);
+  tg_scope_end(sc);
+}
+
 void suite_llm(void) {
   size_t live0 = tg_live_tensors();
   test_config();
@@ -426,10 +516,12 @@ void suite_llm(void) {
   test_setenv("JIT", "0"); /* decode eagerly: the same logits through the symbolic schedule */
   test_golden("qwen2_f16", false);
   test_unsetenv("JIT");
+  test_gptoss();
   test_bad_files();
   test_bad_args();
   test_sampler();
   test_generate();
   test_mkmodel();
+  test_gptoss_mkmodel();
   CHECK_EQ_INT(tg_live_tensors(), live0);
 }

@@ -6,8 +6,8 @@
  *    expert biases).
  * 2. topk against a brute-force selection on random rows with many ties, short rows and vocabulary-length ones
  *    (the chunked reduction), float and int dtypes.
- * 3. tg_moe_ffn with Q8_0 expert weights (lazy dequantization of raw bytes, tg_ggml_dequantize) equals the same call on
- *    the realized dequantized weights, and a decode step is a small, fixed number of kernels whatever E.
+ * 3. tg_moe_ffn with Q8_0 and MXFP4 expert weights (lazy dequantization of raw bytes, tg_ggml_dequantize) equals the
+ *    same call on the realized dequantized weights, and a decode step is a small, fixed number of kernels whatever E.
  * 4. Errors on bad arguments. */
 #include <math.h>
 #include <stdlib.h>
@@ -176,26 +176,27 @@ static void topk_brute_force(void) {
 
 /* ------------------------------------------------------------------------------ quantized experts, kernels */
 
-/* Q8_0 bytes (per 32 values: f16 scale, 32 int8) for an (e, out, in) weight with a deterministic pattern */
-static uint8_t *q8_0_bytes(int64_t numel, size_t *nbytes) {
-  int64_t blocks = numel / 32;
-  *nbytes = (size_t)(blocks * 34);
-  uint8_t *b = malloc(*nbytes);
+/* random ggml blocks for an (e, out, in) weight: Q8_0 (per 32 values: f16 scale in [2^-7, 2^-6), 32 int8) or MXFP4
+ * (per 32 values: an E8M0 scale 2^-7..2^0, 16 bytes of FP4 E2M1 pairs) */
+static tg_tensor *quant_weight(int type, int64_t e, int64_t out, int64_t in) {
+  int64_t blocks = e * out * in / 32, bb = type == TG_GGML_Q8_0 ? 34 : 17;
+  size_t nb = (size_t)(blocks * bb);
+  uint8_t *b = malloc(nb);
   for (int64_t i = 0; i < blocks; i++) {
-    uint16_t scale_bits = (uint16_t)(0x2000 + (rnd() % 0x400)); /* f16 in [2^-7, 2^-6) */
-    b[i * 34] = (uint8_t)(scale_bits & 0xff), b[i * 34 + 1] = (uint8_t)(scale_bits >> 8);
-    for (int j = 0; j < 32; j++) b[i * 34 + 2 + j] = (uint8_t)(int8_t)((int)(rnd() % 255) - 127);
+    uint8_t *p = b + i * bb;
+    if (type == TG_GGML_Q8_0) {
+      uint16_t scale_bits = (uint16_t)(0x2000 + (rnd() % 0x400));
+      p[0] = (uint8_t)(scale_bits & 0xff), p[1] = (uint8_t)(scale_bits >> 8);
+      for (int j = 0; j < 32; j++) p[2 + j] = (uint8_t)(int8_t)((int)(rnd() % 255) - 127);
+    } else {
+      p[0] = (uint8_t)(120 + rnd() % 8);
+      for (int j = 0; j < 16; j++) p[1 + j] = (uint8_t)(rnd() & 0xff);
+    }
   }
-  return b;
-}
-
-static tg_tensor *q8_weight(int64_t e, int64_t out, int64_t in) {
-  size_t nb;
-  uint8_t *b = q8_0_bytes(e * out * in, &nb);
   tg_tensor *raw = tg_from_data(b, TG_UINT8, (int64_t[]){(int64_t)nb}, 1);
   free(b);
   CHECK(tg_realize(raw) == TG_OK);
-  return tg_ggml_dequantize(raw, TG_GGML_Q8_0, (int64_t[]){e, out, in}, 3);
+  return tg_ggml_dequantize(raw, type, (int64_t[]){e, out, in}, 3);
 }
 
 static tg_tensor *realized_copy(const tg_tensor *t) {
@@ -222,24 +223,26 @@ static double max_rel(tg_tensor *a, tg_tensor *b, size_t n) {
 static void quantized_experts(void) {
   tg_scope s = tg_scope_begin();
   const int64_t d = 64, hd = 32, t = 3;
-  for (int64_t e = 8; e <= 32; e *= 4) {
-    tg_tensor *gw = q8_weight(e, hd, d), *uw = q8_weight(e, hd, d), *dw = q8_weight(e, d, hd);
-    tg_tensor *rw = tg_mul(q8_weight(1, e, d), tg_const_float(4.0));
-    rw = realized_copy(tg_reshape(rw, TG_SHAPE(e, d)));
-    tg_tensor *x = realized_copy(tg_randn(TG_SHAPE(t, d), TG_FLOAT32));
-    tg_moe_opts o = {.k = 4, .act = TG_MOE_SWIGLU_OAI};
-    tg_tensor *want = tg_moe_ffn(x, rw, realized_copy(gw), realized_copy(uw), realized_copy(dw), &o);
-    CHECK(tg_realize(want) == TG_OK);
-    tg_tensor *got = tg_moe_ffn(x, rw, gw, uw, dw, &o);
-    long launches = rt_stats().launches;
-    CHECK_MSG(got && tg_realize(got) == TG_OK, "quantized moe: %s", tg_last_error());
-    long kernels = rt_stats().launches - launches;
-    /* the router, topk, gate/up, down and the weighted sum: a handful of kernels, not one per expert */
-    CHECK_MSG(kernels >= 1 && kernels <= 12, "quantized moe E %lld: %ld kernels", (long long)e, kernels);
-    /* the same values summed in another order (the fused dequant kernels take other opts than the copies): fp32
-     * reassociation over the 64- and 32-long dot products, not a wrong weight */
-    double err = max_rel(got, want, (size_t)(t * d));
-    CHECK_MSG(err < 1e-4, "quantized moe E %lld: rel diff %g", (long long)e, err);
+  for (int type = 0; type < 2; type++) {
+    int qt = type ? TG_GGML_MXFP4 : TG_GGML_Q8_0;
+    for (int64_t e = 8; e <= 32; e *= 4) {
+      tg_tensor *gw = quant_weight(qt, e, hd, d), *uw = quant_weight(qt, e, hd, d), *dw = quant_weight(qt, e, d, hd);
+      tg_tensor *rw = tg_mul(quant_weight(TG_GGML_Q8_0, 1, e, d), tg_const_float(4.0));
+      rw = realized_copy(tg_reshape(rw, TG_SHAPE(e, d)));
+      tg_tensor *x = realized_copy(tg_randn(TG_SHAPE(t, d), TG_FLOAT32));
+      tg_moe_opts o = {.k = 4, .act = TG_MOE_SWIGLU_OAI};
+      tg_tensor *want = tg_moe_ffn(x, rw, realized_copy(gw), realized_copy(uw), realized_copy(dw), &o);
+      CHECK(tg_realize(want) == TG_OK);
+      tg_tensor *got = tg_moe_ffn(x, rw, gw, uw, dw, &o);
+      long launches = rt_stats().launches;
+      CHECK_MSG(got && tg_realize(got) == TG_OK, "quantized moe: %s", tg_last_error());
+      long kernels = rt_stats().launches - launches;
+      /* the router, topk, gate/up, down and the weighted sum: a handful of kernels, not one per expert */
+      CHECK_MSG(kernels >= 1 && kernels <= 12, "quantized moe %s E %lld: %ld kernels", tg_ggml_type_name(qt),
+                (long long)e, kernels);
+      double err = max_rel(got, want, (size_t)(t * d));
+      CHECK_MSG(err < 1e-4, "quantized moe %s E %lld: rel diff %g", tg_ggml_type_name(qt), (long long)e, err);
+    }
   }
   tg_scope_end(s);
 }
@@ -261,6 +264,9 @@ static void errors(void) {
   CHECK(fails_with(tg_topk(x, 1, 2, true, NULL), "axis 2"));
   CHECK(fails_with(tg_topk(tg_zeros(NULL, 0, TG_FLOAT32), 1, 0, true, NULL), "axis"));
   CHECK(fails_with(tg_topk(tg_zeros(TG_SHAPE(3), TG_BOOL), 1, 0, true, NULL), "bool"));
+  tg_tensor *var = tg_variable("n", 1, 5);
+  tg_tensor *xs = tg_shrink_sym(x, (tg_sint[]){TG_SI(0), TG_SI(2), TG_SI(0), TG_SV(tg_bind(var, 3), 0)}, 2);
+  CHECK(fails_with(tg_topk(xs, 1, 1, true, NULL), "not supported by this op yet"));
   tg_clear_error();
   CHECK(fails_with(tg_topk(NULL, 1, 0, true, NULL), "tg_topk"));
   tg_tensor *sel = NULL;

@@ -100,6 +100,8 @@ static tg_tensor *fl(int64_t a, int64_t b) { return mk(TG_FLOAT32, a, b, 0, 0); 
 static char *joined(const char *const *pieces);
 static bool sched_of(OptScheduler *s, UOp *ast, const Renderer *ren);
 
+static size_t late_cases = SIZE_MAX; /* cases from here on: the CPU pass only, after the GPU pass */
+
 static void build_cases(void) {
   tg_scope sc = tg_scope_begin();
   /* matmuls: multiples of the upcast amounts, odd sizes (33x17x45), a matvec, a batched one */
@@ -205,6 +207,15 @@ static void build_cases(void) {
     }
     uop_scope_end(usc);
   }
+  /* weight-gradient shapes A^T @ B (both operands contiguous along their own output axis: the wide tile with
+   * contiguous rows, 8 and 5 of them) and a transposing copy (cpu_transpose_tile): CPU cases checked after the GPU
+   * pass (late_cases), so that the random opt lists drawn for the kernels above stay as they were */
+  late_cases = cases.len;
+  tg_scope sc2 = tg_scope_begin();
+  add1("matmul_tn_32x16x48", tg_matmul(tg_transpose(fl(16, 32), 0, 1), fl(16, 48)));
+  add1("matmul_tn_10x16x32", tg_matmul(tg_transpose(fl(16, 10), 0, 1), fl(16, 32)));
+  add1("transpose_24x40", tg_contiguous(tg_transpose(fl(24, 40), 0, 1)));
+  tg_scope_end(sc2);
 }
 
 /* ================================================================================================================
@@ -939,10 +950,13 @@ static void test_random_opts(void) {
   Stats st;
   memset(&st, 0, sizeof st);
   CaseData *cds = tg_calloc(cases.len + 1, sizeof *cds);
-  for (size_t i = 0; i < cases.len; i++)
+  for (size_t i = 0; i < cases.len && i < late_cases; i++)
     if (!only || strstr(cases.data[i].name, only)) check_case((int)i, &cds[i], nlists, nc, &st, &ren, verbose);
   run_cjobs(cds, &st);
   test_random_gpu_opts(cds, verbose);
+  for (size_t i = late_cases; i < cases.len; i++)
+    if (!only || strstr(cases.data[i].name, only)) check_case((int)i, &cds[i], nlists, nc, &st, &ren, verbose);
+  run_cjobs(cds, &st);
   fprintf(stderr, "opts: %zu kernels, %ld opt lists (%ld the heuristic's, %ld with vector loads/stores, %ld with vector "
           "accumulators) with %ld opts "
           "(UPCAST %ld, UNROLL %ld, THREAD %ld, PADTO %ld, SWAP %ld, LOOP %ld, NOLOCALS %ld) checked against the naive "
@@ -1251,6 +1265,25 @@ static void test_cpu_loop_order(void) {
   if (heuristic_of_last(near, &ren, &s, &nk)) {
     CHECK_MSG(!applied_has(&s, (Opt){OPT_SWAP, 0, 1}), "panel copy of 256x512: swapped");
     opt_sched_free(&s);
+  }
+  /* a sum of exps over 10 classes (softmax's exp-sum) stays a plain loop: no unroll, no upcast; a max over the same
+   * rows keeps tinygrad's whole unroll */
+  {
+    int ax1 = 1;
+    tg_tensor *logits = fl(512, 10);
+    tg_tensor *es = tg_sum(tg_exp(logits), &ax1, 1, false), *mx = tg_max(logits, &ax1, 1, false);
+    if (heuristic_of_last(es, &ren, &s, &nk)) {
+      char got[512];
+      format_opts(s.applied, s.napplied, got, sizeof got);
+      CHECK_MSG(s.napplied == 0, "sum of exp over 512x10: [%s]", got);
+      opt_sched_free(&s);
+    }
+    if (heuristic_of_last(mx, &ren, &s, &nk)) {
+      char got[512];
+      format_opts(s.applied, s.napplied, got, sizeof got);
+      CHECK_MSG(applied_has(&s, (Opt){OPT_UNROLL, 0, 0}), "max over 512x10: [%s]", got);
+      opt_sched_free(&s);
+    }
   }
   /* a transposing copy (W^T of a Linear layer made contiguous): a tile of 4 store lanes x 8 load lanes */
   tg_tensor *wt = tg_contiguous(tg_transpose(fl(128, 784), 0, 1));

@@ -385,8 +385,8 @@ static void test_compile_errors(void) {
   const char *real = getenv("CC");
   char *saved = real ? tg_strdup(real) : NULL;
   rt_shutdown();
-  setenv("CC", "/nonexistent/tinygrad-cc", 1);
-  setenv("CACHELEVEL", "0", 1);
+  test_setenv("CC", "/nonexistent/tinygrad-cc");
+  test_setenv("CACHELEVEL", "0"); /* knobs are cached: test_setenv re-reads them */
   RtKernelSource k = {"E_z", "void E_z(int* restrict d) { *d = 1; }\n", NULL, NULL};
   CHECK(rt_compile(&k, &out[1]) == TG_ERR_RUNTIME);
   CHECK(strstr(tg_last_error(), "/nonexistent/tinygrad-cc") != NULL);

@@ -3,8 +3,10 @@
  * Every input goes to tg_gguf_open_buffer: it must either fail with TG_ERR_IO / TG_ERR_UNSUPPORTED and a message, or
  * open; a file that opens is written again from its metadata and tensor bytes, and the rewrite must open with the same
  * keys, value types, tensor names, types, sizes and bytes. Small tensors of a supported type are also built as tensors
- * (the dequantization graph must build; realizing it would compile kernels, too slow per input). Crashes, sanitizer
- * reports and leaks are the failures.
+ * (the dequantization graph must build; realizing it would compile kernels, too slow per input). The file's
+ * tokenizer metadata goes to tg_tokenizer_from_gguf: it builds or fails with a message, and a built tokenizer must
+ * encode, decode and stream any text and render its chat template. Crashes, sanitizer reports and leaks are the
+ * failures.
  *
  * With libFuzzer (clang): `make fuzz-gguf` (FUZZ_SECONDS, seeds from tests/fixtures/gguf).
  * Without it (`make build/fuzz_gguf_smoke`): `fuzz_gguf_smoke FILE...` replays files, and `-n N` runs N random
@@ -44,6 +46,52 @@ static void check_same(const tg_gguf *a, const tg_gguf *b, const uint8_t *da, co
   }
 }
 
+/* The tokenizer over whatever metadata the file has (src/nn/tokenizer*.c). */
+static long tokenizers_built;
+static void fuzz_tokenizer(const tg_gguf *g) {
+  tg_tokenizer *t = NULL;
+  tg_status st = tg_tokenizer_from_gguf(g, &t);
+  if (st != TG_OK) {
+    if (t) fail("tokenizer: error with a result");
+    if ((st != TG_ERR_IO && st != TG_ERR_UNSUPPORTED) || !tg_last_error()[0]) fail("tokenizer: no message");
+    return;
+  }
+  static const char *texts[] = {"", "hello world", " \n\n\t  x ", "<|eot_id|>a<s></s><|eot_id", "\xff\xfe\xc3 \xe2\x82",
+                                "\xe6\x97\xa5 \xf0\x9f\xa6\x99 e\xcc\x81", "'re 'LL 123456 HeLLo"};
+  for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
+    for (unsigned flags = 0; flags < 4; flags++) {
+      int32_t *ids = NULL;
+      size_t n = 0;
+      st = tg_tokenizer_encode(t, texts[k], strlen(texts[k]), flags, &ids, &n);
+      if (st != TG_OK) {  /* only a SentencePiece vocabulary without byte pieces or <unk> cannot encode a byte */
+        if (st != TG_ERR_UNSUPPORTED || ids || n) fail("tokenizer: encode failed");
+        continue;
+      }
+      for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || (size_t)ids[i] >= tg_tokenizer_vocab_size(t)) fail("tokenizer: id out of range");
+      char *text = NULL;
+      size_t len = 0;
+      if (tg_tokenizer_decode(t, ids, n, flags & 1 ? TG_DETOKENIZE_SPECIAL : 0, &text, &len) != TG_OK)
+        fail("tokenizer: decode failed");
+      tg_buffer_free(text);
+      tg_token_stream *ts = tg_token_stream_new(t, 0);
+      const char *p;
+      size_t l;
+      for (size_t i = 0; i < n; i++)
+        if (tg_token_stream_feed(ts, ids[i], &p, &l) != TG_OK) fail("tokenizer: stream failed");
+      if (tg_token_stream_flush(ts, &p, &l) != TG_OK) fail("tokenizer: flush failed");
+      tg_token_stream_free(ts);
+      tg_buffer_free(ids);
+    }
+  tokenizers_built++;
+  const char *name = tg_chat_template_name(t);
+  tg_chat_message msgs[] = {{"system", "s"}, {"user", "u"}};
+  char *chat = NULL;
+  if (name && tg_chat_render(name, msgs, 2, true, &chat) != TG_OK) fail("tokenizer: chat template failed");
+  tg_buffer_free(chat);
+  tg_tokenizer_free(t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tg_gguf *g = NULL;
   tg_status st = tg_gguf_open_buffer(data, size, &g);
@@ -52,6 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if ((st != TG_ERR_IO && st != TG_ERR_UNSUPPORTED) || !tg_last_error()[0]) fail("a rejected file must give a message");
     return 0;
   }
+  fuzz_tokenizer(g);
   tg_gguf_writer *w = tg_gguf_writer_new(tg_gguf_alignment(g));
   if (!w) fail("writer for a valid alignment");
   for (size_t i = 0; i < tg_gguf_kv_count(g); i++)
@@ -89,17 +138,62 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifndef TG_LIBFUZZER
-/* ---- standalone driver: replay files, or mutate seeds made by the writer ---- */
+/* ---- standalone driver (tools/fuzz_driver.h): replay files, or mutate seeds made by the writer ---- */
+#include "fuzz_driver.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-static uint64_t rng(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
+static void add_strings(tg_gguf_writer *w, const char *key, const char *const *v, size_t n) {
+  tg_gguf_value items[300], arr = {TG_GGUF_ARRAY, {.arr = {TG_GGUF_STRING, n, NULL, items}}};
+  for (size_t i = 0; i < n && i < 300; i++) items[i] = (tg_gguf_value){TG_GGUF_STRING, {.str = {v[i], strlen(v[i])}}};
+  tg_gguf_writer_add(w, key, &arr);
+}
+
+/* Seeds 3 and 4: vocabulary-only files, byte-level BPE (the GPT-2 byte alphabet, a few merges, a control token) and
+ * SentencePiece (a few scored pieces, no byte pieces). */
+static uint8_t *make_vocab_seed(int which, size_t *n) {
+  tg_gguf_writer *w = tg_gguf_writer_new(32);
+  static char alpha[256][3];
+  const char *tok[300];
+  int32_t type[300];
+  float score[300];
+  size_t nt = 0;
+  if (which == 3) {
+    tg_gguf_writer_add_string(w, "tokenizer.ggml.model", "gpt2");
+    tg_gguf_writer_add_string(w, "tokenizer.ggml.pre", "llama-bpe");
+    for (unsigned b = 0, k = 0; b < 256; b++) {
+      bool own = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+      unsigned cp = own ? b : 256 + k++;
+      if (cp < 0x80) alpha[b][0] = (char)cp;
+      else { alpha[b][0] = (char)(0xC0 | (cp >> 6)); alpha[b][1] = (char)(0x80 | (cp & 0x3F)); }
+      type[nt] = 1;
+      tok[nt++] = alpha[b];
+    }
+    static const char *more[] = {"he", "ll", "hell", "hello", "\xc4\xa0w", "<|eot_id|>", "<|start_header_id|>"};
+    for (size_t i = 0; i < 7; i++) { type[nt] = i >= 5 ? 3 : 1; tok[nt++] = more[i]; }
+    static const char *merges[] = {"h e", "l l", "he ll", "hell o", "\xc4\xa0 w"};
+    add_strings(w, "tokenizer.ggml.merges", merges, 5);
+    tg_gguf_writer_add_uint32(w, "tokenizer.ggml.bos_token_id", (uint32_t)nt - 2);
+  } else {
+    tg_gguf_writer_add_string(w, "tokenizer.ggml.model", "llama");
+    static const char *pieces[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "\xe2\x96\x81h", "e", "l", "o", "\xe2\x96\x81hello",
+                                   "ll", "<0x41>"};
+    static const int32_t ptype[] = {2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6};
+    for (size_t i = 0; i < 11; i++) { type[nt] = ptype[i]; score[nt] = -(float)i; tok[nt++] = pieces[i]; }
+    tg_gguf_value sc = {TG_GGUF_ARRAY, {.arr = {TG_GGUF_FLOAT32, nt, score, NULL}}};
+    tg_gguf_writer_add(w, "tokenizer.ggml.scores", &sc);
+    tg_gguf_writer_add_uint32(w, "tokenizer.ggml.bos_token_id", 1);
+    tg_gguf_writer_add_uint32(w, "tokenizer.ggml.eos_token_id", 2);
+  }
+  add_strings(w, "tokenizer.ggml.tokens", tok, nt);
+  tg_gguf_value ty = {TG_GGUF_ARRAY, {.arr = {TG_GGUF_INT32, nt, type, NULL}}};
+  tg_gguf_writer_add(w, "tokenizer.ggml.token_type", &ty);
+  uint8_t *out = NULL;
+  tg_gguf_writer_write_buffer(w, &out, n);
+  tg_gguf_writer_free(w);
+  return out;
 }
 
 static uint8_t *make_seed(int which, size_t *n) {
+  if (which >= 3) return make_vocab_seed(which, n);
   tg_gguf_writer *w = tg_gguf_writer_new(which == 1 ? 64 : 32);
   tg_gguf_writer_add_string(w, "general.architecture", "llama");
   tg_gguf_writer_add_uint32(w, "llama.block_count", 2);
@@ -125,41 +219,15 @@ static uint8_t *make_seed(int which, size_t *n) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "-n") != 0) {
-    for (int i = 1; i < argc; i++) {
-      FILE *f = fopen(argv[i], "rb");
-      if (!f) { perror(argv[i]); return 1; }
-      static uint8_t buf[1 << 22];
-      size_t n = fread(buf, 1, sizeof buf, f);
-      fclose(f);
-      LLVMFuzzerTestOneInput(buf, n);
-    }
-    printf("fuzz_gguf: %d files replayed, no failure\n", argc - 1);
-    return 0;
-  }
-  long iters = argc > 2 ? strtol(argv[2], NULL, 10) : 5000;
-  size_t sn[3];
-  uint8_t *seeds[3];
-  for (int i = 0; i < 3; i++) seeds[i] = make_seed(i, &sn[i]);
-  uint8_t buf[2048];
-  for (long it = 0; it < iters; it++) {
-    int which = (int)(it % 3);
-    size_t n = sn[which];
-    memcpy(buf, seeds[which], n);
-    int edits = 1 + (int)(rng() % 4);
-    for (int e = 0; e < edits && n; e++) {
-      switch (rng() % 5) {
-        case 0: buf[rng() % n] = (uint8_t)rng(); break;                            /* a random byte */
-        case 1: n = (size_t)(rng() % (n + 1)); break;                              /* truncate */
-        case 2: buf[rng() % n] ^= (uint8_t)(1u << (rng() % 8)); break;             /* flip a bit */
-        case 3: { size_t at = rng() % n; buf[at] = (uint8_t)(buf[at] + 1 - 2 * (int)(rng() % 2)); break; } /* +-1 */
-        default: { size_t at = rng() % n; memmove(buf + at, buf + at + 1, n - at - 1); n--; }          /* delete */
-      }
-    }
-    LLVMFuzzerTestOneInput(buf, n);
-  }
-  for (int i = 0; i < 3; i++) tg_buffer_free(seeds[i]);
-  printf("fuzz_gguf: %ld mutated inputs, no failure\n", iters);
-  return 0;
+  size_t sn[5];
+  uint8_t *seeds[5];
+  for (int i = 0; i < 5; i++) seeds[i] = make_seed(i, &sn[i]);
+  const uint8_t *const ptrs[5] = {seeds[0], seeds[1], seeds[2], seeds[3], seeds[4]};
+  static const FuzzEdit edits[] = {FUZZ_BYTE, FUZZ_TRUNCATE, FUZZ_BIT, FUZZ_PLUS_MINUS, FUZZ_DELETE};
+  FuzzTarget t = {"fuzz_gguf", ptrs, sn, 5, edits, 5, NULL, 5000};
+  int rc = fuzz_driver_main(&t, argc, argv);
+  for (int i = 0; i < 5; i++) tg_buffer_free(seeds[i]);
+  if (rc == 0) printf("fuzz_gguf: %ld inputs built a tokenizer\n", tokenizers_built);
+  return rc;
 }
 #endif

@@ -66,15 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifndef TG_LIBFUZZER
-/* ---- standalone driver: replay files, or mutate built-in seeds ---- */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-static uint64_t rng(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+/* ---- standalone driver (tools/fuzz_driver.h): replay files, or mutate built-in seeds ---- */
+#include "fuzz_driver.h"
 
 static size_t make_seed(int which, uint8_t *buf, size_t cap) {
   static const char *headers[] = {
@@ -95,34 +88,12 @@ static size_t make_seed(int which, uint8_t *buf, size_t cap) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "-n") != 0) {
-    for (int i = 1; i < argc; i++) {
-      FILE *f = fopen(argv[i], "rb");
-      if (!f) { perror(argv[i]); return 1; }
-      static uint8_t buf[1 << 22];
-      size_t n = fread(buf, 1, sizeof buf, f);
-      fclose(f);
-      LLVMFuzzerTestOneInput(buf, n);
-    }
-    printf("fuzz_safetensors: %d files replayed, no failure\n", argc - 1);
-    return 0;
-  }
-  long iters = argc > 2 ? strtol(argv[2], NULL, 10) : 20000;
-  uint8_t buf[512];
-  for (long it = 0; it < iters; it++) {
-    size_t n = make_seed((int)(it % 3), buf, sizeof buf);
-    int edits = 1 + (int)(rng() % 4);
-    for (int e = 0; e < edits && n; e++) {
-      switch (rng() % 4) {
-        case 0: buf[rng() % n] = (uint8_t)rng(); break;                    /* flip a byte */
-        case 1: n = (size_t)(rng() % (n + 1)); break;                      /* truncate */
-        case 2: buf[rng() % n] = "{}[],:\"\\0123456789eE-+. "[rng() % 24]; break; /* a JSON-ish byte */
-        default: { size_t at = rng() % n; memmove(buf + at, buf + at + 1, n - at - 1); n--; } /* delete */
-      }
-    }
-    LLVMFuzzerTestOneInput(buf, n);
-  }
-  printf("fuzz_safetensors: %ld mutated inputs, no failure\n", iters);
-  return 0;
+  static uint8_t seeds[3][512];
+  size_t len[3];
+  for (int i = 0; i < 3; i++) len[i] = make_seed(i, seeds[i], sizeof seeds[i]);
+  const uint8_t *const ptrs[3] = {seeds[0], seeds[1], seeds[2]};
+  static const FuzzEdit edits[] = {FUZZ_BYTE, FUZZ_TRUNCATE, FUZZ_ALPHABET, FUZZ_DELETE};
+  FuzzTarget t = {"fuzz_safetensors", ptrs, len, 3, edits, 4, "{}[],:\"\\0123456789eE-+. ", 20000};
+  return fuzz_driver_main(&t, argc, argv);
 }
 #endif

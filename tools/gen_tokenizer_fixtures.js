@@ -6,7 +6,7 @@
 // Usage: node tools/gen_tokenizer_fixtures.js NODE_MODULES_DIR TEXTS.json > dump.json
 const path = require("path");
 const fs = require("fs");
-const mods = process.argv[2];
+const mods = path.resolve(process.argv[2]);
 const texts = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
 const { llama3Tokenizer } = require(path.join(mods, "llama3-tokenizer-js/bundle/commonjs-llama3-tokenizer-with-baked-data.cjs"));
 const { getEncoding } = require(path.join(mods, "js-tiktoken/dist/index.cjs"));

@@ -1,8 +1,9 @@
 /* tg_mkmodel.c — tg-mkmodel, writes a random-weight GGUF model of a real architecture (tg_llm_write_random_model):
  *
- *   tg-mkmodel -o F.gguf [--preset tiny|small|1b] [--arch llama|qwen2|qwen3] [--type f32|f16|q8_0|q4_0|q4_1]
- *              [--layers N] [--dim N] [--heads N] [--kv-heads N] [--head-dim N] [--ffn N] [--vocab N] [--ctx N]
- *              [--tied 0|1] [--seed N]
+ *   tg-mkmodel -o F.gguf [--preset tiny|small|1b|gpt-oss-tiny] [--arch llama|qwen2|qwen3|gpt-oss]
+ *              [--type f32|f16|q8_0|q4_0|q4_1] [--layers N] [--dim N] [--heads N] [--kv-heads N] [--head-dim N]
+ *              [--ffn N] [--vocab N] [--ctx N] [--tied 0|1] [--seed N]
+ *              [--experts N] [--experts-used N] [--window N] [--expert-type mxfp4|f16|q8_0|q4_0|q4_1]   (gpt-oss)
  *
  * The preset (default tiny) gives the shape; the other flags override it. */
 #include <stdio.h>
@@ -12,9 +13,11 @@
 #include "tinygrad.h"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: tg-mkmodel -o F.gguf [--preset tiny|small|1b] [--arch llama|qwen2|qwen3]\n"
+  fprintf(f, "usage: tg-mkmodel -o F.gguf [--preset tiny|small|1b|gpt-oss-tiny] [--arch llama|qwen2|qwen3|gpt-oss]\n"
              "                  [--type f32|f16|q8_0|q4_0|q4_1] [--layers N] [--dim N] [--heads N] [--kv-heads N]\n"
-             "                  [--head-dim N] [--ffn N] [--vocab N] [--ctx N] [--tied 0|1] [--seed N]\n");
+             "                  [--head-dim N] [--ffn N] [--vocab N] [--ctx N] [--tied 0|1] [--seed N]\n"
+             "                  gpt-oss: [--experts N] [--experts-used N] [--window N]\n"
+             "                           [--expert-type mxfp4|f16|q8_0|q4_0|q4_1]\n");
 }
 
 static bool num(const char *s, long lo, long hi, long *out) {
@@ -31,7 +34,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--preset")) preset = argv[i + 1];
   tg_llm_model_spec s;
   if (!tg_llm_model_preset(preset, &s)) {
-    fprintf(stderr, "tg-mkmodel: unknown preset \"%s\" (tiny, small, 1b)\n", preset);
+    fprintf(stderr, "tg-mkmodel: unknown preset \"%s\" (tiny, small, 1b, gpt-oss-tiny)\n", preset);
     return 2;
   }
   for (int i = 1; i < argc; i++) {
@@ -41,12 +44,17 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "-o")) out = v;
     else if (!strcmp(a, "--preset")) {}
     else if (!strcmp(a, "--arch")) s.arch = v;
-    else if (!strcmp(a, "--type")) {
-      s.type = -1;
+    else if (!strcmp(a, "--type") || !strcmp(a, "--expert-type")) {
+      int ty = -1;
       for (int t = 0; v && t < 40; t++)
-        if (tg_ggml_type_name(t) && !strcmp(tg_ggml_type_name(t), v)) s.type = t;
-      ok = s.type >= 0;
+        if (tg_ggml_type_name(t) && !strcmp(tg_ggml_type_name(t), v)) ty = t;
+      ok = ty >= 0;
+      if (!strcmp(a, "--type")) s.type = ty;
+      else s.expert_type = ty;
     }
+    else if (!strcmp(a, "--experts")) ok = num(v, 1, 4096, &x), s.n_expert = (int)x;
+    else if (!strcmp(a, "--experts-used")) ok = num(v, 1, 4096, &x), s.n_expert_used = (int)x;
+    else if (!strcmp(a, "--window")) ok = num(v, 1, 1 << 24, &x), s.sliding_window = x;
     else if (!strcmp(a, "--layers")) ok = num(v, 1, 4096, &x), s.n_layer = (int)x;
     else if (!strcmp(a, "--dim")) ok = num(v, 1, 1 << 20, &x), s.dim = (int)x;
     else if (!strcmp(a, "--heads")) ok = num(v, 1, 4096, &x), s.n_head = (int)x;

@@ -84,6 +84,34 @@ uint64_t tg_hash_bytes(const void *p, size_t n, uint64_t seed) {
   return tg_hash_mix(h, tail);
 }
 
+size_t tg_utf8_seq_len(const unsigned char *s, size_t avail) {
+  if (avail == 0) return 0;
+  unsigned char c = s[0];
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t cp, min; /* min: the smallest code point that needs n bytes (smaller ones are overlong) */
+  if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1Fu; min = 0x80; }
+  else if (c >= 0xE0 && c <= 0xEF) { n = 3; cp = c & 0x0Fu; min = 0x800; }
+  else if (c >= 0xF0 && c <= 0xF4) { n = 4; cp = c & 0x07u; min = 0x10000; }
+  else return 0;
+  if (avail < n) return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3Fu);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+bool tg_utf8_valid(const char *s, size_t len) {
+  for (size_t i = 0; i < len;) {
+    size_t k = tg_utf8_seq_len((const unsigned char *)s + i, len - i);
+    if (!k) return false;
+    i += k;
+  }
+  return true;
+}
+
 int64_t tg_gcd64(int64_t a, int64_t b) {
   uint64_t x = a < 0 ? (uint64_t)0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? (uint64_t)0 - (uint64_t)b : (uint64_t)b;
   while (y) {
@@ -105,11 +133,12 @@ i128 tg_gcd128(i128 a, i128 b) {
 }
 
 /* ---- env knobs, read once ----
- * Every knob name seen by tg_getenv_int gets one slot in a fixed open-addressing table: the environment is read the
- * first time the name is asked for and the parsed value is kept (tinygrad's getenv is cached the same way), so the
- * hot paths (the schedule cache key reads seven knobs per realize) pay a hash and a compare, not a scan of environ.
- * A slot holds whether the variable was set to an integer and its value; the caller's default is applied on each
- * call, so two call sites with different defaults still see what they did before. Readers take no lock: a slot is
+ * Every knob name seen by tg_getenv_int or tg_getenv_str gets one slot in a fixed open-addressing table: the
+ * environment is read the first time the name is asked for and the parsed value is kept (tinygrad's getenv is cached
+ * the same way), so the hot paths (the schedule cache key reads seven knobs per realize) pay a hash and a compare,
+ * not a scan of environ. A slot holds whether the variable was set to an integer and its value, and its text; the
+ * caller's default is applied on each call, so two call sites with different defaults still see what they did
+ * before. Readers take no lock: a slot is
  * published once with release order and never moves. tg_knobs_reload() (public, tinygrad.h) re-reads every knob in
  * place; it is for a program (or a test) that changed its environment between calls, not while other threads run
  * library code. */
@@ -119,6 +148,7 @@ typedef struct Knob {
   uint64_t hash;
   _Atomic int64_t value;
   _Atomic bool set; /* the variable holds an integer (else the caller's default is returned) */
+  _Atomic(char *) str; /* its text (tg_getenv_str), NULL when unset or empty */
 } Knob;
 static _Atomic(Knob *) knob_table[KNOB_SLOTS];
 static pthread_mutex_t knob_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -130,6 +160,11 @@ static void knob_read_env(Knob *k) {
   bool ok = v && *v && !*end;
   atomic_store_explicit(&k->value, ok ? (int64_t)x : 0, memory_order_relaxed);
   atomic_store_explicit(&k->set, ok, memory_order_relaxed);
+  /* the text is replaced only when it changed, so a string read before a reload of an unchanged knob stays valid */
+  char *old = atomic_load_explicit(&k->str, memory_order_relaxed);
+  if (v && *v && old && strcmp(old, v) == 0) return;
+  atomic_store_explicit(&k->str, v && *v ? tg_strdup(v) : NULL, memory_order_release);
+  tg_free(old);
 }
 
 static Knob *knob_find(const char *name) {
@@ -181,6 +216,8 @@ int64_t tg_getenv_int(const char *name, int64_t dflt) {
                                                               : dflt;
 }
 int tg_debug_level(void) { return (int)tg_getenv_int("DEBUG", 0); }
+
+const char *tg_getenv_str(const char *name) { return atomic_load_explicit(&knob_of(name)->str, memory_order_acquire); }
 
 void tg_knobs_reload(void) {
   pthread_mutex_lock(&knob_lock);

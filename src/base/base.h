@@ -86,6 +86,12 @@ static inline uint64_t tg_hash_mix(uint64_t h, uint64_t v) {
 }
 uint64_t tg_hash_bytes(const void *p, size_t n, uint64_t seed);
 
+/* UTF-8 as RFC 3629 defines it (the file readers' rule for names and strings): the length (1..4) of the well-formed
+ * sequence at s[0..avail), 0 when it is malformed (a stray continuation byte, an overlong form, a surrogate, a code
+ * point above U+10FFFF, or a sequence cut off by avail); and whether all of s[0..len) is well formed. */
+size_t tg_utf8_seq_len(const unsigned char *s, size_t avail);
+bool tg_utf8_valid(const char *s, size_t len);
+
 /* Greatest common divisor of |a| and |b| (gcd(0, 0) = 0); the 64-bit one saturates at INT64_MAX for gcd(INT64_MIN, 0). */
 int64_t tg_gcd64(int64_t a, int64_t b);
 i128 tg_gcd128(i128 a, i128 b);
@@ -94,6 +100,9 @@ i128 tg_gcd128(i128 a, i128 b);
  * empty or not an integer. Each name is read from the environment once and kept; tg_knobs_reload() (tinygrad.h)
  * re-reads them all after the program changed its environment. */
 int64_t tg_getenv_int(const char *name, int64_t dflt);
+/* The same table for text knobs (OPTIM_DTYPE, DEFAULT_FLOAT, BEAM_MIN_PROGRESS, ...): the value read once, NULL when
+ * unset or empty. The string stays valid until a tg_knobs_reload() that sees a different value. */
+const char *tg_getenv_str(const char *name);
 int tg_debug_level(void); /* DEBUG */
 
 /* The error slot behind tg_last_error(): set by validation code, read by the user. Returns `st`. */

@@ -37,7 +37,7 @@ static double now_seconds(void) {
 }
 
 static double getenv_double(const char *name, double dflt) {
-  const char *v = getenv(name);
+  const char *v = tg_getenv_str(name);
   if (!v || !*v) return dflt;
   char *end;
   double x = strtod(v, &end);

@@ -14,6 +14,15 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* The trip count a RANGE weighs with in the run count: vmax + 1 (tinygrad), but at least 2 for a symbolic bound. A
+ * symbolic range whose bound is at most 1 (ceil(start_pos / 128) blocks in a 64-position cache) would otherwise weigh
+ * as much as the code around it, and a loop-invariant load used both inside and after it could be placed inside it,
+ * out of scope for the later use (a compile error in the C render). */
+static i128 range_trips(UOp *rng) {
+  i128 t = uop_vmax(rng) + 1;
+  return t < 2 && rng->nsrc && !uop_is(rng->src[0], TG_OP_CONST) ? 2 : t;
+}
+
 /* ---- the ranges a node runs in (tinygrad UOp.ranges), as bitsets over the kernel's RANGE nodes ---- */
 
 typedef struct RangeSets {
@@ -589,7 +598,7 @@ static void priority_toposort(UOp *sink, UOpVec *out) {
     for (size_t r = 0; r < range_nodes.len; r++) {
       UOp *rng = range_nodes.data[r];
       size_t bit = range_bit(&rs, rng);
-      if (rng == u || ((set[bit / 64] >> (bit % 64)) & 1)) run = saturating_mul(run, uop_vmax(rng) + 1);
+      if (rng == u || ((set[bit / 64] >> (bit % 64)) & 1)) run = saturating_mul(run, range_trips(rng));
     }
     keys[i] = (LinKey){.u = u, .run_count = run, .priority = node_priority(u), .topo = i};
     if (uop_is(u, TG_OP_PARAM) && u->arg.kind == ARG_PARAM) {

@@ -13,6 +13,8 @@
 
 /* the number of keys per flash block when the options give none */
 #define ATTN_DEFAULT_BLOCK 128
+/* queries from which the scores read a transposed copy of k (keys_t) */
+#define ATTN_COPY_KT_MIN_T 16
 /* the floor of a block's running max: a block whose keys are all masked gives exp(-inf - floor) = 0, not NaN */
 #define ATTN_MAX_FLOOR (-1e30)
 
@@ -159,6 +161,14 @@ static tg_tensor *grouped_q(const tg_tensor *q, const attn_shape *sh, bool block
   return tg_reshape_sym(qf, (tg_sint[]){TG_SI(sh->b), TG_SI(sh->kvh), TG_SI(sh->g), sh->t, TG_SI(sh->d)}, 5);
 }
 
+/* k^T for the scores q k^T: with many queries a contiguous copy (the scores become a plain (T, D) @ (D, S) matmul,
+ * which the CPU kernels run several times faster than the dot-product layout), with few (decode) the view: the copy
+ * would double the bytes a decode step reads */
+static tg_tensor *keys_t(const tg_tensor *k, const attn_shape *sh) {
+  tg_tensor *kt = tg_transpose(k, -2, -1);
+  return sh->tmax >= ATTN_COPY_KT_MIN_T ? tg_contiguous(kt) : kt;
+}
+
 static double scale_of(const tg_attention_opts *o, const attn_shape *sh) {
   return o->scale > 0 ? o->scale : 1.0 / sqrt((double)sh->d);
 }
@@ -196,7 +206,7 @@ tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor 
   tg_tensor *kg = tg_reshape_sym(tg_cast(k, sh.acc), (tg_sint[]){TG_SI(sh.b), TG_SI(sh.kvh), TG_SI(1), sh.s, TG_SI(sh.d)}, 5);
   tg_tensor *vg = tg_reshape_sym(tg_cast(v, sh.acc), (tg_sint[]){TG_SI(sh.b), TG_SI(sh.kvh), TG_SI(1), sh.s, TG_SI(sh.dv)}, 5);
   /* scores (B, KVH, G, T, S) */
-  tg_tensor *sc = tg_mul(tg_matmul(qg, tg_transpose(kg, -2, -1)), tg_const_float(scale_of(o, &sh)));
+  tg_tensor *sc = tg_mul(tg_matmul(qg, keys_t(kg, &sh)), tg_const_float(scale_of(o, &sh)));
   tg_tensor *qpos = tg_reshape_sym(positions(sh.t, sh.tmax), (tg_sint[]){sh.t, TG_SI(1)}, 2);
   tg_tensor *kpos = tg_reshape_sym(positions(sh.s, sh.smax), (tg_sint[]){TG_SI(1), sh.s}, 2);
   tg_tensor *ok = allowed(qpos, kpos, o);
@@ -279,8 +289,8 @@ tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_t
    * expression sp - S, so the padded length is concrete, and only its first ceil(S/bk) blocks are kept */
   tg_sint pad_after = sh.s.v ? TG_SV(tg_sub(ci(sp - sh.s.n), sh.s.v), 0) : TG_SI(sp - sh.s.n);
   tg_sint pads[8] = {TG_SI(0), TG_SI(0), TG_SI(0), TG_SI(0), TG_SI(0), pad_after, TG_SI(0), TG_SI(0)};
-  tg_tensor *kp = tg_pad_sym(tg_cast(k, sh.acc), pads, 4), *vp = tg_pad_sym(tg_cast(v, sh.acc), pads, 4);
-  kp = tg_reshape(kp, TG_SHAPE(sh.b, sh.kvh, 1, nb, bk, sh.d));
+  tg_tensor *kfull = tg_pad_sym(tg_cast(k, sh.acc), pads, 4), *vp = tg_pad_sym(tg_cast(v, sh.acc), pads, 4);
+  tg_tensor *kp = tg_reshape(kfull, TG_SHAPE(sh.b, sh.kvh, 1, nb, bk, sh.d));
   vp = tg_reshape(vp, TG_SHAPE(sh.b, sh.kvh, 1, nb, bk, sh.dv));
   tg_tensor *kpos = tg_reshape(tg_arange(0, (double)sp, 1, TG_INT32), TG_SHAPE(nb, 1, bk));
   tg_sint nbs = TG_SI(nb);
@@ -295,8 +305,19 @@ tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_t
     kpos = tg_shrink_sym(kpos, (tg_sint[]){TG_SI(0), nbs, TG_SI(0), TG_SI(1), TG_SI(0), TG_SI(bk)}, 3);
   }
   /* scores per block: (B, KVH, G, nb, T, bk) */
-  tg_tensor *qg = grouped_q(q, &sh, true);
-  tg_tensor *sc = tg_mul(tg_matmul(qg, tg_transpose(kp, -2, -1)), tg_const_float(scale_of(o, &sh)));
+  tg_tensor *sc;
+  bool stored = !sh.s.v && !sh.t.v && sh.tmax >= ATTN_COPY_KT_MIN_T; /* (a symbolic axis cannot be split yet) */
+  if (stored) {
+    /* many queries: the scores as tg_attention computes them, (B, KVH, G, T, sp) from a stored k^T (measured: the
+     * blocked (nb, T, bk) matmul ran about 4x slower), stored, then viewed as blocks */
+    tg_tensor *kg = tg_unsqueeze(kfull, 2);
+    sc = tg_mul(tg_matmul(grouped_q(q, &sh, false), keys_t(kg, &sh)), tg_const_float(scale_of(o, &sh)));
+    sc = tg_reshape_sym(tg_contiguous(sc), (tg_sint[]){TG_SI(sh.b), TG_SI(sh.kvh), TG_SI(sh.g), sh.t, TG_SI(nb),
+                                                       TG_SI(bk)}, 6);
+    sc = tg_permute(sc, TG_AXES(0, 1, 2, 4, 3, 5));
+  } else {
+    sc = tg_mul(tg_matmul(grouped_q(q, &sh, true), tg_transpose(kp, -2, -1)), tg_const_float(scale_of(o, &sh)));
+  }
   tg_tensor *qpos = tg_reshape_sym(positions(sh.t, sh.tmax), (tg_sint[]){TG_SI(1), sh.t, TG_SI(1)}, 3);
   tg_tensor *ok = allowed(qpos, kpos, o);
   if (sp != sh.smax || sh.s.v) {
@@ -322,8 +343,9 @@ tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_t
     }
     sc = tg_get_dtype(m) == TG_BOOL ? tg_where(m, sc, tg_const_float(-INFINITY)) : tg_add(sc, tg_cast(m, sh.acc));
   }
-  /* stored once (see tg_attention); per block: running max (floored), sum of exponentials, partial output */
-  sc = tg_contiguous(sc);
+  /* stored once (see tg_attention), unless stored above (the masks then recompute in the two readers below: cheap);
+   * per block: running max (floored), sum of exponentials, partial output */
+  if (!stored) sc = tg_contiguous(sc);
   tg_tensor *mb = tg_maximum(tg_max(sc, TG_AXES(-1), true), tg_const_float(ATTN_MAX_FLOOR));
   tg_tensor *e = tg_contiguous(tg_exp(tg_sub(sc, mb)));     /* stored: each exp once, not once per output column */
   tg_tensor *lb = tg_sum(e, TG_AXES(-1), true);            /* (B, KVH, G, nb, T, 1) */

@@ -184,30 +184,12 @@ static bool read_string(Cursor *c, const char *what, char **out, uint64_t *len) 
   return true;
 }
 
-/* Length of the well-formed UTF-8 sequence at s (1..4), 0 when malformed (overlong, surrogate, > U+10FFFF). */
-static size_t utf8_len(const unsigned char *s, size_t avail) {
-  unsigned char b = s[0];
-  if (b < 0x80) return 1;
-  size_t n;
-  uint32_t cp, lo;
-  if (b >= 0xC2 && b <= 0xDF) { n = 2; cp = b & 0x1Fu; lo = 0x80; }
-  else if (b >= 0xE0 && b <= 0xEF) { n = 3; cp = b & 0x0Fu; lo = 0x800; }
-  else if (b >= 0xF0 && b <= 0xF4) { n = 4; cp = b & 0x07u; lo = 0x10000; }
-  else return 0;
-  if (avail < n) return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((s[i] & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i] & 0x3Fu);
-  }
-  return cp < lo || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : n;
-}
-
 /* Keys and tensor names: non-empty UTF-8 without NUL (NULL when fine, else what is wrong). */
 static const char *bad_identifier(const char *s, uint64_t len) {
   if (len == 0) return "is empty";
   for (uint64_t i = 0; i < len;) {
     if (s[i] == 0) return "holds a NUL byte";
-    size_t k = utf8_len((const unsigned char *)s + i, (size_t)(len - i));
+    size_t k = tg_utf8_seq_len((const unsigned char *)s + i, (size_t)(len - i));
     if (!k) return "is not valid UTF-8";
     i += k;
   }

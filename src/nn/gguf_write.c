@@ -127,24 +127,8 @@ static bool wvalue_copy(const tg_gguf_value *v, int depth, tg_gguf_value *out) {
   return true;
 }
 
-/* the reader's rule for keys and names: non-empty UTF-8 (checked by a decode) without NUL */
-static bool good_identifier(const char *s) {
-  if (!s || !*s) return false;
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    int n = *p < 0x80 ? 1 : (*p >= 0xC2 && *p <= 0xDF) ? 2 : (*p >= 0xE0 && *p <= 0xEF) ? 3 : (*p >= 0xF0 && *p <= 0xF4) ? 4 : 0;
-    if (!n) return false;
-    uint32_t cp = n == 1 ? *p : n == 2 ? (*p & 0x1Fu) : n == 3 ? (*p & 0x0Fu) : (*p & 0x07u);
-    for (int i = 1; i < n; i++) {
-      if ((p[i] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i] & 0x3Fu);
-    }
-    uint32_t lo = n == 1 ? 0 : n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
-    if (cp < lo || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    p += n;
-  }
-  return true;
-}
+/* the reader's rule for keys and names: non-empty UTF-8 without NUL (a C string has none inside) */
+static bool good_identifier(const char *s) { return s && *s && tg_utf8_valid(s, strlen(s)); }
 
 /* alignment 0 means ggml's default of 32; any other value is written as general.alignment (a power of two). */
 tg_gguf_writer *tg_gguf_writer_new(uint32_t alignment) {

@@ -5,7 +5,8 @@
  * (T = 1) runs it with sp and the token as bound Variables inside a tg_jit, so the captured kernels replay for every
  * position; prefill runs it with concrete ints. Weights are the GGUF's tensors (tg_gguf_tensor: quantized ones are lazy
  * dequantizations that fuse into the matmul reading them); the token embedding is looked up on its raw rows (a
- * symbolic row slice of the bytes, then dequantized), so a lookup reads one row, never the table. */
+ * symbolic row slice of the bytes, then dequantized), so a lookup reads one row, never the table. gpt-oss shares all of
+ * this; its extra keys, its tensors and its blocks are llm_gptoss.c's (m->oss). */
 #include "nn/nn.h"
 
 #include <math.h>
@@ -29,6 +30,7 @@ struct tg_llm {
   tg_tensor *rope_cos, *rope_sin; /* (n_ctx, rope_dim / 2) float32 */
   tg_tensor *v_pos, *v_tok;       /* the decode step's Variables */
   tg_jit *jit;
+  nn_oss *oss;                    /* gpt-oss's blocks (llm_gptoss.c), NULL for the llama family */
 };
 
 /* ------------------------------------------------------------------------------------------------- loading */
@@ -115,16 +117,17 @@ static tg_status parse_config(tg_llm *m, const char *path) {
   size_t alen;
   if (tg_gguf_get_string(m->g, "general.architecture", &arch, &alen) != TG_OK)
     return load_err(TG_ERR_IO, path, "missing string key general.architecture");
-  if (strcmp(arch, "llama") && strcmp(arch, "qwen2") && strcmp(arch, "qwen3")) {
+  bool oss = !strcmp(arch, "gpt-oss");
+  if (strcmp(arch, "llama") && strcmp(arch, "qwen2") && strcmp(arch, "qwen3") && !oss) {
     char msg[120];
-    snprintf(msg, sizeof msg, "architecture \"%.40s\" is not supported (llama, qwen2, qwen3)", arch);
+    snprintf(msg, sizeof msg, "architecture \"%.40s\" is not supported (llama, qwen2, qwen3, gpt-oss)", arch);
     return load_err(TG_ERR_UNSUPPORTED, path, msg);
   }
   snprintf(c->arch, sizeof c->arch, "%s", arch);
   int64_t nl, dim, nh, nkv, ffn, hd, rd, ctx;
   if (!key_int(m->g, arch, "block_count", -1, 1, 4096, &nl, path) ||
       !key_int(m->g, arch, "embedding_length", -1, 1, 1 << 20, &dim, path) ||
-      !key_int(m->g, arch, "feed_forward_length", -1, 1, 1 << 22, &ffn, path) ||
+      !key_int(m->g, arch, "feed_forward_length", oss ? 0 : -1, 1, 1 << 22, &ffn, path) ||
       !key_int(m->g, arch, "attention.head_count", -1, 1, 4096, &nh, path) ||
       !key_int(m->g, arch, "attention.head_count_kv", nh, 1, nh, &nkv, path) ||
       !key_int(m->g, arch, "context_length", 2048, 1, 1 << 24, &ctx, path))
@@ -147,7 +150,7 @@ static tg_status parse_config(tg_llm *m, const char *path) {
   const char *stype = NULL;
   if (tg_gguf_get(m->g, key) && tg_gguf_get_string(m->g, key, &stype, NULL) != TG_OK)
     return load_err(TG_ERR_IO, path, "rope.scaling.type must be a string");
-  if (stype && strcmp(stype, "none") && strcmp(stype, "linear")) {
+  if (stype && strcmp(stype, "none") && strcmp(stype, "linear") && !(oss && !strcmp(stype, "yarn"))) {
     char msg[120];
     snprintf(msg, sizeof msg, "rope scaling \"%.32s\" is not supported (none, linear, llama-3 rope_freqs)", stype);
     return load_err(TG_ERR_UNSUPPORTED, path, msg);
@@ -177,7 +180,8 @@ static tg_status parse_config(tg_llm *m, const char *path) {
     c->eos = (int32_t)v;
   const tg_gguf_tensor_info *q = tg_gguf_find_tensor(m->g, "blk.0.attn_q.weight");
   c->weight_type = q ? q->type : emb->type;
-  return TG_OK;
+  c->yarn_factor = c->rope_mscale = 1.0;
+  return oss ? nn_oss_config(m->g, path, c) : TG_OK;
 }
 
 /* cos/sin of pos * scale * base^(-2i/rope_dim) / factor[i] for every cache position, in double, stored as float */
@@ -206,10 +210,11 @@ static tg_status rope_tables(tg_llm *m, const char *path) {
     if (st != TG_OK) goto done;
     m->cfg.rope_freq_factors = true;
   }
+  if (c->yarn_factor > 1) nn_oss_yarn(c, ff);
   for (int64_t p = 0; p < m->n_ctx; p++)
     for (int64_t i = 0; i < half; i++) {
       double th = (double)p * c->rope_scale * pow(c->rope_base, -2.0 * (double)i / c->rope_dim) / ff[i];
-      cs[p * half + i] = (float)cos(th), sn[p * half + i] = (float)sin(th);
+      cs[p * half + i] = (float)(cos(th) * c->rope_mscale), sn[p * half + i] = (float)(sin(th) * c->rope_mscale);
     }
   m->rope_cos = tg_retain(tg_from_floats(cs, TG_SHAPE(m->n_ctx, half)));
   m->rope_sin = tg_retain(tg_from_floats(sn, TG_SHAPE(m->n_ctx, half)));
@@ -223,9 +228,11 @@ static tg_status bind_weights(tg_llm *m, const char *path) {
   const tg_llm_config *c = &m->cfg;
   bool bad = false;
   int64_t dim = c->dim, qd = (int64_t)c->n_head * c->head_dim, kvd = (int64_t)c->n_kv_head * c->head_dim;
+  bool oss = !strcmp(c->arch, "gpt-oss");
+  if (oss && nn_oss_bind(m->g, c, m->n_ctx, path, &m->oss) != TG_OK) return tg_last_status();
   m->layers = calloc((size_t)c->n_layer, sizeof *m->layers);
   if (!m->layers) return tg_set_error(TG_ERR_OUT_OF_MEMORY, "tg_llm_load: layers");
-  for (int l = 0; l < c->n_layer && !bad; l++) {
+  for (int l = 0; l < c->n_layer && !bad && !oss; l++) {
     LlmLayer *L = &m->layers[l];
     char n[96];
 #define W(field, nm, a, b, req) (snprintf(n, sizeof n, "blk.%d." nm, l), L->field = weight(m, n, a, b, req, path, &bad))
@@ -307,6 +314,7 @@ tg_status tg_llm_load(const char *path, const tg_llm_options *opt, tg_llm **out)
 void tg_llm_free(tg_llm *m) {
   if (!m) return;
   tg_jit_free(m->jit);
+  nn_oss_free(m->oss);
   if (m->layers)
     for (int l = 0; l < m->cfg.n_layer; l++) {
       LlmLayer *L = &m->layers[l];
@@ -381,7 +389,7 @@ static tg_tensor *transformer(tg_llm *m, const tg_tensor *x0, const tg_tensor *s
   tg_tensor *sn = tg_reshape(slice_axis(m->rope_sin, 0, sp, pos, T), TG_SHAPE(T, 1, half));
   /* causal mask for prefill (T > 1): query t sees keys [0, pos + t]; decode sees the whole cache slice */
   tg_tensor *mask = NULL;
-  if (T > 1) {
+  if (T > 1 && !m->oss) {
     int64_t S = pos + T;
     float *mk = malloc((size_t)(T * S) * sizeof *mk);
     if (!mk) { tg_set_error(TG_ERR_OUT_OF_MEMORY, "tg_llm_forward: mask"); return NULL; }
@@ -391,8 +399,9 @@ static tg_tensor *transformer(tg_llm *m, const tg_tensor *x0, const tg_tensor *s
     free(mk);
   }
   tg_tensor *x = (tg_tensor *)x0;
+  if (m->oss && !(x = nn_oss_blocks(m->oss, x, cs, sn, sp, pos))) return NULL;
   double scale = 1.0 / sqrt((double)hd);
-  for (int l = 0; l < c->n_layer; l++) {
+  for (int l = 0; l < c->n_layer && !m->oss; l++) {
     LlmLayer *L = &m->layers[l];
     tg_tensor *h = rms_norm(x, L->attn_norm, c->norm_eps);
     tg_tensor *q = tg_reshape(linear(h, L->wq, L->bq), TG_SHAPE(T, nh, hd));

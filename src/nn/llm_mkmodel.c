@@ -1,6 +1,7 @@
 /* llm_mkmodel.c — random-weight GGUF models of the real llama-family architectures (tinygrad.h "LLM"): the tensors
- * and keys llama.cpp's converter writes for llama / qwen2 / qwen3, weights from a seeded generator quantized with
- * ggml's reference quantizers (quantize_row_q8_0_ref, _q4_0_ref, _q4_1_ref as ggml-quants.c describes them), and a
+ * and keys llama.cpp's converter writes for llama / qwen2 / qwen3 / gpt-oss, weights from a seeded generator quantized
+ * with ggml's reference quantizers (quantize_row_q8_0_ref, _q4_0_ref, _q4_1_ref, _mxfp4_ref as ggml-quants.c
+ * describes them), and a
  * byte-level BPE vocabulary with merges, so a GGUF tokenizer and llama.cpp can load the file. Rows are produced while
  * the file is written (tg_gguf_writer_add_tensor_fill): a 1B model never sits in memory. */
 #include "nn/nn.h"
@@ -81,6 +82,28 @@ static void q4_1_block(const float *x, uint8_t *o) {
   }
 }
 
+/* MXFP4 (quantize_row_mxfp4_ref): the shared exponent e = floor(log2(amax)) - 2 + 127 (E8M0; 0 for a zero block), the
+ * scale d = 2^(e - 128) (the half of 2^(e - 127) that ggml keeps with its doubled value table), each value the nearest
+ * of kvalues * d, the first on ties */
+static void mxfp4_block(const float *x, uint8_t *o) {
+  static const float kv[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  float amax = 0;
+  for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+  int e = amax > 0 ? (int)floorf(log2f(amax)) - 2 + 127 : 0;
+  e = e < 0 ? 0 : e > 255 ? 255 : e;
+  float d = ldexpf(1.0f, e - 128);
+  o[0] = (uint8_t)e;
+  uint8_t q[32];
+  for (int j = 0; j < 32; j++) {
+    int best = 0;
+    float err = fabsf(kv[0] * d - x[j]);
+    for (int i = 1; i < 16; i++)
+      if (fabsf(kv[i] * d - x[j]) < err) best = i, err = fabsf(kv[i] * d - x[j]);
+    q[j] = (uint8_t)best;
+  }
+  for (int j = 0; j < 16; j++) o[1 + j] = (uint8_t)(q[j] | (q[j + 16] << 4));
+}
+
 static uint64_t str_hash(const char *s, size_t n) {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
@@ -110,6 +133,7 @@ static tg_status fill_row(void *user, uint64_t r, void *dst, size_t rb) {
     case TG_GGML_Q8_0: for (int64_t b = 0; b < f->ne0 / 32; b++) q8_0_block(f->row + 32 * b, o + 34 * b); break;
     case TG_GGML_Q4_0: for (int64_t b = 0; b < f->ne0 / 32; b++) q4_0_block(f->row + 32 * b, o + 18 * b); break;
     case TG_GGML_Q4_1: for (int64_t b = 0; b < f->ne0 / 32; b++) q4_1_block(f->row + 32 * b, o + 20 * b); break;
+    case TG_GGML_MXFP4: for (int64_t b = 0; b < f->ne0 / 32; b++) mxfp4_block(f->row + 32 * b, o + 17 * b); break;
     default: return tg_set_error(TG_ERR_UNSUPPORTED, "tg_llm_write_random_model: no quantizer for %s", tg_ggml_type_name(f->type));
   }
   return TG_OK;
@@ -121,14 +145,20 @@ typedef struct Maker {
   uint64_t seed;
 } Maker;
 
-static tg_status add_weight(Maker *mk, const char *name, int type, int64_t ne0, int64_t ne1, float scale, float base) {
+/* a tensor of ggml shape (ne0, ne1, ne2) (ne1 0: 1-d; ne2 0: 2-d) */
+static tg_status add_weight3(Maker *mk, const char *name, int type, int64_t ne0, int64_t ne1, int64_t ne2, float scale,
+                             float base) {
   Fill *f = tg_calloc(1, sizeof *f);
   /* seeded by the name: the same tensor gets the same values whatever else the architecture has */
   f->type = type, f->ne0 = ne0, f->scale = scale, f->base = base, f->seed = mix64(mk->seed ^ str_hash(name, strlen(name)));
   f->row = tg_malloc((size_t)ne0 * sizeof(float));
   tg_vec_push(&mk->fills, f);
-  int64_t ne[2] = {ne0, ne1};
-  return tg_gguf_writer_add_tensor_fill(mk->w, name, type, ne, ne1 ? 2 : 1, fill_row, f);
+  int64_t ne[3] = {ne0, ne1, ne2};
+  return tg_gguf_writer_add_tensor_fill(mk->w, name, type, ne, ne2 ? 3 : ne1 ? 2 : 1, fill_row, f);
+}
+
+static tg_status add_weight(Maker *mk, const char *name, int type, int64_t ne0, int64_t ne1, float scale, float base) {
+  return add_weight3(mk, name, type, ne0, ne1, 0, scale, base);
 }
 
 /* ------------------------------------------------------------------------------------------------- vocabulary */
@@ -148,9 +178,10 @@ static size_t utf8(int cp, char *o) {
   return 2;
 }
 
-/* tokens[0..vocab): 256 byte tokens, merges of earlier pairs (unique, at most 16 bytes), two control tokens last */
-static tg_status add_vocab(Maker *mk, int vocab, const char *pre) {
-  int nmerge = vocab - 258;
+/* tokens[0..vocab): 256 byte tokens, merges of earlier pairs (unique, at most 16 bytes), the control tokens last (the
+ * first is bos, the last eos) */
+static tg_status add_vocab(Maker *mk, int vocab, const char *pre, const char *const *specials, int nspecial) {
+  int nmerge = vocab - 256 - nspecial;
   char **tok = tg_calloc((size_t)vocab, sizeof *tok), **merges = tg_calloc((size_t)(nmerge > 0 ? nmerge : 1), sizeof *merges);
   size_t *len = tg_calloc((size_t)vocab, sizeof *len), cap = 1;
   while (cap < (size_t)vocab * 2) cap *= 2;
@@ -187,12 +218,12 @@ static tg_status add_vocab(Maker *mk, int vocab, const char *pre) {
       break;
     }
   }
-  tok[vocab - 2] = tg_strdup("<|begin_of_text|>"), tok[vocab - 1] = tg_strdup("<|end_of_text|>");
+  for (int i = 0; i < nspecial; i++) tok[vocab - nspecial + i] = tg_strdup(specials[i]);
   tg_gguf_value *tv = tg_calloc((size_t)vocab, sizeof *tv), *mv = tg_calloc((size_t)(nmerge > 0 ? nmerge : 1), sizeof *mv);
   int32_t *types = tg_malloc((size_t)vocab * sizeof *types);
   for (int i = 0; i < vocab; i++) {
     tv[i] = (tg_gguf_value){TG_GGUF_STRING, {.str = {tok[i], strlen(tok[i])}}};
-    types[i] = i >= vocab - 2 ? 3 : 1;
+    types[i] = i >= vocab - nspecial ? 3 : 1;
   }
   for (int i = 0; i < nmerge; i++) mv[i] = (tg_gguf_value){TG_GGUF_STRING, {.str = {merges[i], strlen(merges[i])}}};
   tg_gguf_value arr_t = {TG_GGUF_ARRAY, {.arr = {TG_GGUF_STRING, (uint64_t)vocab, NULL, tv}}};
@@ -203,7 +234,7 @@ static tg_status add_vocab(Maker *mk, int vocab, const char *pre) {
   if (st == TG_OK) st = tg_gguf_writer_add(mk->w, "tokenizer.ggml.tokens", &arr_t);
   if (st == TG_OK) st = tg_gguf_writer_add(mk->w, "tokenizer.ggml.token_type", &arr_y);
   if (st == TG_OK) st = tg_gguf_writer_add(mk->w, "tokenizer.ggml.merges", &arr_m);
-  if (st == TG_OK) st = tg_gguf_writer_add_uint32(mk->w, "tokenizer.ggml.bos_token_id", (uint32_t)(vocab - 2));
+  if (st == TG_OK) st = tg_gguf_writer_add_uint32(mk->w, "tokenizer.ggml.bos_token_id", (uint32_t)(vocab - nspecial));
   if (st == TG_OK) st = tg_gguf_writer_add_uint32(mk->w, "tokenizer.ggml.eos_token_id", (uint32_t)(vocab - 1));
   for (int i = 0; i < vocab; i++) tg_free(tok[i]);
   for (int i = 0; i < nmerge; i++) tg_free(merges[i]);
@@ -215,10 +246,13 @@ static tg_status add_vocab(Maker *mk, int vocab, const char *pre) {
 
 bool tg_llm_model_preset(const char *name, tg_llm_model_spec *out) {
   if (!name || !out) return false;
-  tg_llm_model_spec s = {"llama", 2, 64, 4, 2, 0, 128, 512, 256, TG_GGML_F32, false, false, 0, 0};
+  tg_llm_model_spec s = {"llama", 2, 64, 4, 2, 0, 128, 512, 256, TG_GGML_F32, false, false, 0, 0, 0, 0, 0, 0};
   if (!strcmp(name, "tiny")) {
   } else if (!strcmp(name, "small")) {
     s.n_layer = 4, s.dim = 256, s.n_head = 8, s.n_kv_head = 4, s.ffn_dim = 768, s.vocab = 4096, s.ctx = 2048;
+  } else if (!strcmp(name, "gpt-oss-tiny")) {
+    s.arch = "gpt-oss", s.n_layer = 4, s.head_dim = 16, s.ffn_dim = 64, s.n_expert = 8, s.n_expert_used = 2;
+    s.sliding_window = 8, s.expert_type = TG_GGML_MXFP4;
   } else if (!strcmp(name, "1b")) {
     s.n_layer = 16, s.dim = 2048, s.n_head = 32, s.n_kv_head = 8, s.ffn_dim = 8192, s.vocab = 128256;
     s.ctx = 131072, s.tied = true, s.llama3_rope = true, s.rope_base = 500000.0;
@@ -236,8 +270,10 @@ static tg_status spec_err(const char *what) {
 tg_status tg_llm_write_random_model(const tg_llm_model_spec *p, const char *path) {
   if (!p || !path || !p->arch) return spec_err("NULL argument");
   bool llama = !strcmp(p->arch, "llama"), qwen2 = !strcmp(p->arch, "qwen2"), qwen3 = !strcmp(p->arch, "qwen3");
-  if (!llama && !qwen2 && !qwen3)
-    return tg_set_error(TG_ERR_UNSUPPORTED, "tg_llm_write_random_model: architecture \"%s\" (llama, qwen2, qwen3)", p->arch);
+  bool oss = !strcmp(p->arch, "gpt-oss");
+  if (!llama && !qwen2 && !qwen3 && !oss)
+    return tg_set_error(TG_ERR_UNSUPPORTED, "tg_llm_write_random_model: architecture \"%s\" (llama, qwen2, qwen3, gpt-oss)",
+                        p->arch);
   int hd = p->head_dim ? p->head_dim : p->n_head > 0 ? p->dim / p->n_head : 0;
   if (p->n_layer < 1 || p->dim < 32 || p->n_head < 1 || p->n_kv_head < 1 || p->n_head % p->n_kv_head || hd < 2 || hd % 2 ||
       p->ffn_dim < 32 || p->vocab < 258 || p->ctx < 1 || (!p->head_dim && p->dim % p->n_head))
@@ -250,6 +286,16 @@ tg_status tg_llm_write_random_model(const tg_llm_model_spec *p, const char *path
   int64_t qd = (int64_t)p->n_head * hd, kvd = (int64_t)p->n_kv_head * hd;
   if (t >= TG_GGML_Q4_0 && (p->dim % 32 || p->ffn_dim % 32 || qd % 32))
     return spec_err("quantized types need dim, ffn_dim and n_head * head_dim to be multiples of 32");
+  int ne = p->n_expert ? p->n_expert : 8, nu = p->n_expert_used ? p->n_expert_used : 2;
+  int et_x = p->expert_type ? p->expert_type : TG_GGML_MXFP4;
+  if (oss) {
+    if (et_x != TG_GGML_MXFP4 && et_x != TG_GGML_F16 && et_x != TG_GGML_Q8_0 && et_x != TG_GGML_Q4_0 && et_x != TG_GGML_Q4_1)
+      return tg_set_error(TG_ERR_UNSUPPORTED, "tg_llm_write_random_model: expert type %s (mxfp4, f16, q8_0, q4_0, q4_1)",
+                          tg_ggml_type_name(et_x) ? tg_ggml_type_name(et_x) : "?");
+    if (ne < 1 || nu < 1 || nu > ne || p->sliding_window < 0 || (et_x != TG_GGML_F16 && (p->dim % 32 || p->ffn_dim % 32)))
+      return spec_err("gpt-oss needs 1 <= n_expert_used <= n_expert, sliding_window >= 0, and dim and ffn_dim multiples "
+                      "of 32 for quantized experts");
+  }
   Maker mk = {tg_gguf_writer_new(32), {0}, p->seed};
   tg_gguf_writer *w = mk.w;
   const char *a = p->arch;
@@ -266,15 +312,28 @@ tg_status tg_llm_write_random_model(const tg_llm_model_spec *p, const char *path
   KU("attention.head_count", p->n_head);
   KU("attention.head_count_kv", p->n_kv_head);
   KF("attention.layer_norm_rms_epsilon", qwen2 || qwen3 ? 1e-6 : 1e-5);
-  KF("rope.freq_base", p->rope_base > 0 ? p->rope_base : llama ? 10000.0 : 1000000.0);
+  KF("rope.freq_base", p->rope_base > 0 ? p->rope_base : llama ? 10000.0 : oss ? 150000.0 : 1000000.0);
   KU("rope.dimension_count", hd);
   if (hd != p->dim / p->n_head) {
     KU("attention.key_length", hd);
     KU("attention.value_length", hd);
   }
+  if (oss) { /* gpt-oss-20b's rope scaling; the rest of its keys */
+    KU("expert_feed_forward_length", p->ffn_dim);
+    KU("expert_count", ne);
+    KU("expert_used_count", nu);
+    KU("attention.sliding_window", p->sliding_window ? p->sliding_window : 128);
+    KF("rope.scaling.factor", 32.0);
+    KU("rope.scaling.original_context_length", 4096);
+    if (st == TG_OK) st = tg_gguf_writer_add_string(w, "gpt-oss.rope.scaling.type", "yarn");
+  }
 #undef KU
 #undef KF
-  if (st == TG_OK) st = add_vocab(&mk, p->vocab, llama ? "llama-bpe" : "qwen2");
+  static const char *const llama_sp[] = {"<|begin_of_text|>", "<|end_of_text|>"};
+  static const char *const harmony_sp[] = {"<|startoftext|>", "<|start|>", "<|message|>", "<|channel|>", "<|end|>",
+                                           "<|return|>"};
+  if (st == TG_OK)
+    st = oss ? add_vocab(&mk, p->vocab, "gpt-4o", harmony_sp, 6) : add_vocab(&mk, p->vocab, llama ? "llama-bpe" : "qwen2", llama_sp, 2);
   int et = t == TG_GGML_F32 ? TG_GGML_F32 : t; /* the embedding in the matrices' type */
   if (st == TG_OK) st = add_weight(&mk, "token_embd.weight", et, p->dim, p->vocab, 1.0f, 0.0f);
   if (st == TG_OK && llama && p->llama3_rope) {
@@ -294,6 +353,31 @@ tg_status tg_llm_write_random_model(const tg_llm_model_spec *p, const char *path
 #define WT(suffix, type, ne0, ne1, scale, base) \
     if (st == TG_OK) snprintf(n, sizeof n, "blk.%d." suffix, l), st = add_weight(&mk, n, type, ne0, ne1, scale, base)
     float sd = 1.0f / sqrtf((float)p->dim), sf = 1.0f / sqrtf((float)p->ffn_dim), so = 1.0f / sqrtf((float)qd);
+    if (oss) { /* llama.cpp's gpt-oss tensors: biases on q/k/v/output, sinks, the router and the experts */
+#define WE(suffix, type, ne0, ne1, ne2, scale, base) \
+      if (st == TG_OK) snprintf(n, sizeof n, "blk.%d." suffix, l), st = add_weight3(&mk, n, type, ne0, ne1, ne2, scale, base)
+      WE("attn_norm.weight", TG_GGML_F32, p->dim, 0, 0, 0.1f, 1.0f);
+      WE("attn_q.weight", t, p->dim, qd, 0, sd, 0.0f);
+      WE("attn_q.bias", TG_GGML_F32, qd, 0, 0, 0.1f, 0.0f);
+      WE("attn_k.weight", t, p->dim, kvd, 0, sd, 0.0f);
+      WE("attn_k.bias", TG_GGML_F32, kvd, 0, 0, 0.1f, 0.0f);
+      WE("attn_v.weight", t, p->dim, kvd, 0, sd, 0.0f);
+      WE("attn_v.bias", TG_GGML_F32, kvd, 0, 0, 0.1f, 0.0f);
+      WE("attn_output.weight", t, qd, p->dim, 0, so, 0.0f);
+      WE("attn_output.bias", TG_GGML_F32, p->dim, 0, 0, 0.1f, 0.0f);
+      WE("attn_sinks.weight", TG_GGML_F32, p->n_head, 0, 0, 1.0f, 0.0f);
+      WE("post_attention_norm.weight", TG_GGML_F32, p->dim, 0, 0, 0.1f, 1.0f);
+      WE("ffn_gate_inp.weight", t, p->dim, ne, 0, sd, 0.0f);
+      WE("ffn_gate_inp.bias", TG_GGML_F32, ne, 0, 0, 0.1f, 0.0f);
+      WE("ffn_gate_exps.weight", et_x, p->dim, p->ffn_dim, ne, sd, 0.0f);
+      WE("ffn_gate_exps.bias", TG_GGML_F32, p->ffn_dim, ne, 0, 0.1f, 0.0f);
+      WE("ffn_up_exps.weight", et_x, p->dim, p->ffn_dim, ne, sd, 0.0f);
+      WE("ffn_up_exps.bias", TG_GGML_F32, p->ffn_dim, ne, 0, 0.1f, 0.0f);
+      WE("ffn_down_exps.weight", et_x, p->ffn_dim, p->dim, ne, sf, 0.0f);
+      WE("ffn_down_exps.bias", TG_GGML_F32, p->dim, ne, 0, 0.1f, 0.0f);
+#undef WE
+      continue;
+    }
     WT("attn_norm.weight", TG_GGML_F32, p->dim, 0, 0.1f, 1.0f);
     WT("attn_q.weight", t, p->dim, qd, sd, 0.0f);
     WT("attn_k.weight", t, p->dim, kvd, sd, 0.0f);

@@ -22,4 +22,16 @@ const char *nn_safe_dtype_name(tg_dtype d);
 /* The dtype of a safetensors name (name of length len), TG_VOID when unknown. */
 tg_dtype nn_safe_dtype_from_name(const char *name, size_t len);
 
+/* gpt-oss (llm_gptoss.c), called by llm.c: nn_oss_config reads the keys beyond the common ones into c (experts,
+ * sliding window, YaRN); nn_oss_yarn gives the rope_dim / 2 divisors of the RoPE frequencies; nn_oss_bind checks and
+ * maps the blocks' tensors and makes their KV caches (*out is set even on failure: nn_oss_free it); nn_oss_blocks
+ * runs the blocks on x (T, dim) float32 at positions [sp + pos, +T) (cs, sn: (T, 1, rope_dim / 2)). */
+typedef struct nn_oss nn_oss;
+tg_status nn_oss_config(const tg_gguf *g, const char *path, tg_llm_config *c);
+void nn_oss_yarn(const tg_llm_config *c, double *ff);
+tg_status nn_oss_bind(const tg_gguf *g, const tg_llm_config *c, int64_t n_ctx, const char *path, nn_oss **out);
+tg_tensor *nn_oss_blocks(nn_oss *o, const tg_tensor *x, const tg_tensor *cs, const tg_tensor *sn, const tg_tensor *sp,
+                         int64_t pos);
+void nn_oss_free(nn_oss *o);
+
 #endif

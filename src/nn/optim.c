@@ -68,7 +68,7 @@ static tg_dtype state_dtype_from_env(const char *op) {
     tg_dtype dtype;
   } names[] = {{"float32", TG_FLOAT32}, {"float", TG_FLOAT32},   {"float16", TG_FLOAT16}, {"half", TG_FLOAT16},
                {"bfloat16", TG_BFLOAT16}, {"float64", TG_FLOAT64}, {"double", TG_FLOAT64}};
-  const char *env = getenv("OPTIM_DTYPE");
+  const char *env = tg_getenv_str("OPTIM_DTYPE");
   if (!env || !*env) return TG_FLOAT32;
   for (size_t i = 0; i < TG_ARRAY_LEN(names); i++)
     if (strcmp(env, names[i].name) == 0) return names[i].dtype;

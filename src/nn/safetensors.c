@@ -131,35 +131,6 @@ static void put_utf8(StrBuf *b, uint32_t cp) {
   }
 }
 
-/* Length of the well-formed UTF-8 sequence at s[0..avail) (1..4), or 0 when it is malformed: overlong forms,
- * surrogates and code points above U+10FFFF are rejected (RFC 3629). */
-static size_t utf8_sequence(const unsigned char *s, size_t avail) {
-  unsigned char c = s[0];
-  if (c < 0x80) return 1;
-  size_t n;
-  uint32_t cp, min;
-  if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1Fu; min = 0x80; }
-  else if (c >= 0xE0 && c <= 0xEF) { n = 3; cp = c & 0x0Fu; min = 0x800; }
-  else if (c >= 0xF0 && c <= 0xF4) { n = 4; cp = c & 0x07u; min = 0x10000; }
-  else return 0;
-  if (avail < n) return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((s[i] & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i] & 0x3Fu);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-static bool valid_utf8(const char *s, size_t len) {
-  for (size_t i = 0; i < len;) {
-    size_t k = utf8_sequence((const unsigned char *)s + i, len - i);
-    if (!k) return false;
-    i += k;
-  }
-  return true;
-}
-
 /* A string starting at the opening quote; the decoded bytes go to *out (heap, NUL-terminated) and *out_len. */
 static bool parse_string(jparser *p, char **out, size_t *out_len) {
   p->pos++; /* opening quote */
@@ -206,7 +177,7 @@ static bool parse_string(jparser *p, char **out, size_t *out_len) {
       }
       continue;
     }
-    size_t k = utf8_sequence((const unsigned char *)p->s + p->pos, p->len - p->pos);
+    size_t k = tg_utf8_seq_len((const unsigned char *)p->s + p->pos, p->len - p->pos);
     if (!k) { sb_free(&b); return jfail(p, "invalid UTF-8 in string"); }
     for (size_t i = 0; i < k; i++) sb_putc(&b, p->s[p->pos + i]);
     p->pos += k;
@@ -622,7 +593,7 @@ tg_status tg_safe_save_buffer(const tg_state_dict *sd, uint8_t **out, size_t *si
     sb_puts(&h, "\"__metadata__\":{");
     for (size_t i = 0; i < tg_state_dict_metadata_len(sd); i++) {
       const char *k = tg_state_dict_metadata_key(sd, i), *v = tg_state_dict_metadata(sd, k);
-      if (!valid_utf8(k, strlen(k)) || !valid_utf8(v, strlen(v))) {
+      if (!tg_utf8_valid(k, strlen(k)) || !tg_utf8_valid(v, strlen(v))) {
         st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_safe_save: metadata \"%s\" is not valid UTF-8", k);
         break;
       }
@@ -645,7 +616,7 @@ tg_status tg_safe_save_buffer(const tg_state_dict *sd, uint8_t **out, size_t *si
                         tg_get_dtype(t) == TG_WEAKINT || tg_get_dtype(t) == TG_WEAKFLOAT ? " (a weak scalar)" : "");
       break;
     }
-    if (strcmp(name, "__metadata__") == 0 || !valid_utf8(name, strlen(name))) {
+    if (strcmp(name, "__metadata__") == 0 || !tg_utf8_valid(name, strlen(name))) {
       st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_safe_save: \"%s\" is not a valid tensor name", name);
       break;
     }

@@ -2,24 +2,29 @@
  * SentencePiece-style (model "llama"), with special tokens, encode and decode (include/tinygrad.h, "tokenizer").
  *
  * The vocabulary is copied out of the GGUF handle: every token's text, type, score, and the bytes it decodes to (its
- * "piece"). A string -> id hash finds tokens; for BPE a (left id, right id) -> (rank, merged id) hash holds the merges,
- * so words are merged in id space. Both algorithms keep their candidate pairs in a binary heap (O(n log n) per word):
- * BPE pops the lowest rank (leftmost on ties), SentencePiece the highest score (leftmost on ties) — llama.cpp's
- * llm_tokenizer_bpe_session and llm_tokenizer_spm_session, whose outputs tests/test_tokenizer.c checks. */
+ * "piece"). A string -> id hash finds tokens; a (left id, right id) -> (rank, merged id) hash holds the merges (BPE:
+ * tokenizer.ggml.merges; SentencePiece: every piece that is two pieces side by side), so merging happens in id space.
+ * BPE merges the lowest rank first (leftmost on ties): words up to 64 bytes by scanning an array of pair ranks,
+ * longer ones through a binary heap (O(n log n)); SentencePiece pops the highest score (leftmost on ties) from a heap
+ * — llama.cpp's llm_tokenizer_bpe_session and llm_tokenizer_spm_session, whose outputs tests/test_tokenizer.c checks. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "nn/tokenizer.h"
 
-#define TOK_MAX_TEXT ((size_t)1 << 30)
+#define TOK_MAX_TEXT ((size_t)1 << 28)
 typedef enum TokKind { TOK_BPE, TOK_SPM } TokKind;
 
 struct tg_tokenizer {
   TokKind kind;
   tok_pre pre;
   bool ignore_merges, add_bos, add_eos, add_space_prefix, harmony;
+  bool bytes_missing;          /* BPE: some byte has no token: it becomes the unknown token, or encoding fails */
   size_t n;
-  char **text, **piece;        /* NUL-terminated copies (they may hold NULs: lengths below) */
+  char **text, **piece;        /* NUL-terminated copies (they may hold NULs: lengths below), in two blobs: a piece
+                                  is never longer than its text, so piece i sits at text i's offset */
+  char *text_blob, *piece_blob;
   uint32_t *text_len, *piece_len;
   uint8_t *type;
   float *score;
@@ -28,6 +33,7 @@ struct tg_tokenizer {
   struct MergeSlot { uint64_t key; uint32_t rank; int32_t out; } *merge; size_t mcap;  /* (left, right) -> rank,
                                                                                           merged; key 0 empty */
   bool spm_split;  /* no token holds U+2581 after another character: text splits before such a U+2581 */
+  int32_t spm_char[128], spm_mark;  /* SentencePiece: the token of each ASCII character and of U+2581, or -1 */
   int32_t byte_tok[256];                   /* the token of each byte (BPE: its GPT-2 character; SPM: <0xXX>) */
   char byte_ch[256][2]; uint8_t byte_chlen[256];  /* BPE: each byte's GPT-2 character in UTF-8 */
   int32_t bos, eos, eot, eom, unk;
@@ -53,7 +59,7 @@ static int32_t map_find(const tg_tokenizer *t, const char *s, size_t n) {
   }
 }
 
-/* Inserts id unless its text is already there (the first id of a text wins, as llama.cpp's token_to_id). */
+/* Inserts id; a text already there is given to the later id (llama.cpp's token_to_id keeps the last). */
 static void map_insert(tg_tokenizer *t, int32_t id) {
   size_t mask = t->map_cap - 1;
   const char *s = t->text[id];
@@ -63,7 +69,7 @@ static void map_insert(tg_tokenizer *t, int32_t id) {
     struct MapSlot *m = &t->map[h];
     if (!m->id1) { *m = (struct MapSlot){(uint32_t)(hv >> 32), id + 1}; return; }
     int32_t v = m->id1;
-    if (t->text_len[v - 1] == n && memcmp(t->text[v - 1], s, n) == 0) return;
+    if (t->text_len[v - 1] == n && memcmp(t->text[v - 1], s, n) == 0) { m->id1 = id + 1; return; }
   }
 }
 
@@ -106,13 +112,11 @@ static uint32_t byte_to_cp(unsigned b) {
   for (unsigned x = 0; x < b; x++) k += !byte_printable(x);
   return 256 + k;
 }
-static int cp_to_byte(uint32_t cp) {
-  if (cp < 256) return byte_printable(cp) ? (int)cp : -1;
-  if (cp >= 256 + 68) return -1;
-  uint32_t k = cp - 256;
-  for (unsigned b = 0; b < 256; b++)
-    if (!byte_printable(b) && k-- == 0) return (int)b;
-  return -1;
+#define ALPHABET_END (256 + 68)  /* code points of the alphabet are below this */
+/* rev[cp]: the byte of alphabet character cp, -1 for code points outside the alphabet */
+static void alphabet_reverse(int16_t rev[ALPHABET_END]) {
+  for (unsigned c = 0; c < ALPHABET_END; c++) rev[c] = -1;
+  for (unsigned b = 0; b < 256; b++) rev[byte_to_cp(b)] = (int16_t)b;
 }
 
 /* ---- loading ---- */
@@ -145,24 +149,18 @@ static bool get_flag(const tg_gguf *g, const char *key, bool dflt) {
   return tg_gguf_get(g, key) && tg_gguf_get_bool(g, key, &b) == TG_OK ? b : dflt;
 }
 
-static char *dup_bytes(const char *s, size_t n) {
-  char *d = tg_malloc(n + 1);
-  if (n) memcpy(d, s, n);
-  d[n] = 0;
-  return d;
-}
-
 /* The bytes a token stands for. */
-static void make_piece(tg_tokenizer *t, int32_t id) {
+static void make_piece(tg_tokenizer *t, int32_t id, const int16_t rev[ALPHABET_END]) {
   const char *s = t->text[id];
   size_t n = t->text_len[id];
-  char *out = tg_malloc(n + 1);
+  char *out = t->piece_blob + (t->text[id] - t->text_blob);
   size_t o = 0;
   int ty = t->type[id];
   if (ty == TG_TOKEN_CONTROL || ty == TG_TOKEN_USER_DEFINED || ty == TG_TOKEN_UNKNOWN) {
     memcpy(out, s, n);
     o = n;
-  } else if (t->kind == TOK_SPM && ty == TG_TOKEN_BYTE && n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>') {
+  } else if (t->kind == TOK_SPM && ty == TG_TOKEN_BYTE && n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>' &&
+             isxdigit((unsigned char)s[3]) && isxdigit((unsigned char)s[4])) {
     out[o++] = (char)strtol((char[3]){s[3], s[4], 0}, NULL, 16);
   } else if (t->kind == TOK_SPM) {
     for (size_t i = 0; i < n;) {
@@ -173,7 +171,7 @@ static void make_piece(tg_tokenizer *t, int32_t id) {
     for (size_t i = 0; i < n;) {
       size_t l;
       uint32_t cp = nn_toku_decode((const unsigned char *)s + i, n - i, &l);
-      int b = cp == TOKU_INVALID ? -1 : cp_to_byte(cp);
+      int b = cp < ALPHABET_END ? rev[cp] : -1;
       if (b >= 0) out[o++] = (char)b;
       else { memcpy(out + o, s + i, l); o += l; }
       i += l;
@@ -208,23 +206,29 @@ static tg_status load_vocab(tg_tokenizer *t, const tg_gguf *g) {
     return fail(t, TG_ERR_IO, "%s is not a string%.0lld", "tokenizer.ggml.pre", 0);
   snprintf(t->pre_name, sizeof t->pre_name, "%s", pre);
   if (t->kind == TOK_BPE) {
-    static const char *gpt2[] = {"gpt-2", "phi-2", "roberta-bpe", "jina-es", "jina-de", "gigachat", "jina-v1-en",
-                                 "jina-v2-es", "jina-v2-de", "jina-v2-code"};
-    static const char *llama3[] = {"llama3", "llama-v3", "llama-bpe", "falcon3"};
-    static const char *o200k[] = {"gpt-4o", "o200k", "gpt-oss"};
-    static const char *qwen2[] = {"qwen2", "deepseek-r1-qwen"};
+    /* llama.cpp's names for each split (llama_vocab::impl::load); llama-3's own names also take whole words */
+    static const struct { const char *name; tok_pre pre; bool llama3; } pres[] = {
+      {"gpt-2", TOK_PRE_GPT2, 0}, {"phi-2", TOK_PRE_GPT2, 0}, {"roberta-bpe", TOK_PRE_GPT2, 0},
+      {"jina-es", TOK_PRE_GPT2, 0}, {"jina-de", TOK_PRE_GPT2, 0}, {"gigachat", TOK_PRE_GPT2, 0},
+      {"jina-v1-en", TOK_PRE_GPT2, 0}, {"jina-v2-es", TOK_PRE_GPT2, 0}, {"jina-v2-de", TOK_PRE_GPT2, 0},
+      {"jina-v2-code", TOK_PRE_GPT2, 0}, {"mpt", TOK_PRE_GPT2, 0}, {"olmo", TOK_PRE_GPT2, 0}, {"jais", TOK_PRE_GPT2, 0},
+      {"llama3", TOK_PRE_LLAMA3, 1}, {"llama-v3", TOK_PRE_LLAMA3, 1}, {"llama-bpe", TOK_PRE_LLAMA3, 1},
+      {"falcon3", TOK_PRE_LLAMA3, 1}, {"dbrx", TOK_PRE_LLAMA3, 0}, {"smaug-bpe", TOK_PRE_LLAMA3, 0},
+      {"qwen2", TOK_PRE_QWEN2, 0}, {"deepseek-r1-qwen", TOK_PRE_QWEN2, 0}, {"stablelm2", TOK_PRE_QWEN2, 0},
+      {"megrez", TOK_PRE_QWEN2, 0}, {"gpt-4o", TOK_PRE_O200K, 0}, {"o200k", TOK_PRE_O200K, 0},
+      {"gpt-oss", TOK_PRE_O200K, 0}, {"starcoder", TOK_PRE_DIGITS_GPT2, 0}, {"refact", TOK_PRE_DIGITS_GPT2, 0},
+      {"command-r", TOK_PRE_DIGITS_GPT2, 0}, {"smollm", TOK_PRE_DIGITS_GPT2, 0}, {"codeshell", TOK_PRE_DIGITS_GPT2, 0},
+      {"exaone", TOK_PRE_DIGITS_GPT2, 0}, {"minerva-7b", TOK_PRE_DIGITS_GPT2, 0}};
     bool found = false;
-    for (size_t i = 0; i < TG_ARRAY_LEN(gpt2) && !found; i++)
-      if (strcmp(pre, gpt2[i]) == 0) { t->pre = TOK_PRE_GPT2; found = true; }
-    for (size_t i = 0; i < TG_ARRAY_LEN(llama3) && !found; i++)
-      if (strcmp(pre, llama3[i]) == 0) { t->pre = TOK_PRE_LLAMA3; t->ignore_merges = t->add_bos = found = true; }
-    for (size_t i = 0; i < TG_ARRAY_LEN(o200k) && !found; i++)
-      if (strcmp(pre, o200k[i]) == 0) { t->pre = TOK_PRE_O200K; found = true; }
-    for (size_t i = 0; i < TG_ARRAY_LEN(qwen2) && !found; i++)
-      if (strcmp(pre, qwen2[i]) == 0) { t->pre = TOK_PRE_QWEN2; found = true; }
+    for (size_t i = 0; i < TG_ARRAY_LEN(pres) && !found; i++)
+      if (strcmp(pre, pres[i].name) == 0) {
+        t->pre = pres[i].pre;
+        t->ignore_merges = t->add_bos = pres[i].llama3;
+        found = true;
+      }
     if (!found)
-      return fail(t, TG_ERR_UNSUPPORTED, "pre-tokenizer \"%.64s\" (tokenizer.ggml.pre) is not supported: gpt-2, "
-                  "llama3/llama-bpe, qwen2 and gpt-4o/o200k are%.0lld", pre, 0);
+      return fail(t, TG_ERR_UNSUPPORTED, "pre-tokenizer \"%.64s\" (tokenizer.ggml.pre) is not supported: the gpt-2, "
+                  "llama-3, qwen2, o200k and starcoder splits are (llama.cpp's names for them)%.0lld", pre, 0);
   } else {
     t->add_bos = t->add_space_prefix = true;
   }
@@ -246,12 +250,24 @@ static tg_status load_vocab(tg_tokenizer *t, const tg_gguf *g) {
   t->piece_len = tg_calloc(n, sizeof *t->piece_len);
   t->type = tg_calloc(n, 1);
   t->score = tg_calloc(n, sizeof *t->score);
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t l = tokens->v.arr.items[i].v.str.len;
+    if (l > UINT32_MAX / 4)
+      return fail(t, TG_ERR_IO, "%s: token %lld is too long", "tokenizer.ggml.tokens", (long long)i);
+    total += (size_t)l + 1;  /* no overflow: the strings are in memory */
+  }
+  t->text_blob = tg_malloc(total);
+  t->piece_blob = tg_malloc(total);
+  size_t at = 0;
   for (size_t i = 0; i < n; i++) {
     const tg_gguf_value *s = &tokens->v.arr.items[i];
-    if (s->v.str.len > UINT32_MAX / 4) return fail(t, TG_ERR_IO, "%s: token %lld is too long", "tokenizer.ggml.tokens",
-                                                   (long long)i);
-    t->text[i] = dup_bytes(s->v.str.s, (size_t)s->v.str.len);
-    t->text_len[i] = (uint32_t)s->v.str.len;
+    size_t l = (size_t)s->v.str.len;
+    t->text[i] = t->text_blob + at;
+    if (l) memcpy(t->text[i], s->v.str.s, l);
+    t->text[i][l] = 0;
+    at += l + 1;
+    t->text_len[i] = (uint32_t)l;
     int32_t ty = types ? ((const int32_t *)types->v.arr.data)[i] : TG_TOKEN_NORMAL;
     if (ty < 0 || ty > TG_TOKEN_BYTE)
       return fail(t, TG_ERR_IO, "%s: token type %lld is not one of 0..6", "tokenizer.ggml.token_type", (long long)ty);
@@ -261,7 +277,9 @@ static tg_status load_vocab(tg_tokenizer *t, const tg_gguf *g) {
   t->map_cap = pow2_above(n);
   t->map = tg_calloc(t->map_cap, sizeof *t->map);
   for (size_t i = 0; i < n; i++) map_insert(t, (int32_t)i);
-  for (size_t i = 0; i < n; i++) make_piece(t, (int32_t)i);
+  int16_t rev[ALPHABET_END];
+  alphabet_reverse(rev);
+  for (size_t i = 0; i < n; i++) make_piece(t, (int32_t)i, rev);
   return TG_OK;
 }
 
@@ -278,17 +296,36 @@ static tg_status load_bytes_and_merges(tg_tokenizer *t, const tg_gguf *g) {
     }
     else l = (size_t)snprintf(s, sizeof s, "<0x%02X>", b);
     t->byte_tok[b] = map_find(t, s, l);
-    if (t->byte_tok[b] < 0 && t->kind == TOK_BPE)
-      return fail(t, TG_ERR_IO, "the byte-level vocabulary has no token for byte 0x%.0s%02llx", "", (long long)b);
+    if (t->byte_tok[b] < 0 && t->kind == TOK_BPE) t->bytes_missing = true;  /* (StarCoder's lacks 0xC0 and 0xC1) */
   }
   if (t->kind != TOK_BPE) {
     t->spm_split = true;
     for (size_t i = 0; i < t->n && t->spm_split; i++)
       for (uint32_t k = 1; k + 3 <= t->text_len[i]; k++)
-        if (memcmp(t->text[i] + k, "\xE2\x96\x81", 3) == 0 && (k < 3 || memcmp(t->text[i] + k - 3, "\xE2\x96\x81", 3) != 0)) {
+        if (memcmp(t->text[i] + k, "\xE2\x96\x81", 3) == 0 &&
+            (k < 3 || memcmp(t->text[i] + k - 3, "\xE2\x96\x81", 3) != 0)) {
           t->spm_split = false;
           break;
         }
+    /* the pair table: every token that is two tokens side by side, split at each character boundary, so merging
+     * two pieces is an integer lookup; the string lookup is left for characters that are no piece */
+    for (unsigned c = 0; c < 128; c++) t->spm_char[c] = map_find(t, (const char[1]){(char)c}, 1);
+    t->spm_mark = map_find(t, "\xE2\x96\x81", 3);
+    t->mcap = pow2_above(2 * t->n);
+    t->merge = tg_calloc(t->mcap, sizeof *t->merge);
+    for (size_t i = 0; i < t->n; i++) {
+      const char *s = t->text[i];
+      size_t n = t->text_len[i], l;
+      int32_t whole = -1;
+      for (size_t k = 0; k < n; k += l) {
+        nn_toku_decode((const unsigned char *)s + k, n - k, &l);
+        if (k == 0 || k + l > n) continue;
+        int32_t a = map_find(t, s, k), b = a >= 0 ? map_find(t, s + k, n - k) : -1;
+        if (b < 0) continue;
+        if (whole < 0) whole = map_find(t, s, n);
+        merge_insert(t, a, b, 0, whole);
+      }
+    }
     return TG_OK;
   }
   bool bad;
@@ -296,7 +333,8 @@ static tg_status load_bytes_and_merges(tg_tokenizer *t, const tg_gguf *g) {
   if (!merges || bad) return fail(t, TG_ERR_IO, "%s (an array of strings) is needed by a gpt2 tokenizer%.0lld",
                                   "tokenizer.ggml.merges", 0);
   size_t nm = (size_t)merges->v.arr.len;
-  if (nm > UINT32_MAX / 4) return fail(t, TG_ERR_IO, "%s: %lld merges are too many", "tokenizer.ggml.merges", (long long)nm);
+  if (nm > UINT32_MAX / 4)
+    return fail(t, TG_ERR_IO, "%s: %lld merges are too many", "tokenizer.ggml.merges", (long long)nm);
   t->mcap = pow2_above(nm);
   t->merge = tg_calloc(t->mcap, sizeof *t->merge);
   char *buf = NULL;
@@ -341,6 +379,9 @@ static tg_status load_specials(tg_tokenizer *t, const tg_gguf *g) {
   if (t->unk < 0)
     for (size_t i = 0; i < t->n && t->unk < 0; i++)
       if (t->type[i] == TG_TOKEN_UNKNOWN) t->unk = (int32_t)i;
+  if (t->kind == TOK_BPE)
+    for (unsigned b = 0; b < 256; b++)
+      if (t->byte_tok[b] < 0) t->byte_tok[b] = t->unk;
   t->add_bos = get_flag(g, "tokenizer.ggml.add_bos_token", t->add_bos);
   t->add_eos = get_flag(g, "tokenizer.ggml.add_eos_token", false);
   t->add_space_prefix = get_flag(g, "tokenizer.ggml.add_space_prefix", t->add_space_prefix);
@@ -393,10 +434,7 @@ tg_status tg_tokenizer_from_gguf(const tg_gguf *g, tg_tokenizer **out) {
 
 void tg_tokenizer_free(tg_tokenizer *t) {
   if (!t) return;
-  for (size_t i = 0; i < t->n; i++) {
-    if (t->text) tg_free(t->text[i]);
-    if (t->piece) tg_free(t->piece[i]);
-  }
+  tg_free(t->text_blob); tg_free(t->piece_blob);
   tg_free(t->text); tg_free(t->piece); tg_free(t->text_len); tg_free(t->piece_len); tg_free(t->type);
   tg_free(t->score); tg_free(t->map); tg_free(t->merge);
   tg_free(t->special); tg_free(t->chat_template);
@@ -446,7 +484,6 @@ static Cand heap_pop(Heap *h) {
 
 /* Scratch space reused across the words of one call. */
 typedef struct Work {
-  size_t *ends, ecap;
   int32_t *id, *prv, *nxt;
   uint32_t *start, *len;
   size_t scap;
@@ -467,7 +504,7 @@ static void work_buf(Work *w, size_t n) {
   if (n > w->bcap) { w->bcap = n * 2; w->buf = tg_realloc(w->buf, w->bcap); }
 }
 static void work_free(Work *w) {
-  tg_free(w->ends); tg_free(w->id); tg_free(w->prv); tg_free(w->nxt); tg_free(w->start); tg_free(w->len);
+  tg_free(w->id); tg_free(w->prv); tg_free(w->nxt); tg_free(w->start); tg_free(w->len);
   tg_free(w->buf); tg_free(w->heap.d);
 }
 
@@ -547,10 +584,16 @@ static void bpe_word(const tg_tokenizer *t, Work *w, const unsigned char *s, siz
   for (int32_t k = 0; k >= 0; k = w->nxt[k]) ids_push(out, w->id[k]);
 }
 
+/* w->id[k]: the token of symbol k (-1: a character that is no piece) */
 static void spm_pair(const tg_tokenizer *t, Work *w, int32_t l, int32_t r) {
   if (l < 0 || r < 0) return;
-  uint32_t size = w->len[l] + w->len[r];
-  int32_t id = map_find(t, w->buf + w->start[l], size);
+  uint32_t size = w->len[l] + w->len[r], rank;
+  int32_t id;
+  if (w->id[l] >= 0 && w->id[r] >= 0) {
+    if (!merge_find(t, w->id[l], w->id[r], &rank, &id)) return;
+  } else {
+    id = map_find(t, w->buf + w->start[l], size);
+  }
   if (id >= 0) heap_push(&w->heap, (Cand){t->score[id], 0, (uint32_t)l, size, id, 0});
 }
 
@@ -559,10 +602,12 @@ static void spm_pair(const tg_tokenizer *t, Work *w, int32_t l, int32_t r) {
 /* SentencePiece on w->buf[off..off+len): characters, adjacent pairs whose concatenation is a piece merged by score
  * (highest first); a symbol without a piece becomes its bytes' <0xXX> tokens (or the unknown token). */
 static tg_status spm_span(const tg_tokenizer *t, Work *w, size_t off, size_t len, IdVec *out) {
+  work_symbols(w, len);
   size_t m = 0;
   for (size_t p = off; p < off + len; m++) {
     size_t l;
-    nn_toku_decode((const unsigned char *)w->buf + p, off + len - p, &l);
+    uint32_t cp = nn_toku_decode((const unsigned char *)w->buf + p, off + len - p, &l);
+    w->id[m] = cp < 128 ? t->spm_char[cp] : cp == 0x2581 ? t->spm_mark : map_find(t, w->buf + p, l);
     w->start[m] = (uint32_t)p;
     w->len[m] = (uint32_t)l;
     w->prv[m] = (int32_t)m - 1;
@@ -580,14 +625,14 @@ static tg_status spm_span(const tg_tokenizer *t, Work *w, size_t off, size_t len
     if (w->len[l] == 0 || r < 0 || w->len[l] + w->len[r] != c.size) continue;  /* stale */
     w->len[l] += w->len[r];
     w->len[r] = 0;
+    w->id[l] = c.a;
     w->nxt[l] = w->nxt[r];
     if (w->nxt[r] >= 0) w->prv[w->nxt[r]] = l;
     spm_pair(t, w, w->prv[l], l);
     spm_pair(t, w, l, w->nxt[l]);
   }
   for (int32_t k = 0; k >= 0; k = w->nxt[k]) {
-    int32_t id = map_find(t, w->buf + w->start[k], w->len[k]);
-    if (id >= 0) { ids_push(out, id); continue; }
+    if (w->id[k] >= 0) { ids_push(out, w->id[k]); continue; }
     for (uint32_t j = 0; j < w->len[k]; j++) {
       int32_t bt = t->byte_tok[(unsigned char)w->buf[w->start[k] + j]];
       if (bt < 0) bt = t->unk;
@@ -613,7 +658,6 @@ static tg_status spm_text(const tg_tokenizer *t, Work *w, const char *text, size
     if (text[i] == ' ') { memcpy(w->buf + b, SPACE_MARK, 3); b += 3; }
     else w->buf[b++] = text[i];
   }
-  work_symbols(w, b);
   if (!t->spm_split) return spm_span(t, w, 0, b, out);
   size_t from = 0;
   for (size_t p = 3; p + 3 <= b; p++) {
@@ -625,15 +669,26 @@ static tg_status spm_text(const tg_tokenizer *t, Work *w, const char *text, size
   return spm_span(t, w, from, b - from, out);
 }
 
+typedef struct BpeCtx { const tg_tokenizer *t; Work *w; IdVec *out; tg_status st; } BpeCtx;
+static void bpe_word_cb(void *ctx, const char *word, size_t len) {
+  BpeCtx *c = ctx;
+  if (c->st != TG_OK) return;
+  if (c->t->bytes_missing)
+    for (size_t i = 0; i < len; i++)
+      if (c->t->byte_tok[(unsigned char)word[i]] < 0) {
+        c->st = tg_set_error(TG_ERR_UNSUPPORTED, "tg_tokenizer_encode: byte 0x%02x has no token in this vocabulary "
+                             "and it names no unknown token", (unsigned char)word[i]);
+        return;
+      }
+  bpe_word(c->t, c->w, (const unsigned char *)word, len, c->out);
+}
+
 static tg_status encode_raw(const tg_tokenizer *t, Work *w, const char *text, size_t len, bool prev_special,
                             IdVec *out) {
   if (t->kind == TOK_SPM) return spm_text(t, w, text, len, t->add_space_prefix && prev_special, out);
-  size_t nw = nn_tok_pretokenize(t->pre, text, len, &w->ends, &w->ecap), at = 0;
-  for (size_t k = 0; k < nw; k++) {
-    bpe_word(t, w, (const unsigned char *)text + at, w->ends[k] - at, out);
-    at = w->ends[k];
-  }
-  return TG_OK;
+  BpeCtx c = {t, w, out, TG_OK};
+  nn_tok_pretokenize(t->pre, text, len, bpe_word_cb, &c);
+  return c.st;
 }
 
 /* The special token written at s[0..n), longest first: user-defined always, control/unknown when parsing them. */

@@ -28,10 +28,12 @@ uint32_t nn_toku_decode(const unsigned char *s, size_t n, size_t *len);
 size_t nn_toku_encode(uint32_t cp, char out[4]);  /* the UTF-8 bytes of a valid code point */
 
 /* Pre-tokenizers: the split regex of each family. */
-/* TOK_PRE_QWEN2 is llama3's regex with \\p{N} instead of \\p{N}{1,3} (single digits). */
-typedef enum tok_pre { TOK_PRE_GPT2, TOK_PRE_LLAMA3, TOK_PRE_QWEN2, TOK_PRE_O200K } tok_pre;
-/* Splits text[0..len) into words: word k is [ends[k-1], ends[k]) (ends[-1] = 0). Returns the number of words;
- * *ends is grown with tg_realloc (capacity *cap). */
-size_t nn_tok_pretokenize(tok_pre pre, const char *text, size_t len, size_t **ends, size_t *cap);
+/* TOK_PRE_QWEN2 is llama3's regex with \\p{N} instead of \\p{N}{1,3} (single digits); TOK_PRE_DIGITS_GPT2 splits
+ * every \\p{N} character off first and runs gpt-2's regex on the text between (starcoder, refact, command-r...). */
+typedef enum tok_pre { TOK_PRE_GPT2, TOK_PRE_LLAMA3, TOK_PRE_QWEN2, TOK_PRE_O200K, TOK_PRE_DIGITS_GPT2 } tok_pre;
+/* Splits text[0..len) into words, in order, calling word(ctx, start, length) for each (words cover the text). Memory
+ * stays bounded by the longest word, not the text. */
+typedef void (*nn_tok_word_fn)(void *ctx, const char *word, size_t len);
+void nn_tok_pretokenize(tok_pre pre, const char *text, size_t len, nn_tok_word_fn word, void *ctx);
 
 #endif

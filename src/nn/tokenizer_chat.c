@@ -71,7 +71,11 @@ static void drain(tg_token_stream *s, bool final) {
   size_t n = s->pend.len, i = 0;
   while (i < n) {
     unsigned c = p[i];
-    size_t need = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    size_t need = c < 0x80                 ? 1
+                  : c >= 0xC2 && c <= 0xDF ? 2
+                  : c >= 0xE0 && c <= 0xEF ? 3
+                  : c >= 0xF0 && c <= 0xF4 ? 4
+                                           : 0;
     if (need > 1 && i + need > n && valid_prefix(p + i, n - i)) {
       if (!final) break;           /* hold the incomplete sequence back */
       put_bytes(&s->out, REPLACEMENT, 3);

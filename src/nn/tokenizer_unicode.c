@@ -10,6 +10,7 @@
  *   o200k:  [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
  *           [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
  *           \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * starcoder-style: every \p{N} character split off first, then gpt-2's regex on the rest.
  * (llama.cpp's unicode.cpp has such scanners for gpt-2 and llama3; these are written from the regexes.) */
 #include "nn/tokenizer.h"
 
@@ -57,24 +58,33 @@ size_t nn_toku_encode(uint32_t cp, char out[4]) {
   return 4;
 }
 
-/* The text as code points with their classes: cp[i], fl[i] for i < n; positions past the end have no class. */
-typedef struct Cps { const uint32_t *cp; const uint8_t *fl; size_t n; } Cps;
+/* A block of the text as code points with their classes: cp[i], fl[i] for i < n. Reading at or past n sets *past:
+ * unless the block ends the text, a match that looked there is redone on a longer block. */
+typedef struct Cps { const uint32_t *cp; const uint8_t *fl; size_t n; bool *past; } Cps;
 
-static inline unsigned FL(const Cps *c, size_t i) { return i < c->n ? c->fl[i] : 0; }
-static inline uint32_t CP(const Cps *c, size_t i) { return i < c->n ? c->cp[i] : TOKU_INVALID; }
+static inline bool inside(const Cps *c, size_t i) {
+  if (i < c->n) return true;
+  *c->past = true;
+  return false;
+}
+static inline unsigned FL(const Cps *c, size_t i) { return inside(c, i) ? c->fl[i] : 0; }
+static inline uint32_t CP(const Cps *c, size_t i) { return inside(c, i) ? c->cp[i] : TOKU_INVALID; }
 static inline bool is_l(const Cps *c, size_t i) { return (FL(c, i) & TOKU_L) != 0; }
 static inline bool is_n(const Cps *c, size_t i) { return (FL(c, i) & TOKU_N) != 0; }
-static inline bool is_s(const Cps *c, size_t i) { return (FL(c, i) & TOKU_SPACE) != 0; }
 static inline bool is_crlf(const Cps *c, size_t i) { return CP(c, i) == '\r' || CP(c, i) == '\n'; }
 /* [^\s\p{L}\p{N}] */
-static inline bool is_other(const Cps *c, size_t i) { return i < c->n && !(c->fl[i] & (TOKU_L | TOKU_N | TOKU_SPACE)); }
+static inline bool is_other(const Cps *c, size_t i) {
+  return inside(c, i) && !(c->fl[i] & (TOKU_L | TOKU_N | TOKU_SPACE));
+}
 /* [^\r\n\p{L}\p{N}] */
-static inline bool is_prefix(const Cps *c, size_t i) { return i < c->n && !(c->fl[i] & (TOKU_L | TOKU_N)) && !is_crlf(c, i); }
+static inline bool is_prefix(const Cps *c, size_t i) {
+  return inside(c, i) && !(c->fl[i] & (TOKU_L | TOKU_N)) && c->cp[i] != '\r' && c->cp[i] != '\n';
+}
 #define UPPERISH (TOKU_LU | TOKU_LT | TOKU_LM | TOKU_LO | TOKU_M)  /* [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] */
 #define LOWERISH (TOKU_LL | TOKU_LM | TOKU_LO | TOKU_M)           /* [\p{Ll}\p{Lm}\p{Lo}\p{M}] */
 
 static size_t run_flags(const Cps *c, size_t i, unsigned mask) {
-  while (i < c->n && (c->fl[i] & mask)) i++;
+  while (inside(c, i) && (c->fl[i] & mask)) i++;
   return i;
 }
 static size_t run_other(const Cps *c, size_t i) {
@@ -188,39 +198,69 @@ static size_t match_o200k(const Cps *c, size_t i) {
   return spaces(c, i);
 }
 
-size_t nn_tok_pretokenize(tok_pre pre, const char *text, size_t len, size_t **ends, size_t *cap) {
-  if (len == 0) return 0;
-  /* code points, their classes and byte offsets (off[n] = len) */
-  uint32_t *cp = tg_malloc(len * sizeof *cp);
-  uint8_t *fl = tg_malloc(len);
-  size_t *off = tg_malloc((len + 1) * sizeof *off), n = 0;
-  const unsigned char *s = (const unsigned char *)text;
+/* The text is decoded a block of code points at a time (memory stays small for any length); a match that read past
+ * its block (and the block does not end the text) is redone from a block that starts at it, twice as long when it
+ * is the block's first match. */
+#define PRE_BLOCK 65536
+/* llama.cpp's two-regex splits (\p{N}, then gpt-2's): each number character is a word, gpt-2's regex runs on each
+ * stretch between them as on a text of its own. */
+static void pretokenize_digits(const char *text, size_t len, nn_tok_word_fn word, void *ctx) {
+  size_t from = 0;
   for (size_t p = 0; p < len;) {
     size_t l;
-    uint32_t v = nn_toku_decode(s + p, len - p, &l);
-    cp[n] = v;
-    fl[n] = (uint8_t)(v == TOKU_INVALID ? 0 : nn_toku_flags(v));
-    off[n++] = p;
+    uint32_t cp = nn_toku_decode((const unsigned char *)text + p, len - p, &l);
+    if (cp != TOKU_INVALID && (nn_toku_flags(cp) & TOKU_N)) {
+      if (p > from) nn_tok_pretokenize(TOK_PRE_GPT2, text + from, p - from, word, ctx);
+      word(ctx, text + p, l);
+      from = p + l;
+    }
     p += l;
   }
-  off[n] = len;
-  Cps c = {cp, fl, n};
-  size_t nw = 0;
-  for (size_t i = 0; i < n;) {
-    size_t e = pre == TOK_PRE_GPT2     ? match_gpt2(&c, i)
-             : pre == TOK_PRE_LLAMA3 ? match_llama3(&c, i, 3)
-             : pre == TOK_PRE_QWEN2  ? match_llama3(&c, i, 1)
-                                     : match_o200k(&c, i);
-    TG_ASSERT(e > i && e <= n, "a pre-tokenizer matched nothing");
-    if (nw == *cap) {
-      *cap = *cap ? *cap * 2 : 64;
-      *ends = tg_realloc(*ends, *cap * sizeof **ends);
+  if (len > from) nn_tok_pretokenize(TOK_PRE_GPT2, text + from, len - from, word, ctx);
+}
+
+void nn_tok_pretokenize(tok_pre pre, const char *text, size_t len, nn_tok_word_fn word, void *ctx) {
+  if (pre == TOK_PRE_DIGITS_GPT2) { pretokenize_digits(text, len, word, ctx); return; }
+  size_t bcap = PRE_BLOCK < len ? PRE_BLOCK : len, pos = 0;
+  uint32_t *cp = tg_malloc((bcap ? bcap : 1) * sizeof *cp);
+  uint8_t *fl = tg_malloc(bcap ? bcap : 1);
+  size_t *off = tg_malloc((bcap + 1) * sizeof *off);
+  const unsigned char *s = (const unsigned char *)text;
+  while (pos < len) {
+    size_t n = 0, p = pos;
+    while (p < len && n < bcap) {
+      size_t l;
+      uint32_t v = nn_toku_decode(s + p, len - p, &l);
+      cp[n] = v;
+      fl[n] = (uint8_t)(v == TOKU_INVALID ? 0 : nn_toku_flags(v));
+      off[n++] = p;
+      p += l;
     }
-    (*ends)[nw++] = off[e];
-    i = e;
+    off[n] = p;
+    bool final = p == len, past = false;
+    Cps c = {cp, fl, n, &past};
+    size_t i = 0;
+    while (i < n) {
+      past = false;
+      size_t e = pre == TOK_PRE_GPT2     ? match_gpt2(&c, i)
+                 : pre == TOK_PRE_LLAMA3 ? match_llama3(&c, i, 3)
+                 : pre == TOK_PRE_QWEN2  ? match_llama3(&c, i, 1)
+                                         : match_o200k(&c, i);
+      TG_ASSERT(e > i && e <= n, "a pre-tokenizer matched nothing");
+      if (past && !final) break;
+      word(ctx, text + off[i], off[e] - off[i]);
+      i = e;
+    }
+    if (i == 0 && !final) {  /* one match longer than the block */
+      bcap *= 2;
+      cp = tg_realloc(cp, bcap * sizeof *cp);
+      fl = tg_realloc(fl, bcap);
+      off = tg_realloc(off, (bcap + 1) * sizeof *off);
+      continue;
+    }
+    pos = off[i];
   }
   tg_free(cp);
   tg_free(fl);
   tg_free(off);
-  return nw;
 }

@@ -86,7 +86,7 @@ bool render_gemm_default_config(GemmElem in, GemmElem out, int64_t m, int64_t n,
                          GemmConfig *cfg) {
   GemmConfig c = {.in = in, .out = out, .m = m, .n = n, .k = k, .a_k_major = a_k_major, .b_k_major = b_k_major,
                   .group_m = 8};
-  const char *tile = getenv("GEMM_TILE");
+  const char *tile = tg_getenv_str("GEMM_TILE");
   int bm, bn, bk, st = 4;
   bool forced = tile && sscanf(tile, "%dx%dx%d:%d", &bm, &bn, &bk, &st) >= 3;
   size_t n_tiles = in == GEMM_ELEM_F32 ? TG_ARRAY_LEN(simt_tiles) : TG_ARRAY_LEN(wg_tiles);

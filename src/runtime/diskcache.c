@@ -49,7 +49,7 @@ static void make_parent_dirs(const char *path) {
 }
 
 static char *cache_path(void) {
-  const char *env = getenv("CACHEDB");
+  const char *env = tg_getenv_str("CACHEDB");
   if (env && *env) return tg_strdup(env);
   StrBuf b;
   sb_init(&b);

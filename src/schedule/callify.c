@@ -38,7 +38,7 @@ static tg_status unsupported(const char *what) {
 /* x (rewritten) is stored into a new buffer shaped like `orig`; returns the AFTER that stands for it. */
 static UOp *store_into_new_buffer(CallifyCtx *c, UOp *x, UOp *orig, tg_status *st) {
   SymShape ssh;
-  if (sched_symshape_of(orig, &c->shapes, &ssh) != SHAPE_OK) { *st = TG_ERR_INVALID_ARGUMENT; return NULL; }
+  if (uop_shape_sym_cached(orig, &c->shapes, &ssh) != SHAPE_OK) { *st = TG_ERR_INVALID_ARGUMENT; return NULL; }
   Shape sh = ssh.max; /* a symbolic shape is stored into a buffer sized for its maximum, viewed shrunk to it */
   if (dt_is_weak(orig->dtype)) {
     *st = tg_set_error(TG_ERR_INVALID_ARGUMENT, "cannot realize a weak dtype (%s); cast to a concrete dtype first",
@@ -94,7 +94,7 @@ static UOp *contiguous_view(CallifyCtx *c, UOp *x) {
   UOp *buf = sched_base(x);
   Shape xs, bs;
   if (buf == x || !sched_is_global_buffer(buf) || x->dtype != buf->dtype) return NULL;
-  if (sched_shape_of(x, &c->shapes, &xs) != SHAPE_OK || sched_shape_of(buf, &c->shapes, &bs) != SHAPE_OK || bs.ndim != 1) return NULL;
+  if (uop_shape_cached(x, &c->shapes, &xs) != SHAPE_OK || uop_shape_cached(buf, &c->shapes, &bs) != SHAPE_OK || bs.ndim != 1) return NULL;
   int64_t numel = shape_numel(&xs);
   if (numel == 0) return NULL;
   /* Cheap refusals first (the push-down below costs 0.05-0.2 ms, at every realize): a PAD or EXPAND that adds
@@ -108,7 +108,7 @@ static UOp *contiguous_view(CallifyCtx *c, UOp *x) {
     bool grows = cur->op == TG_OP_PAD || cur->op == TG_OP_EXPAND, reorder = cur->op == TG_OP_PERMUTE || cur->op == TG_OP_FLIP;
     if (!grows && !reorder) continue;
     Shape after, before, arg, unused;
-    if (sched_shape_of(cur, &c->shapes, &after) != SHAPE_OK || sched_shape_of(cur->src[0], &c->shapes, &before) != SHAPE_OK)
+    if (uop_shape_cached(cur, &c->shapes, &after) != SHAPE_OK || uop_shape_cached(cur->src[0], &c->shapes, &before) != SHAPE_OK)
       return NULL;
     if (grows) {
       if (shape_numel(&after) > shape_numel(&before)) return NULL;
@@ -142,7 +142,7 @@ static UOp *contiguous_view(CallifyCtx *c, UOp *x) {
     if (cur->op == TG_OP_DETACH || cur->op == TG_OP_CUSTOM_GRAD) { cur = cur->src[0]; continue; }
     SymShape ps;
     size_t nn = 0;
-    ok = sched_symshape_of(cur->src[0], &c->shapes, &ps) == SHAPE_OK && sched_apply_movement(cur, &ps, idx, n, tmp, &nn);
+    ok = uop_shape_sym_cached(cur->src[0], &c->shapes, &ps) == SHAPE_OK && sched_apply_movement(cur, &ps, idx, n, tmp, &nn);
     for (size_t k = 0; ok && k < nn; k++) idx[k] = tmp[k];
     n = nn;
     cur = cur->src[0];
@@ -193,7 +193,7 @@ static UOp *callify_copy(CallifyCtx *c, UOp *x, UOp *src, tg_status *st) {
     return uopmap_get(&c->realize_base, x) ? store_into_new_buffer(c, src, x, st) : src;
   if (strcmp(to, from) == 0) return src;
   Shape sh;
-  if (sched_shape_of(x, &c->shapes, &sh) != SHAPE_OK) { *st = TG_ERR_INVALID_ARGUMENT; return NULL; }
+  if (uop_shape_cached(x, &c->shapes, &sh) != SHAPE_OK) { *st = TG_ERR_INVALID_ARGUMENT; return NULL; }
   int64_t numel = shape_numel(&sh);
   if (numel == 0) return src;
   if (!uop_has_buffer_identity(src, true)) {

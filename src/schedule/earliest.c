@@ -14,7 +14,7 @@
 
 static ShapeCache *g_shapes; /* the shape cache of the running pass (set around each pm_graph_rewrite) */
 
-static bool shape_of(UOp *u, Shape *s) { return sched_shape_of(u, g_shapes, s) == SHAPE_OK; }
+static bool shape_of(UOp *u, Shape *s) { return uop_shape_cached(u, g_shapes, s) == SHAPE_OK; }
 
 static UOp *merge_reshapes(RwCtx *rw, UOp *x, UOp **m) {
   TG_UNUSED(rw);
@@ -499,7 +499,7 @@ static UOp *size_zero(RwCtx *rw, UOp *x, UOp **m) {
   TG_UNUSED(m);
   if (x->op == TG_OP_SINK || x->dtype == DT_VOID) return NULL;
   Shape s;
-  if (sched_shape_of(x, g_shapes, &s) != SHAPE_OK) return NULL;
+  if (uop_shape_cached(x, g_shapes, &s) != SHAPE_OK) return NULL;
   if (x->op == TG_OP_REDUCE && x->arg.kind == ARG_REDUCE && !has_zero(&s)) {
     Shape in;
     if (!shape_of(x->src[0], &in) || !has_zero(&in)) return NULL;

@@ -239,5 +239,3 @@ bool sched_in_ranges(UOp *u, const UOp *range) {
   return r;
 }
 
-ShapeResult sched_shape_of(UOp *u, ShapeCache *c, Shape *out) { return uop_shape_cached(u, c, out); }
-ShapeResult sched_symshape_of(UOp *u, ShapeCache *c, SymShape *out) { return uop_shape_sym_cached(u, c, out); }

@@ -249,7 +249,7 @@ static int broadcast_axes(const SymShape *src, const SymShape *out, int *axes) {
 }
 
 static bool shape_or_fail(IndexingCtx *c, UOp *u, SymShape *s) {
-  if (sched_symshape_of(u, &c->shapes, s) == SHAPE_OK) return true;
+  if (uop_shape_sym_cached(u, &c->shapes, s) == SHAPE_OK) return true;
   c->failed = true;
   return false;
 }

@@ -34,10 +34,6 @@ UOp *sched_weak_int(int64_t v);                          /* CONST weakint */
 UOp *sched_rebuild(const UOp *u, TgOp op, const DType *dt, uint32_t i, UOp *s);
 int sched_range_cmp(const UOp *a, const UOp *b);        /* order of RANGE args (axis id, subs, type) */
 
-/* Shapes of tensor-graph nodes through one cache per pass. */
-ShapeResult sched_shape_of(UOp *u, ShapeCache *c, Shape *out);
-ShapeResult sched_symshape_of(UOp *u, ShapeCache *c, SymShape *out); /* symbolic sizes allowed */
-
 /* Stages (each returns the new graph in the caller's scope, or NULL with tg_last_error set). */
 typedef struct CallifyResult {
   UOp *body;         /* SINK of AFTERs over PARAMs */

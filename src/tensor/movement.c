@@ -134,8 +134,28 @@ tg_tensor *tg_repeat(const tg_tensor *t, const int64_t *repeats, size_t n) {
   return tensor_ctx_end(x && int_args(repeats, n, "repeats") ? mix_repeat(x, repeats, (int)n) : NULL);
 }
 
-/* tinygrad split(int): pieces of `size` along axis, the last one shorter; each piece is a SHRINK view with its own
- * handle. On any error the pieces made so far are released, so out[] is all or nothing. */
+/* The pieces of t along axis d with the given sizes (which tile the axis), each a SHRINK view with a handle of its
+ * own: a nested begin/end only wraps, the caller's context stays open. On an error the pieces made so far are
+ * released, so out[] is all or nothing. Returns the count, or -1. */
+static int split_pieces(const tg_tensor *t, UOp *x, int d, const int64_t *sizes, size_t n, const char *op,
+                        tg_tensor **out) {
+  int64_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    int64_t b[2 * TG_MAX_DIMS];
+    for (int k = 0; k < t->shape.ndim; k++) b[2 * k] = 0, b[2 * k + 1] = t->shape.d[k];
+    b[2 * d] = at, b[2 * d + 1] = at + sizes[i];
+    at += sizes[i];
+    mix_ctx_begin(op);
+    out[i] = tensor_ctx_end(mix_shrink(x, b, t->shape.ndim));
+    if (!out[i]) {
+      for (size_t k = 0; k < i; k++) tg_release(out[k]), out[k] = NULL;
+      return -1;
+    }
+  }
+  return (int)n;
+}
+
+/* tinygrad split(int): pieces of `size` along axis, the last one shorter (an empty axis gives one empty piece). */
 int tg_split(const tg_tensor *t, int64_t size, int axis, tg_tensor **out, size_t max_out) {
   mix_ctx_begin("tg_split");
   UOp *x = tensor_in(t, 1);
@@ -146,19 +166,10 @@ int tg_split(const tg_tensor *t, int64_t size, int axis, tg_tensor **out, size_t
   int64_t dim_sz = t->shape.d[d];
   int64_t pieces = dim_sz == 0 ? 1 : (dim_sz + size - 1) / size;
   if (!out || (size_t)pieces > max_out) { mix_err("%lld pieces do not fit in out[%zu]", (long long)pieces, max_out); goto done; }
-  for (int64_t i = 0; i < pieces; i++) {
-    int64_t b[2 * TG_MAX_DIMS];
-    for (int k = 0; k < t->shape.ndim; k++) b[2 * k] = 0, b[2 * k + 1] = t->shape.d[k];
-    b[2 * d] = i * size, b[2 * d + 1] = TG_MIN(dim_sz, (i + 1) * size);
-    /* a new handle per piece: the nested begin/end only wraps, the outer context stays open */
-    mix_ctx_begin("tg_split");
-    out[i] = tensor_ctx_end(mix_shrink(x, b, t->shape.ndim));
-    if (!out[i]) {
-      for (int64_t k = 0; k < i; k++) tg_release(out[k]), out[k] = NULL;
-      goto done;
-    }
-  }
-  count = (int)pieces;
+  int64_t *sizes = tg_malloc((size_t)pieces * sizeof *sizes);
+  for (int64_t i = 0; i < pieces; i++) sizes[i] = TG_MIN(dim_sz, (i + 1) * size) - i * size;
+  count = split_pieces(t, x, d, sizes, (size_t)pieces, "tg_split", out);
+  tg_free(sizes);
 done:
   mix_ctx_end();
   return count;
@@ -182,20 +193,7 @@ int tg_split_sizes(const tg_tensor *t, const int64_t *sizes, size_t n, int axis,
     goto done;
   }
   if (!out || n > max_out) { mix_err("%zu pieces do not fit in out[%zu]", n, max_out); goto done; }
-  int64_t at = 0;
-  for (size_t i = 0; i < n; i++) {
-    int64_t b[2 * TG_MAX_DIMS];
-    for (int k = 0; k < t->shape.ndim; k++) b[2 * k] = 0, b[2 * k + 1] = t->shape.d[k];
-    b[2 * d] = at, b[2 * d + 1] = at + sizes[i];
-    at += sizes[i];
-    mix_ctx_begin("tg_split_sizes");
-    out[i] = tensor_ctx_end(mix_shrink(x, b, t->shape.ndim));
-    if (!out[i]) {
-      for (size_t k = 0; k < i; k++) tg_release(out[k]), out[k] = NULL;
-      goto done;
-    }
-  }
-  count = (int)n;
+  count = split_pieces(t, x, d, sizes, n, "tg_split_sizes", out);
 done:
   mix_ctx_end();
   return count;

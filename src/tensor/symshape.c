@@ -42,26 +42,26 @@ bool tensor_sym_shape_arg(const tg_sint *shape, size_t ndim, bool keep_ok, SymSh
   return true;
 }
 
-tg_tensor *tg_shrink_sym(const tg_tensor *t, const tg_sint *bounds, size_t ndim) {
-  mix_ctx_begin("tg_shrink_sym");
-  UOp *x = tensor_in(t, 1), *b[2 * TG_MAX_DIMS], *r = NULL;
+/* The (start, end) / (before, after) pairs of tg_shrink_sym and tg_pad_sym: 2*ndim sizes as size UOps, one builder
+ * for both (a NULL or too long array is an error naming `what`). */
+static tg_tensor *sym_pairs(const char *op, const tg_tensor *t, const tg_sint *pairs, size_t ndim, const char *what,
+                            UOp *(*build)(UOp *, UOp *const *, int)) {
+  mix_ctx_begin(op);
+  UOp *x = tensor_in(t, 1), *v[2 * TG_MAX_DIMS], *r = NULL;
   bool ok = x != NULL;
   if (ok && ndim > TG_MAX_DIMS) ok = mix_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS) != NULL;
-  if (ok && ndim && !bounds) ok = mix_err("bounds is NULL with ndim %zu", ndim) != NULL;
-  for (size_t i = 0; ok && i < 2 * ndim; i++) ok = (b[i] = sint_arg(bounds[i], 2)) != NULL;
-  if (ok) r = mix_shrink_sym(x, b, (int)ndim);
+  if (ok && ndim && !pairs) ok = mix_err("%s is NULL with ndim %zu", what, ndim) != NULL;
+  for (size_t i = 0; ok && i < 2 * ndim; i++) ok = (v[i] = sint_arg(pairs[i], 2)) != NULL;
+  if (ok) r = build(x, v, (int)ndim);
   return tensor_ctx_end(r);
 }
 
+tg_tensor *tg_shrink_sym(const tg_tensor *t, const tg_sint *bounds, size_t ndim) {
+  return sym_pairs("tg_shrink_sym", t, bounds, ndim, "bounds", mix_shrink_sym);
+}
+
 tg_tensor *tg_pad_sym(const tg_tensor *t, const tg_sint *pads, size_t ndim) {
-  mix_ctx_begin("tg_pad_sym");
-  UOp *x = tensor_in(t, 1), *p[2 * TG_MAX_DIMS], *r = NULL;
-  bool ok = x != NULL;
-  if (ok && ndim > TG_MAX_DIMS) ok = mix_err("%zu dims, at most %d supported", ndim, TG_MAX_DIMS) != NULL;
-  if (ok && ndim && !pads) ok = mix_err("pads is NULL with ndim %zu", ndim) != NULL;
-  for (size_t i = 0; ok && i < 2 * ndim; i++) ok = (p[i] = sint_arg(pads[i], 2)) != NULL;
-  if (ok) r = mix_pad_sym(x, p, (int)ndim);
-  return tensor_ctx_end(r);
+  return sym_pairs("tg_pad_sym", t, pads, ndim, "pads", mix_pad_sym);
 }
 
 tg_tensor *tg_reshape_sym(const tg_tensor *t, const tg_sint *shape, size_t ndim) {

@@ -338,7 +338,7 @@ static struct {
 
 /* A strong float (want_float) or int dtype named by env var `var`, else `dflt` (with a warning when set but bad). */
 static const DType *knob_dtype(const char *var, bool want_float, const DType *dflt) {
-  const char *v = getenv(var);
+  const char *v = tg_getenv_str(var);
   if (!v || !*v) return dflt;
   const DType *d = dt_by_name(v);
   if (d && !d->is_ptr && d->count == 1 && !dt_is_weak(d) && (want_float ? dt_is_float(d) : dt_is_int(d))) return d;

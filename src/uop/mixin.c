@@ -12,6 +12,8 @@
 
 /* ---------------------------------------------------------------------------------------------- call context */
 
+/* The one build context (the library's API is single-threaded): depth counts nested begins, the scope owns every
+ * node built inside, and the memos remember shapes and devices of the nodes seen so far. */
 static struct {
   int depth;
   const char *op;
@@ -21,6 +23,8 @@ static struct {
 } ctx;
 static char no_device; /* the device memo's "none" */
 
+/* Only the outermost begin opens the scope and the memos; an inner one (a public call used by another, a builder that
+ * opens its own for a helper handle) joins them, so nodes built inside stay alive until the outermost end. */
 void mix_ctx_begin(const char *op) {
   if (ctx.depth++ > 0) return;
   ctx.op = op;
@@ -31,6 +35,8 @@ void mix_ctx_begin(const char *op) {
 
 const char *mix_ctx_op(void) { return ctx.op ? ctx.op : "tinygrad"; }
 
+/* The outermost end frees every intermediate node: what survives is what a handle kept (tensor_ctx_end) or what the
+ * caller's own scope holds. */
 void mix_ctx_end(void) {
   if (--ctx.depth > 0) return;
   shape_cache_free(&ctx.cache);
@@ -39,14 +45,16 @@ void mix_ctx_end(void) {
   ctx.op = NULL;
 }
 
-
-
+/* An input's shape and device are known from its handle: seeding them stops the memo walks there, so a query on a
+ * node built from a huge input graph costs the new nodes only. */
 void mix_ctx_seed(UOp *u, const SymShape *s, const char *device) {
   if (!ctx.depth) return;
   shape_cache_seed_sym(&ctx.cache, u, s);
   uopmap_put(&ctx.device, u, device ? (void *)device : (void *)&no_device);
 }
 
+/* Errors name the public op (the context's), then what is wrong; INVALID_ARGUMENT for bad input, UNSUPPORTED (with
+ * the "tinygrad.c:" prefix) for what tinygrad does and this port does not yet. */
 UOp *mix_err(const char *fmt, ...) {
   char msg[768];
   va_list ap;
@@ -62,7 +70,8 @@ UOp *mix_err_unsupported(const char *what) {
   return NULL;
 }
 
-
+/* Shape queries through the context's cache (uop/shape.c rules); a node without a shape (a SINK, a void op) is an
+ * error here, since every builder needs one. mix_shape refuses symbolic sizes for code that reads sizes as numbers. */
 bool mix_shape_sym(UOp *u, SymShape *out) {
   if (!u) return false;
   ShapeResult r = uop_shape_sym_cached(u, &ctx.cache, out);
@@ -97,6 +106,7 @@ static bool device_unknown(const UOp *u, void *unused) {
   return uopmap_get(&ctx.device, u) == NULL;
 }
 
+/* Device names live for the process: a handle's device is a pointer compare, and names never dangle. */
 const char *mix_device_intern(const char *canonical) {
   static TG_VEC(char *) names;
   for (size_t i = 0; i < names.len; i++)
@@ -153,6 +163,7 @@ bool mix_has_device(UOp *u) {
   return mix_device_name(u) != NULL;
 }
 
+/* tinygrad _resolve_dim: negative axes count from the end; extra allows one past the last (unsqueeze, stack). */
 bool mix_resolve_dim(UOp *u, int dim, bool extra, int *out) {
   int nd = mix_ndim(u);
   if (nd < 0) return false;
@@ -239,6 +250,8 @@ UOp *mix_arange(double start, double stop, double step, const DType *dtype) {
   return mix_cast(mix_add(mix_cumalu(steps, 0, TG_OP_ADD), off), dtype);
 }
 
+/* tinygrad contiguous: a no-op on weak scalars, device-less values and plain buffers; otherwise a CONTIGUOUS node,
+ * which the scheduler realizes into a buffer of its own. */
 UOp *mix_contiguous(UOp *x) {
   if (!x) return NULL;
   if (dt_is_weak(x->dtype)) return x;

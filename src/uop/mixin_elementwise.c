@@ -1,16 +1,20 @@
-/* mixin_elementwise.c — tinygrad's ElementwiseMixin: dtype promotion of binary operands (_broadcasted: a bare weak CONST stays
- * weak at the promoted kind, everything else is CASTed), broadcasting left to the ALU's shape, and every composite
- * (neg = x*-1, sub = a + -b, div = a * 1/b, exp = exp2(x*1/ln2), activations ...) built from the same UOps in the
- * same order as tinygrad, so the graphs compare equal. */
+/* mixin_elementwise.c — tinygrad's ElementwiseMixin: dtype promotion of binary operands (_broadcasted: a bare weak
+ * CONST stays weak at the promoted kind, everything else is CASTed), broadcasting left to the ALU's shape, and every
+ * composite (neg = x*-1, sub = a + -b, div = a * 1/b, exp = exp2(x*1/ln2), activations ...) built from the same UOps
+ * in the same order as tinygrad, so the graphs compare equal. */
 #include "uop/mixin.h"
 
 #include <math.h>
 
+/* The node under views and gradient markers: a weak CONST stays a Python scalar even when broadcast (tinygrad's
+ * _broadcasted looks through the same ops). */
 static UOp *ubase(UOp *u) {
   while (u && (op_has(uop_op(u), OPP_MOVEMENT) || u->op == TG_OP_DETACH || u->op == TG_OP_CUSTOM_GRAD)) u = u->src[0];
   return u;
 }
 
+/* One operand at the promoted dtype: a (broadcast) weak CONST is re-made at the weak form of `out`, so `x + 2` on a
+ * half tensor adds a half-precision 2 with no CAST node; anything else is CAST. */
 static UOp *promote(UOp *t, const DType *out) {
   UOp *b = ubase(t);
   if (uop_is_invalid(b)) return t;
@@ -41,6 +45,7 @@ static UOp *ralu(TgOp op, UOp *const *src, int n) {
   return uop_new(op, dt, src, (size_t)n, arg_none());
 }
 
+/* Two already-promoted operands (the composites below promote once and then build several nodes). */
 static UOp *ralu2(TgOp op, UOp *a, UOp *b) {
   UOp *s[2] = {a, b};
   return ralu(op, s, 2);
@@ -48,6 +53,8 @@ static UOp *ralu2(TgOp op, UOp *a, UOp *b) {
 
 UOp *mix_alu1(TgOp op, UOp *a) { return a ? ralu(op, &a, 1) : NULL; }
 
+/* The promotion lattice (dt_least_upper, tinygrad's least_upper_dtype) picks the common dtype; shapes broadcast later,
+ * in ralu, because the ALU node itself carries the broadcast shape (no EXPAND is inserted). */
 bool mix_broadcasted(UOp **a, UOp **b) {
   if (!*a || !*b) return false;
   const DType *out = dt_least_upper((*a)->dtype, (*b)->dtype);
@@ -63,6 +70,8 @@ UOp *mix_alu(TgOp op, UOp *a, UOp *b) {
 
 UOp *mix_cast(UOp *x, const DType *d) { return x ? uop_cast(x, d) : NULL; }
 
+/* tinygrad bitcast: same-size dtypes reinterpret in place; a different item size rescales the last axis (which must
+ * divide evenly) and is refused on symbolic shapes. */
 UOp *mix_bitcast(UOp *x, const DType *d) {
   if (!x) return NULL;
   if (dt_is_weak(x->dtype) || dt_is_weak(d) || d == DT_VOID) return mix_err("bitcast requires concrete dtypes, got %s -> %s", x->dtype->name, d->name);
@@ -83,6 +92,8 @@ UOp *mix_bitcast(UOp *x, const DType *d) {
 UOp *mix_add(UOp *a, UOp *b) { return mix_alu(TG_OP_ADD, a, b); }
 UOp *mix_mul(UOp *a, UOp *b) { return mix_alu(TG_OP_MUL, a, b); }
 
+/* The comparisons and negations are tinygrad's: not x is x != True, -x is x * -1 (logical not for bools), a - b is
+ * a + (-b), ge/le/eq are negated lt/gt/ne. The rewrite rules fold these back; the graphs stay tinygrad's. */
 UOp *mix_logical_not(UOp *a) { return mix_ne(mix_cast(a, DT_BOOL), uop_const_bool(true)); }
 
 UOp *mix_neg(UOp *a) {
@@ -103,6 +114,8 @@ UOp *mix_log2(UOp *a) { return mix_alu1(TG_OP_LOG2, a); }
 UOp *mix_exp2(UOp *a) { return mix_alu1(TG_OP_EXP2, a); }
 UOp *mix_detach(UOp *a) { return mix_alu1(TG_OP_DETACH, a); }
 
+/* tinygrad div: ints with a rounding mode stay integer (CDIV truncates, FLOORDIV floors); everything else is
+ * a * reciprocal(b) in a float (ints promote to the default float), then truncated or floored as asked. */
 UOp *mix_div(UOp *a, UOp *b, tg_rounding mode) {
   if (!mix_broadcasted(&a, &b)) return NULL;
   if (dt_is_int(a->dtype) && dt_is_int(b->dtype)) {
@@ -119,6 +132,8 @@ UOp *mix_div(UOp *a, UOp *b, tg_rounding mode) {
   return mix_err("rounding_mode=%d is not supported", (int)mode);
 }
 
+/* Python's % (sign of the divisor) and C's fmod (sign of the dividend): the int forms are single ops, the float forms
+ * a - b * div(a, b) with the matching rounding. */
 UOp *mix_mod(UOp *a, UOp *b) {
   if (!mix_broadcasted(&a, &b)) return NULL;
   if (dt_is_int(a->dtype) && dt_is_int(b->dtype)) return ralu2(TG_OP_FLOORMOD, a, b);
@@ -131,6 +146,7 @@ UOp *mix_fmod(UOp *a, UOp *b) {
   return mix_sub(a, mix_mul(mix_div(a, b, TG_ROUND_TRUNC), b));
 }
 
+/* Only CMPLT and CMPNE exist as ops; the other comparisons are built from them. */
 UOp *mix_lt(UOp *a, UOp *b) { return mix_alu(TG_OP_CMPLT, a, b); }
 UOp *mix_gt(UOp *a, UOp *b) { return mix_alu(TG_OP_CMPLT, b, a); }
 UOp *mix_ge(UOp *a, UOp *b) { return mix_logical_not(mix_lt(a, b)); }
@@ -160,6 +176,8 @@ UOp *mix_where(UOp *c, UOp *x, UOp *y) {
 
 UOp *mix_maximum(UOp *a, UOp *b) { return mix_alu(TG_OP_MAX, a, b); }
 
+/* tinygrad minimum: -max(-a, -b) for floats; for ints and bools, where negation overflows or is not defined,
+ * ~max(~a, ~b) through XOR with all ones. */
 UOp *mix_minimum(UOp *a, UOp *b) {
   if (!mix_broadcasted(&a, &b)) return NULL;
   const DType *dt = dt_least_upper(a->dtype, b->dtype);
@@ -172,11 +190,14 @@ UOp *mix_minimum(UOp *a, UOp *b) {
   return mix_alu(TG_OP_XOR, ralu2(TG_OP_MAX, mix_alu(TG_OP_XOR, a, k), mix_alu(TG_OP_XOR, b, k2)), k);
 }
 
+/* The order-reversing map cummin/argmin use: negation for floats, bitwise not for ints. */
 UOp *mix_inverse(UOp *a) {
   if (!a) return NULL;
   return dt_is_float(a->dtype) ? mix_neg(a) : mix_bitwise_not(a);
 }
 
+/* cos and exp as tinygrad writes them: computed in at least float32 (half inputs upcast) and cast back; cos is
+ * sin(pi/2 - x), exp is exp2(x / ln 2), so only SIN and EXP2 need kernels (the renderers' decompositions). */
 UOp *mix_cos(UOp *a) {
   if (!a) return NULL;
   a = mix_cast(a, dt_least_upper_float(a->dtype));
@@ -200,6 +221,7 @@ UOp *mix_pow(UOp *a, UOp *b) {
 
 UOp *mix_square(UOp *a) { return mix_mul(a, a); }
 
+/* clamp (tinygrad's clip): where(x < lo, lo, x), then where(x > hi, hi, x); either bound may be NULL (none). */
 UOp *mix_clamp(UOp *a, UOp *lo, UOp *hi) {
   if (!a) return NULL;
   if (!lo && !hi) return mix_err("at least one of min and max must be given");
@@ -209,6 +231,7 @@ UOp *mix_clamp(UOp *a, UOp *lo, UOp *hi) {
 
 UOp *mix_isnan(UOp *a) { return mix_ne(a, a); }
 
+/* isinf: (x == inf) + (x == -inf) on bools, i.e. an OR (tinygrad's form); isnan above is x != x. */
 UOp *mix_isinf(UOp *a) {
   UOp *pos = mix_mul(mix_eq(a, mix_weak_float(INFINITY)), uop_const_bool(true));
   UOp *neg = mix_mul(mix_eq(a, mix_weak_float(-INFINITY)), uop_const_bool(true));
@@ -225,6 +248,7 @@ UOp *mix_floor(UOp *a) {
   return mix_where(mix_lt(a, b), mix_sub(b, mix_weak_int(1)), b);
 }
 
+/* Half to even (tinygrad's round): trunc(a)/2 decides whether the truncation is even, then the nearer neighbour. */
 UOp *mix_round(UOp *a) {
   UOp *b = mix_div(mix_trunc(a), mix_weak_float(2.0), TG_ROUND_NONE);
   UOp *cond = mix_eq(mix_gt(a, mix_weak_int(0)), mix_eq(mix_trunc(b), b));
@@ -249,6 +273,7 @@ UOp *mix_logaddexp(UOp *a, UOp *b) {
 
 UOp *mix_softplus(UOp *a, double beta) { return mix_mul(mix_weak_float(1 / beta), mix_logaddexp(mix_mul(a, mix_weak_float(beta)), mix_weak_float(0.0))); }
 
+/* Horner's rule with weak float coefficients (they take x's dtype). */
 UOp *mix_poly(UOp *x, const double *p, int n) {
   UOp *acc = mix_weak_float(0.0);
   for (int i = 0; i < n; i++) acc = mix_add(mix_mul(acc, x), mix_weak_float(p[i]));

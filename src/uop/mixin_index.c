@@ -3,6 +3,8 @@
  * linear index). */
 #include "uop/mixin.h"
 
+/* One index entry after normalization: the axis size it leaves (size), the bounds to shrink to [b0, b1) and the
+ * stride (negative: flip); an int index collapses its axis, None inserts one, a tensor index keeps its node. */
 typedef struct Parsed {
   int64_t size, b0, b1, stride;
   bool collapse, is_none, is_tensor;
@@ -31,6 +33,9 @@ static void parse_slice(const tg_index *ix, int64_t size, Parsed *p) {
   p->b0 = b0, p->b1 = b1, p->stride = step;
 }
 
+/* The views of the basic indices, in tinygrad's order: one SHRINK to the bounds, one FLIP of the negative-stride
+ * axes, then for |stride| > 1 pad each axis up to a multiple of the stride, split it into (size/stride, stride) and
+ * keep the first of every stride elements (shrink + reshape: strided slicing is a view, no gather). */
 static UOp *apply_view_ops(UOp *x, const Parsed *m, int n) {
   int64_t b[2 * TG_MAX_DIMS];
   int flips[TG_MAX_DIMS], nf = 0;
@@ -56,7 +61,11 @@ static UOp *apply_view_ops(UOp *x, const Parsed *m, int n) {
   return mix_reshape(mix_shrink_to(mix_reshape(mix_pad_to(x, to, n), rs, 2 * n), sk, 2 * n), fin, n);
 }
 
-/* tensor indices (already made non-negative), the one-hot path of _getitem */
+/* Tensor indices (already made non-negative), the one-hot path of _getitem: for each indexed axis a mask
+ * idx == arange(size) laid along it, the masks ANDed, x selected with WHERE and the indexed axes summed away; the
+ * broadcast index shape goes where the first indexed axis was (or to the front when the indexed axes are not
+ * adjacent, numpy's rule). Several adjacent index tensors become one linear index over the merged axes first (one
+ * mask instead of one per axis), with out-of-range combinations masked to 0 as the recursive getitem does. */
 static UOp *index_by_tensors(UOp *x, const int *dims, UOp *const *tensors, int nt) {
   Shape xs, big, ts;
   if (!mix_shape(x, &xs) || !mix_shape(tensors[0], &big)) return NULL;
@@ -135,6 +144,9 @@ static UOp *index_by_tensors(UOp *x, const int *dims, UOp *const *tensors, int n
   return r;
 }
 
+/* The entry: the ellipsis (or the missing tail) expands to full slices, each entry is parsed against its axis, the
+ * views are applied, collapsed axes and new axes are one reshape, and tensor indices go last through the one-hot
+ * path. */
 UOp *mix_getitem(UOp *x, const tg_index *idx, UOp *const *tensors, size_t n) {
   Shape s;
   if (!x || !mix_shape(x, &s)) return NULL;

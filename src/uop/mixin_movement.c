@@ -3,8 +3,11 @@
  * stretched axes, expands on the left and permutes back), and a view op that changes nothing returns its input. */
 #include "uop/mixin.h"
 
+/* NULL in, false out: every builder starts with this, so a failed argument propagates without a second message. */
 static bool get_shape(UOp *x, Shape *s) { return x && mix_shape(x, s); }
 
+/* The raw movement node (tinygrad's UOp._mop): sizes become shape-argument sources (CONST / STACK), orders and flip
+ * flags an int arg. No checks here: the shape rule (uop/shape.c) validates the node when its shape is first asked. */
 UOp *mix_mop(UOp *x, TgOp op, const int64_t *a, const int64_t *b, int n) {
   if (!x) return NULL;
   UOp *src[3] = {x, NULL, NULL};
@@ -24,6 +27,8 @@ UOp *mix_mop(UOp *x, TgOp op, const int64_t *a, const int64_t *b, int n) {
   }
 }
 
+/* tinygrad reshape: one -1 is inferred from the element count (refused when the known sizes multiply to 0, where any
+ * size would fit); a reshape to the same shape is the input itself, so views never stack up needlessly. */
 UOp *mix_reshape(UOp *x, const int64_t *shape, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
@@ -49,6 +54,7 @@ UOp *mix_reshape(UOp *x, const int64_t *shape, int n) {
   return mix_mop(x, TG_OP_RESHAPE, ns, NULL, n);
 }
 
+/* tinygrad permute: negative axes allowed, each axis exactly once; the identity order is no node. */
 UOp *mix_permute(UOp *x, const int *order, int n) {
   int nd = x ? mix_ndim(x) : -1;
   if (nd < 0) return NULL;
@@ -80,6 +86,7 @@ UOp *mix_broadcast_to(UOp *x, const Shape *ns) {
   return mix_broadcast_to_sym(x, &s);
 }
 
+/* tinygrad expand: right-aligned like broadcasting, -1 keeps a size; the work is broadcast_to's. */
 UOp *mix_expand(UOp *x, const int64_t *shape, int n) {
   Shape s, ns;
   if (!get_shape(x, &s)) return NULL;
@@ -95,6 +102,7 @@ UOp *mix_expand(UOp *x, const int64_t *shape, int n) {
   return mix_broadcast_to(x, &ns);
 }
 
+/* tinygrad flip: per-axis flags in the arg (one FLIP for all axes); no axes is no node. */
 UOp *mix_flip(UOp *x, const int *axes, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
@@ -110,6 +118,8 @@ UOp *mix_flip(UOp *x, const int *axes, int n) {
   return any ? mix_mop(x, TG_OP_FLIP, flags, NULL, s.ndim) : x;
 }
 
+/* Concrete pads and bounds go through the symbolic builders (mixin_symshape.c) with CONST sizes: one implementation
+ * of the PAD/SHRINK arithmetic for both. */
 UOp *mix_pad_raw(UOp *x, const int64_t *pads, int n) {
   if (!x) return NULL;
   if (n > TG_MAX_DIMS) return mix_err("%d dims, at most %d supported", n, TG_MAX_DIMS);
@@ -126,6 +136,7 @@ UOp *mix_shrink(UOp *x, const int64_t *bounds, int n) {
   return mix_shrink_sym(x, b, n);
 }
 
+/* shrink/pad to a target shape from the start of each axis (-1 keeps the size): the forms _pool and cat use. */
 UOp *mix_shrink_to(UOp *x, const int64_t *shape, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
@@ -149,6 +160,7 @@ UOp *mix_pad_to(UOp *x, const int64_t *shape, int n) {
   return same ? x : mix_mop(x, TG_OP_PAD, beg, sz, n);
 }
 
+/* squeeze/unsqueeze/flatten are reshapes (tinygrad's are too): no new op kinds, and the rules see one view op. */
 UOp *mix_squeeze(UOp *x, int dim) {
   Shape s;
   int d;
@@ -184,6 +196,8 @@ UOp *mix_flatten(UOp *x, int start, int end) {
   return mix_reshape(x, ns, k);
 }
 
+/* tinygrad repeat: reshape to insert a size-1 axis before each repeated one, expand it to the repeat count, reshape
+ * the pairs together; axes repeated once get no extra axis (the graph tinygrad builds, so kernels compare equal). */
 UOp *mix_repeat(UOp *x, const int64_t *repeats, int n) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
@@ -233,7 +247,8 @@ UOp *mix_stack(UOp *const *xs, int n, int dim) {
   return mix_permute(r, perm, s0.ndim + 1);
 }
 
-/* cat when some size is symbolic: every piece padded to the total on `d` (offsets are expressions), then summed */
+/* cat when some size is symbolic: every piece padded to the total on `d` (offsets are expressions), then summed (or
+ * OR'ed for bools), since a STACK needs equal sizes. The pieces' other axes must match node for node. */
 static UOp *cat_sym(UOp *const *xs, int n, int d) {
   SymShape s0, si;
   if (!mix_shape_sym(xs[0], &s0)) return NULL;
@@ -264,6 +279,8 @@ static UOp *cat_sym(UOp *const *xs, int n, int d) {
   return acc;
 }
 
+/* tinygrad cat: equal pieces stack and flatten the new axis into `dim`; unequal ones are each zero-padded to the
+ * total along `dim` and added (the sum fuses into one kernel that reads each piece where it is valid). */
 UOp *mix_cat(UOp *const *xs, int n, int dim) {
   if (n <= 0) return mix_err("cat needs at least one tensor");
   for (int i = 0; i < n; i++)
@@ -339,7 +356,9 @@ static UOp *pool_disjoint(UOp *x, const Shape *s, const int64_t *k, int nk, cons
   return mix_permute(x, perm, nn + 2 * nk);
 }
 
-/* tinygrad _pool: sliding windows over the last nk axes -> (..., o_1..o_n, k_1..k_n) */
+/* tinygrad _pool: sliding windows over the last nk axes -> (..., o_1..o_n, k_1..k_n). The general path is
+ * tinygrad's repeat/shrink/reshape chain (a window at every stride, dilation by the reshape's stride); disjoint
+ * windows take the plain view above (POOL_VIEW=0 turns that off, for comparing with tinygrad's graphs). */
 UOp *mix_pool(UOp *x, const int64_t *k, int nk, const int64_t *stride, const int64_t *dilation) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;
@@ -414,7 +433,9 @@ UOp *mix_pad_constant(UOp *x, const int64_t *pads, int n, Const value) {
   return mix_where(mask, base, mix_const(value, NULL));
 }
 
-/* the reflect/replicate/circular modes of OpMixin.pad */
+/* The reflect/replicate/circular modes of OpMixin.pad. Circular: crop negative pads, repeat the axis up to three
+ * times and cut the window. Reflect and replicate: axis by axis, cat the mirrored (getitem with step -1, the edge
+ * excluded) or edge (expand of the last slice) pieces on both sides, then crop the negative pads. */
 UOp *mix_pad_mode(UOp *x, const int64_t *pads, int n, tg_pad_mode mode, Const value) {
   Shape s;
   if (!get_shape(x, &s)) return NULL;

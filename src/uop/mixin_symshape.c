@@ -1,6 +1,7 @@
-/* mixin_symshape.c — symbolic sizes in the graph builders (tinygrad's sint): a size is an int or a weak-int expression of
- * bound Variables, e.g. the length start_pos+1 of a KV-cache slice. A tensor with such a size is a view of storage
- * sized for the maximum; its kernels loop to the expression, whose Variables reach them as scalar arguments.
+/* mixin_symshape.c — symbolic sizes in the graph builders (tinygrad's sint): a size is an int or a weak-int
+ * expression of bound Variables, e.g. the length start_pos+1 of a KV-cache slice. A tensor with such a size is a view
+ * of storage sized for the maximum; its kernels loop to the expression, whose Variables reach them as scalar
+ * arguments.
  *
  * The builders here take and give SymShape / size UOps. Validity is checked at the bound values (what this realize
  * computes) on top of the shape rules' value-free checks (shape.c). The public calls (tg_shrink_sym, tg_reshape_sym,
@@ -25,6 +26,8 @@ static bool sint_ok(UOp *e, int depth) {
   }
 }
 
+/* A size expression checked (leaves CONST ints and bound Variables, int ops only) and simplified, so equal sizes are
+ * one node and shape equality stays a pointer compare. */
 UOp *mix_sint(UOp *e) {
   if (!e) return NULL;
   if (!sint_ok(e, 0))
@@ -41,6 +44,8 @@ UOp *mix_sint(UOp *e) {
   return s;
 }
 
+/* The value at the current binds: each bound Variable replaced by its CONST, then folded. The builders check
+ * bounds with it (what this realize computes), on top of the shape rules' value-free checks. */
 bool mix_sint_value(UOp *e, int64_t *out) {
   if (e->op == TG_OP_CONST) {
     *out = e->arg.c.i;
@@ -64,6 +69,7 @@ bool mix_sint_value(UOp *e, int64_t *out) {
   return true;
 }
 
+/* A shape for messages (rotating static buffers: two in one message are fine). */
 static const char *fmt_sym(const SymShape *s) {
   static char bufs[4][256];
   static int at;
@@ -71,6 +77,8 @@ static const char *fmt_sym(const SymShape *s) {
   return shape_sym_fmt(s, bufs[at], sizeof bufs[at]);
 }
 
+/* The element count of the axes marked in red (all when NULL) as one size expression: the concrete sizes multiplied
+ * into one CONST factor of the symbolic product (mean and var divide by it). */
 UOp *mix_sym_numel(const SymShape *s, const bool *red) {
   int64_t n = 1;
   UOp *e = NULL;
@@ -83,6 +91,8 @@ UOp *mix_sym_numel(const SymShape *s, const bool *red) {
   return uop_simplify(n == 1 ? e : uop_mul(e, uop_const_int(DT_WEAKINT, n)));
 }
 
+/* A reshape with symbolic sizes: concrete on both sides goes to mix_reshape (with its -1 handling); otherwise the node
+ * is built and the shape rule decides (it allows each symbolic size to stay one axis, see uop/shape.c same_numel). */
 UOp *mix_reshape_sym(UOp *x, const SymShape *to) {
   SymShape s, r;
   if (!x || !mix_shape_sym(x, &s)) return NULL;
@@ -95,6 +105,7 @@ UOp *mix_reshape_sym(UOp *x, const SymShape *to) {
   return y;
 }
 
+/* A movement node whose shape arguments are SymShapes (sizes that are expressions stay expressions in the STACK). */
 static UOp *mop_sym(UOp *x, TgOp op, const SymShape *a, const SymShape *b) {
   UOp *src[3] = {x, shape_sym_to_uop(a), b ? shape_sym_to_uop(b) : NULL};
   return uop_new(op, NULL, src, b ? 3 : 2, arg_none());
@@ -139,6 +150,8 @@ UOp *mix_broadcast_to_sym(UOp *x, const SymShape *ns) {
   return mix_permute(r, perm, ns->max.ndim);
 }
 
+/* SHRINK by (start, end) per axis, any of them an expression: checked at the bound values (0 <= start <= end <= size),
+ * stored as (offsets, sizes) with the size end - start simplified; the full range on every axis is no node. */
 UOp *mix_shrink_sym(UOp *x, UOp *const *bounds, int n) {
   SymShape s, off, sz;
   if (!x || !mix_shape_sym(x, &s)) return NULL;
@@ -166,6 +179,8 @@ UOp *mix_shrink_sym(UOp *x, UOp *const *bounds, int n) {
   return same ? x : mop_sym(x, TG_OP_SHRINK, &off, &sz);
 }
 
+/* PAD by (before, after) per axis, expressions allowed, non-negative at the bound values; the new size is
+ * size + before + after; no padding is no node. */
 UOp *mix_pad_sym(UOp *x, UOp *const *pads, int n) {
   SymShape s, beg, sz;
   if (!x || !mix_shape_sym(x, &s)) return NULL;

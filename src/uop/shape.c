@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Plain shapes: element count, equality, "(4, 3)" text (Python's tuple spelling, "(4,)" for one axis), and numpy's
+ * right-aligned broadcast. */
 int64_t shape_numel(const Shape *s) {
   int64_t n = 1;
   for (int i = 0; i < s->ndim; i++) n *= s->d[i];
@@ -48,6 +50,9 @@ bool shape_broadcast(const Shape *a, const Shape *b, Shape *out) {
 
 /* ---- symbolic sizes ---- */
 
+/* Symbolic shapes: a size is concrete (sym NULL, max.d the size) or an expression (sym, with its vmax in max.d).
+ * Two symbolic sizes are equal when they are the same node: hash-consing makes structurally equal expressions one
+ * node, and mix_sint simplifies them first. */
 SymShape shape_sym_from(const Shape *s) {
   SymShape r;
   memset(&r, 0, sizeof r);
@@ -91,6 +96,7 @@ const char *shape_sym_fmt(const SymShape *s, char *buf, size_t n) {
   return buf;
 }
 
+/* Broadcasting with symbolic sizes: a concrete 1 stretches to anything, otherwise the sizes must be the same. */
 bool shape_sym_broadcast(const SymShape *a, const SymShape *b, SymShape *out) {
   int nd = TG_MAX(a->max.ndim, b->max.ndim);
   SymShape r;
@@ -148,6 +154,7 @@ static bool as_symshape(const UOp *arg, SymShape *out, bool signed_ok) {
 
 bool uop_as_symshape(const UOp *arg, SymShape *out) { return as_symshape(arg, out, false); }
 
+/* The shape-argument form of a SymShape (tinygrad shape_to_shape_arg): one size is the size itself, several a STACK. */
 UOp *shape_sym_to_uop(const SymShape *s) {
   if (!shape_sym_is_symbolic(s)) return shape_to_uop(s->max.d, s->max.ndim);
   if (s->max.ndim == 1) return s->sym[0];
@@ -156,6 +163,7 @@ UOp *shape_sym_to_uop(const SymShape *s) {
   return uop_new(TG_OP_STACK, DT_WEAKINT, src, (size_t)s->max.ndim, arg_none());
 }
 
+/* tinygrad marg: what a movement op's sources say, as SymShapes (PAD/SHRINK: begins and sizes). */
 bool uop_marg_pair_sym(const UOp *mop, SymShape *first, SymShape *second) {
   switch (uop_op(mop)) {
   case TG_OP_RESHAPE: case TG_OP_EXPAND:
@@ -216,8 +224,9 @@ bool uop_marg_pair(const UOp *mop, Shape *first, Shape *second) {
   }
 }
 
-/* ---- the per-op rule: `get` gives a source's already computed shape (NULL when it has none) ---- */
+/* ---- the per-op rule: a source's shape is always computed before its user's (toposort order) ---- */
 
+/* A node's memoized answer: OK with its shape, NONE, or ERROR (then tg_last_error was set when it was computed). */
 typedef struct ShapeSlot { ShapeResult res; SymShape s; } ShapeSlot;
 
 static ShapeResult fail(const UOp *u, const char *why) {
@@ -255,6 +264,9 @@ static ShapeResult need_shape(const UOp *u, const UOpMap *m, const UOp *src, Sym
   return r == SHAPE_NONE ? fail(u, why) : r;
 }
 
+/* The movement ops and REDUCE, given the source's shape ps, with tinygrad's validity checks: reshape keeps the
+ * element count, expand prepends, permute is a permutation, pad/shrink stay inside, flip keeps the shape, REDUCE drops
+ * its leading axes. */
 static ShapeResult movement_shape(const UOp *u, const SymShape *ps, SymShape *out) {
   SymShape a, b;
   char b1[200], b2[200];
@@ -324,6 +336,7 @@ static ShapeResult movement_shape(const UOp *u, const SymShape *ps, SymShape *ou
   }
 }
 
+/* out += t's axes from `from` on (sizes and expressions together). */
 static void append_dims(SymShape *out, const SymShape *t, int from) {
   for (int k = from; k < t->max.ndim; k++) {
     out->max.d[out->max.ndim] = t->max.d[k];
@@ -331,6 +344,10 @@ static void append_dims(SymShape *out, const SymShape *t, int from) {
   }
 }
 
+/* One node's shape from its sources', tinygrad's _shape case by case: ops of the schedule and the linearized program
+ * have none; INDEX concatenates the index shapes and the rest of the indexed one; STACK prepends its count;
+ * buffers and PARAMs take their size argument; WMMA the accumulator's fragment; pass-through ops their first
+ * source's; then movement, unary (and CAST) and broadcasting ALU ops. */
 static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
   SymShape s0, t;
   ShapeResult sr;
@@ -483,6 +500,8 @@ void shape_cache_free(ShapeCache *c) {
 /* do not descend into nodes whose shape is known already */
 static bool not_cached(const UOp *u, void *ctx) { return uopmap_get(&((ShapeCache *)ctx)->map, u) == NULL; }
 
+/* One toposort from u that stops at cached nodes, then each new node's rule in order: a graph is walked once per
+ * cache however many queries touch it (a tensor call's queries share the context's cache). */
 ShapeResult uop_shape_sym_cached(UOp *u, ShapeCache *c, SymShape *out) {
   void **hit = uopmap_get(&c->map, u);
   if (!hit) {
@@ -505,6 +524,8 @@ ShapeResult uop_shape_sym_cached(UOp *u, ShapeCache *c, SymShape *out) {
   return slot->res;
 }
 
+/* The concrete form: a symbolic result is an UNSUPPORTED error naming the shape, never its maximum as if it were the
+ * size. */
 ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out) {
   SymShape s;
   ShapeResult r = uop_shape_sym_cached(u, c, &s);
@@ -520,6 +541,7 @@ ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out) {
   return SHAPE_OK;
 }
 
+/* A known shape for u (a handle's), unless u was computed already (the computed one is the same). */
 void shape_cache_seed_sym(ShapeCache *c, UOp *u, const SymShape *s) {
   if (uopmap_get(&c->map, u)) return;
   ShapeSlot *slot = tg_malloc(sizeof *slot);
@@ -558,6 +580,10 @@ int64_t uop_max_numel(UOp *u, ShapeCache *c) {
 
 /* ---- addrspace ---- */
 
+/* tinygrad UOp.addrspace: PARAMs and buffers say where they live, computed scalars (RANGE, SPECIAL, a LOAD's value)
+ * are ALU, INDEX/CAST/AFTER/movement pass their first source's, and elementwise ops, STACK and WMMA the common space
+ * of their sources (none when they disagree). cg_add_loads reads memory operands through a LOAD by it, and the
+ * renderers tell values from memory by it. */
 static AddrSpace compute_addrspace(ShapeCache *c, const UOp *u) {
   switch (uop_op(u)) {
   case TG_OP_PARAM: case TG_OP_BUFFER: return u->arg.kind == ARG_PARAM ? (AddrSpace)u->arg.param->addrspace : ADDR_NONE;
