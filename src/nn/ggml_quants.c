@@ -72,10 +72,8 @@ static tg_tensor *shifts(int64_t start, int64_t step, int64_t n, const int64_t *
 /* 32-element blocks of nibbles (Q4_0, Q4_1, MXFP4): the 16 bytes qs give y[j] = qs[j] & 15, y[j+16] = qs[j] >> 4.
  * Returns (nblocks, 32) uint8. */
 static tg_tensor *nibbles32(const tg_tensor *qs) {
-  int64_t nb = tg_size(qs, 0);
-  tg_tensor *x = tg_expand(tg_reshape(qs, TG_SHAPE(nb, 1, 16)), TG_SHAPE(nb, 2, 16));
-  tg_tensor *q = mask(tg_rshift(x, shifts(0, 4, 2, TG_SHAPE(1, 2, 1))), 15);
-  return tg_reshape(q, TG_SHAPE(nb, 32));
+  const tg_tensor *halves[2] = {mask(qs, 15), shr(qs, 4)};
+  return tg_cat(halves, 2, 1);
 }
 
 /* ------------------------------------------------------------------------------------------------- formats */
