@@ -56,6 +56,7 @@ static void check_tinygrad_cases(void) {
     plain.c_dialect = RENDER_C_DIALECT_CLANG; /* tinygrad's ClangRenderer text, whichever compiler CC names */
     plain.reduce_vectorize_hint = false;
     plain.pointer_plus_terms = false;
+    plain.float_right_parens = false;
     plain.inline_narrow_ints = true;
     char *src = render_c(&plain, lin);
     CHECK_MSG(src && strcmp(src, c_render_cases[i].source) == 0, "%s: C source\n  got\n%s\n  expected\n%s", name,
@@ -64,6 +65,7 @@ static void check_tinygrad_cases(void) {
     Renderer hint_only = *renderer_clang();
     hint_only.c_dialect = RENDER_C_DIALECT_CLANG;
     hint_only.pointer_plus_terms = false;
+    hint_only.float_right_parens = false;
     hint_only.inline_narrow_ints = true;
     char *hinted = render_c(&hint_only, lin);
     if (src && hinted) {

@@ -284,8 +284,11 @@ static bool put_alu(CRender *cr, StrBuf *b, const UOp *x) {
     StrBuf r;
     sb_init(&r);
     put_ref(cr, &r, x->src[i]);
+    /* C groups a+b+c as (a+b)+c: a right operand keeps its parentheses when it is float math (a + (b + c) is not
+     * (a + b) + c in floating point; an accumulator's acc + (x + y) would become a chain of dependent adds) */
     bool strip = x->src[i]->op == x->op &&
-                 (op == TG_OP_ADD || op == TG_OP_MUL || op == TG_OP_XOR || op == TG_OP_OR || op == TG_OP_AND);
+                 (op == TG_OP_ADD || op == TG_OP_MUL || op == TG_OP_XOR || op == TG_OP_OR || op == TG_OP_AND) &&
+                 (i == 0 || !cr->ren->float_right_parens || !dt_is_float(x->dtype->scalar));
     if (strip) put_stripped(&t, r.s ? r.s : "");
     else sb_puts(&t, r.s ? r.s : "");
     sb_free(&r);

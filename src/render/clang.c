@@ -209,6 +209,7 @@ const Renderer *renderer_clang(void) {
   r.vector_bytes = cpu_vector_bytes();
   r.reduce_vectorize_hint = true;
   r.pointer_plus_terms = true;
+  r.float_right_parens = true;
   static const TgOp ops[] = {TG_OP_SQRT, TG_OP_NEG, TG_OP_TRUNC, TG_OP_AND, TG_OP_XOR, TG_OP_OR, TG_OP_ADD,
                              TG_OP_SUB, TG_OP_MUL, TG_OP_CMOD, TG_OP_CDIV, TG_OP_CMPNE, TG_OP_SHR, TG_OP_SHL,
                              TG_OP_CMPLT, TG_OP_WHERE, TG_OP_CMPEQ, TG_OP_FDIV};

@@ -45,6 +45,7 @@ struct Renderer {
                                   else 16); the CPU heuristic tiles matmul-like kernels to it */
   bool reduce_vectorize_hint;  /* mark contiguous scalar reduce loops for the compiler's loop vectorizer (c.c) */
   bool pointer_plus_terms;     /* write an access at x + c as buf+x+c, not buf+(x+c) (c.c put_index_terms) */
+  bool float_right_parens;     /* keep a float a + (b + c) parenthesized (tinygrad's text writes a+b+c: C's (a+b)+c) */
   bool inline_narrow_ints;     /* tinygrad's text: inline 8/16-bit integer ALU results (C then computes them in int,
                                   unwrapped: c.c inline_it); false (every renderer) gives them a wrapping line */
   RenderCDialect c_dialect;     /* the C renderer's dialect (CPU only) */
