@@ -37,7 +37,7 @@ typedef struct SymShape {
 ShapeResult uop_shape(UOp *u, Shape *out);
 
 /* Repeated queries over one graph: a cache keyed by node (nodes must outlive the cache); it also memoizes addrspace. */
-typedef struct ShapeCache { UOpMap map; TG_VEC(void *) owned; UOpMap aspace; } ShapeCache;
+typedef struct ShapeCache { UOpMap map; TG_VEC(void *) owned; int block_used; UOpMap aspace; } ShapeCache;
 void shape_cache_init(ShapeCache *c);
 void shape_cache_free(ShapeCache *c);
 ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out);

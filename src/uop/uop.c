@@ -720,10 +720,20 @@ size_t uop_variables(UOp *root, UOp ***out) {
 /* ------------------------------------------------------------------------------------------------------------ */
 /* pointer map (open addressing, linear probing; keys never removed individually)                                 */
 
+/* Freed first-size tables (64 slots) wait here for the next map: a tensor op builds and drops several small maps
+ * (its shape and device memos, each toposort's seen set), and their calloc/free pairs were a fifth of its cost. Like
+ * the interning table, maps belong to the one thread that drives the library. */
+enum { UOPMAP_FIRST_CAP = 64, UOPMAP_SPARE = 16 };
+static struct { const UOp **keys[UOPMAP_SPARE]; void **vals[UOPMAP_SPARE]; int n; } spare_tables;
+
 void uopmap_init(UOpMap *m) { memset(m, 0, sizeof *m); }
 void uopmap_free(UOpMap *m) {
-  tg_free(m->keys);
-  tg_free(m->vals);
+  if (m->cap == UOPMAP_FIRST_CAP && spare_tables.n < UOPMAP_SPARE) {
+    spare_tables.keys[spare_tables.n] = m->keys, spare_tables.vals[spare_tables.n++] = m->vals;
+  } else {
+    tg_free(m->keys);
+    tg_free(m->vals);
+  }
   uopmap_init(m);
 }
 static size_t ptr_slot(const UOp *k, size_t cap) {
@@ -740,10 +750,15 @@ void **uopmap_get(const UOpMap *m, const UOp *k) {
 void uopmap_put(UOpMap *m, const UOp *k, void *v) {
   if ((m->len + 1) * 4 > m->cap * 3) {
     UOpMap n;
-    n.cap = m->cap ? m->cap * 2 : 64;
+    n.cap = m->cap ? m->cap * 2 : UOPMAP_FIRST_CAP;
     n.len = 0;
-    n.keys = tg_calloc(n.cap, sizeof(UOp *));
-    n.vals = tg_calloc(n.cap, sizeof(void *));
+    if (n.cap == UOPMAP_FIRST_CAP && spare_tables.n) {  /* only keys need clearing: a value is written on insert */
+      n.keys = spare_tables.keys[--spare_tables.n], n.vals = spare_tables.vals[spare_tables.n];
+      memset(n.keys, 0, UOPMAP_FIRST_CAP * sizeof *n.keys);
+    } else {
+      n.keys = tg_calloc(n.cap, sizeof(UOp *));
+      n.vals = tg_calloc(n.cap, sizeof(void *));
+    }
     for (size_t i = 0; i < m->cap; i++)
       if (m->keys[i]) uopmap_put(&n, m->keys[i], m->vals[i]);
     uopmap_free(m);
