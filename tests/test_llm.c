@@ -186,6 +186,8 @@ static void test_bad_files(void) {
     {"nokey", "llama.block_count", NULL, NULL, 0, TG_ERR_IO, "missing key llama.block_count"},
     {"notensor", NULL, NULL, "blk.1.ffn_up.weight", 0, TG_ERR_IO, "missing tensor blk.1.ffn_up.weight"},
     {"shape", NULL, NULL, NULL, 32, TG_ERR_IO, "tensor blk.1.ffn_norm.weight has ne (32, 1)"},
+    /* two bad tensors in one layer: the message names the first */
+    {"two", NULL, NULL, "blk.1.ffn_up.weight", 32, TG_ERR_IO, "tensor blk.1.ffn_norm.weight has ne (32, 1)"},
   };
   for (size_t i = 0; i < TG_ARRAY_LEN(cases); i++) {
     char *p = write_variant(cases[i].tag, cases[i].drop, cases[i].arch, cases[i].rename, cases[i].ne0);

@@ -235,7 +235,9 @@ static tg_status bind_weights(tg_llm *m, const char *path) {
   for (int l = 0; l < c->n_layer && !bad && !oss; l++) {
     LlmLayer *L = &m->layers[l];
     char n[96];
-#define W(field, nm, a, b, req) (snprintf(n, sizeof n, "blk.%d." nm, l), L->field = weight(m, n, a, b, req, path, &bad))
+    /* after the first bad tensor nothing more is looked up, so the message names that one */
+#define W(field, nm, a, b, req) \
+  do if (!bad) snprintf(n, sizeof n, "blk.%d." nm, l), L->field = weight(m, n, a, b, req, path, &bad); while (0)
     W(attn_norm, "attn_norm.weight", dim, 0, true);
     W(wq, "attn_q.weight", dim, qd, true);
     W(wk, "attn_k.weight", dim, kvd, true);
