@@ -85,4 +85,13 @@ int tf_parse_view(const char *view, tf_view_op *ops, int max_ops);
 /* Element i of a tensor as double (bfloat16/float16 widened exactly; 64-bit integers as double). */
 double tf_get_double(tf_dtype d, const void *data, int64_t i);
 
+/* ---- running fixtures through the library (tests/fixture_run.c) ---- */
+struct tg_tensor;
+/* got (realized here) matches exp: the same shape, then |g - e| <= atol + rtol*|e| everywhere (read as float64; equal
+ * infinities match); a mismatch is described on stderr under `what` */
+bool tf_matches(const char *what, struct tg_tensor *got, const tf_tensor *exp, double atol, double rtol);
+/* Each case of tf_dir()/file through run, in its own tensor scope, one CHECK per case; $only_env (may be NULL)
+ * filters by case name; unfiltered, at least min_cases must run. */
+void tf_run_file(const char *file, const char *only_env, size_t min_cases, bool (*run)(const tf_case *));
+
 #endif

@@ -22,32 +22,6 @@ static tg_tensor *from_tf(const tf_tensor *t) {
   return tg_from_data(t->data, t->dtype == TF_BOOL ? TG_BOOL : TG_FLOAT32, t->shape, (size_t)t->ndim);
 }
 
-/* got matches the expected float32 tensor: shape, then |g - e| <= atol + rtol*|e| */
-static bool matches(const char *what, tg_tensor *got, const tf_tensor *exp, double atol, double rtol) {
-  if (!got) {
-    fprintf(stderr, "  %s: no result: %s\n", what, tg_last_error());
-    return false;
-  }
-  bool ok = tg_ndim(got) == exp->ndim;
-  for (int i = 0; ok && i < exp->ndim; i++) ok = tg_shape(got)[i] == exp->shape[i];
-  if (!ok) {
-    fprintf(stderr, "  %s: wrong shape\n", what);
-    return false;
-  }
-  size_t n = (size_t)exp->numel;
-  float *buf = malloc((n ? n : 1) * sizeof *buf);
-  ok = tg_to_host(got, buf, n * sizeof *buf) == TG_OK;
-  if (!ok) fprintf(stderr, "  %s: realize failed: %s\n", what, tg_last_error());
-  for (size_t i = 0; ok && i < n; i++) {
-    double e = tf_get_double(exp->dtype, exp->data, (int64_t)i), g = buf[i];
-    if (fabs(g - e) <= atol + rtol * fabs(e)) continue;
-    fprintf(stderr, "  %s: element %zu is %.9g, expected %.9g\n", what, i, g, e);
-    ok = false;
-  }
-  free(buf);
-  return ok;
-}
-
 static int64_t iparam(const tf_case *c, const char *key) {
   int64_t v;
   return tf_param_int(c, key, &v) ? v : 0;
@@ -87,38 +61,18 @@ static bool run_case(const tf_case *c) {
       ok = false;
       with_grad = false;
     }
-    ok &= matches(what, out, &c->outputs[0], c->atol, c->rtol);
+    ok &= tf_matches(what, out, &c->outputs[0], c->atol, c->rtol);
     static const char *names[] = {"dq", "dk", "dv", "dsinks"};
     for (size_t i = 0; with_grad && i < nw; i++) {
       char w2[160];
       snprintf(w2, sizeof w2, "%s %s", what, names[i]);
-      ok &= matches(w2, g[i], &c->outputs[1 + i], c->atol, c->rtol);
+      ok &= tf_matches(w2, g[i], &c->outputs[1 + i], c->atol, c->rtol);
     }
   }
   return ok;
 }
 
-static void fixture_cases(void) {
-  char path[1024], err[256];
-  snprintf(path, sizeof path, "%s/attention.tgf", tf_dir());
-  tf_file f;
-  bool loaded = tf_load(path, &f, err, sizeof err);
-  CHECK_MSG(loaded, "cannot load %s: %s", path, err);
-  if (!loaded) return;
-  const char *only = getenv("TG_ATTN_ONLY");
-  size_t ran = 0;
-  for (size_t i = 0; i < f.ncases; i++) {
-    const tf_case *c = &f.cases[i];
-    if (only && !strstr(c->name, only)) continue;
-    tg_scope s = tg_scope_begin();
-    bool ok = run_case(c);
-    tg_scope_end(s);
-    CHECK_MSG(ok, "attention fixture case %s", c->name);
-    ran++;
-  }
-  if (!only) CHECK(ran >= 25);
-  tf_free(&f);
-}
+static void fixture_cases(void) { tf_run_file("attention.tgf", "TG_ATTN_ONLY", 25, run_case); }
 
 /* ------------------------------------------------------------------------------------------- flash == plain */
 

@@ -22,31 +22,6 @@ static tg_tensor *from_tf(const tf_tensor *t) {
   return tg_from_data(t->data, t->dtype == TF_FLOAT32 ? TG_FLOAT32 : TG_INT64, t->shape, (size_t)t->ndim);
 }
 
-static bool matches(const char *what, tg_tensor *got, const tf_tensor *exp, double atol, double rtol) {
-  if (!got) {
-    fprintf(stderr, "  %s: no result: %s\n", what, tg_last_error());
-    return false;
-  }
-  bool ok = tg_ndim(got) == exp->ndim;
-  for (int i = 0; ok && i < exp->ndim; i++) ok = tg_shape(got)[i] == exp->shape[i];
-  if (!ok) {
-    fprintf(stderr, "  %s: wrong shape\n", what);
-    return false;
-  }
-  size_t n = (size_t)exp->numel;
-  double *buf = malloc((n ? n : 1) * sizeof *buf);
-  ok = tg_to_host(tg_cast(got, TG_FLOAT64), buf, n * sizeof *buf) == TG_OK;
-  if (!ok) fprintf(stderr, "  %s: realize failed: %s\n", what, tg_last_error());
-  for (size_t i = 0; ok && i < n; i++) {
-    double e = tf_get_double(exp->dtype, exp->data, (int64_t)i), g = buf[i];
-    if (fabs(g - e) <= atol + rtol * fabs(e)) continue;
-    fprintf(stderr, "  %s: element %zu is %.9g, expected %.9g\n", what, i, g, e);
-    ok = false;
-  }
-  free(buf);
-  return ok;
-}
-
 static int64_t iparam(const tf_case *c, const char *key) {
   int64_t v;
   return tf_param_int(c, key, &v) ? v : 0;
@@ -60,9 +35,9 @@ static bool run_case(const tf_case *c) {
     tg_tensor *idx = NULL;
     tg_tensor *vals = tg_topk(in[0], iparam(c, "k"), (int)iparam(c, "axis"), iparam(c, "largest") != 0, &idx);
     snprintf(what, sizeof what, "%s values", c->name);
-    bool ok = matches(what, vals, &c->outputs[0], 0, 0);
+    bool ok = tf_matches(what, vals, &c->outputs[0], 0, 0);
     snprintf(what, sizeof what, "%s indices", c->name);
-    ok &= idx && tg_get_dtype(idx) == TG_INT32 && matches(what, idx, &c->outputs[1], 0, 0);
+    ok &= idx && tg_get_dtype(idx) == TG_INT32 && tf_matches(what, idx, &c->outputs[1], 0, 0);
     return ok;
   }
   tg_moe_opts o = {0};
@@ -75,9 +50,9 @@ static bool run_case(const tf_case *c) {
     if (iparam(c, "select_bias")) o.select_bias = in[1];
     tg_tensor *sel = NULL, *probs = tg_moe_router(in[0], &o, &sel);
     snprintf(what, sizeof what, "%s probs", c->name);
-    bool ok = matches(what, probs, &c->outputs[0], c->atol, c->rtol);
+    bool ok = tf_matches(what, probs, &c->outputs[0], c->atol, c->rtol);
     snprintf(what, sizeof what, "%s sel", c->name);
-    return ok & matches(what, sel, &c->outputs[1], 0, 0);
+    return ok & tf_matches(what, sel, &c->outputs[1], 0, 0);
   }
   if (!strcmp(c->op, "moe_ffn")) {
     o.act = (tg_moe_act)iparam(c, "act");
@@ -86,28 +61,13 @@ static bool run_case(const tf_case *c) {
       o.gate_bias = tg_squeeze(tg_shrink(in[6], (int64_t[]){0, c->inputs[6].shape[0], 0, 1, 0, c->inputs[6].shape[2]}, 3), 1);
       o.up_bias = tg_squeeze(tg_shrink(in[6], (int64_t[]){0, c->inputs[6].shape[0], 1, 2, 0, c->inputs[6].shape[2]}, 3), 1);
     }
-    return matches(c->name, tg_moe_ffn(in[0], in[1], in[2], in[3], in[4], &o), &c->outputs[0], c->atol, c->rtol);
+    return tf_matches(c->name, tg_moe_ffn(in[0], in[1], in[2], in[3], in[4], &o), &c->outputs[0], c->atol, c->rtol);
   }
   fprintf(stderr, "  %s: unknown op %s\n", c->name, c->op);
   return false;
 }
 
-static void fixture_cases(void) {
-  char path[1024], err[256];
-  snprintf(path, sizeof path, "%s/moe.tgf", tf_dir());
-  tf_file f;
-  bool loaded = tf_load(path, &f, err, sizeof err);
-  CHECK_MSG(loaded, "cannot load %s: %s", path, err);
-  if (!loaded) return;
-  for (size_t i = 0; i < f.ncases; i++) {
-    tg_scope s = tg_scope_begin();
-    bool ok = run_case(&f.cases[i]);
-    tg_scope_end(s);
-    CHECK_MSG(ok, "moe fixture case %s", f.cases[i].name);
-  }
-  CHECK(f.ncases >= 17);
-  tf_free(&f);
-}
+static void fixture_cases(void) { tf_run_file("moe.tgf", NULL, 17, run_case); }
 
 /* ------------------------------------------------------------------------------------------ topk brute force */
 

@@ -16,37 +16,6 @@ static tg_tensor *from_tf(const tf_tensor *t) {
   return tg_from_data(t->data, t->dtype == TF_FLOAT32 ? TG_FLOAT32 : TG_INT64, t->shape, (size_t)t->ndim);
 }
 
-/* got (realized here) matches the expected float32 tensor: shape, then |g - e| <= atol + rtol*|e| everywhere */
-static bool matches(const char *name, tg_tensor *got, const tf_tensor *exp, double atol, double rtol) {
-  if (!got) {
-    fprintf(stderr, "  %s: no result: %s\n", name, tg_last_error());
-    return false;
-  }
-  if (tg_ndim(got) != exp->ndim) {
-    fprintf(stderr, "  %s: %d dims, expected %d\n", name, tg_ndim(got), exp->ndim);
-    return false;
-  }
-  for (int i = 0; i < exp->ndim; i++)
-    if (tg_shape(got)[i] != exp->shape[i]) {
-      fprintf(stderr, "  %s: dim %d is %lld, expected %lld\n", name, i, (long long)tg_shape(got)[i],
-              (long long)exp->shape[i]);
-      return false;
-    }
-  size_t n = (size_t)exp->numel;
-  float *buf = malloc((n ? n : 1) * sizeof *buf);
-  tg_tensor *f = tg_cast(got, TG_FLOAT32);
-  bool ok = f && tg_to_host(f, buf, n * sizeof *buf) == TG_OK;
-  if (!ok) fprintf(stderr, "  %s: realize failed: %s\n", name, tg_last_error());
-  for (size_t i = 0; ok && i < n; i++) {
-    double e = tf_get_double(exp->dtype, exp->data, (int64_t)i), g = buf[i];
-    if (fabs(g - e) <= atol + rtol * fabs(e) || (isinf(e) && g == e)) continue;
-    fprintf(stderr, "  %s: element %zu is %.9g, expected %.9g\n", name, i, g, e);
-    ok = false;
-  }
-  free(buf);
-  return ok;
-}
-
 static int64_t iparam(const tf_case *c, const char *key, int64_t dflt) {
   int64_t v;
   return tf_param_int(c, key, &v) ? v : dflt;
@@ -85,7 +54,7 @@ static bool run_case(const tf_case *c) {
     tg_linear_layer *l = tg_linear_new(iparam(c, "in", 0), iparam(c, "out", 0), bias);
     static const char *const names[] = {"weight", "bias"};
     ok = l && tg_linear_state(l, NULL, sd) == TG_OK && load_into(sd, names, in + 1, bias ? 2 : 1, true) &&
-         matches(c->name, tg_linear_forward(l, in[0]), &c->outputs[0], atol, rtol);
+         tf_matches(c->name, tg_linear_forward(l, in[0]), &c->outputs[0], atol, rtol);
     tg_linear_free(l);
   } else if (!strcmp(op, "conv2d") || !strcmp(op, "conv_transpose2d")) {
     tg_conv2d_options o = {0};
@@ -105,10 +74,10 @@ static bool run_case(const tf_case *c) {
       /* the layer's names carry the prefix: load through a dict with the same names */
       static const char *const prefixed[] = {"conv.weight", "conv.bias"};
       ok = load_into(sd, prefixed, in + 1, 2, true) &&
-           matches(c->name, tg_conv2d_forward(l, in[0]), &c->outputs[0], atol, rtol);
+           tf_matches(c->name, tg_conv2d_forward(l, in[0]), &c->outputs[0], atol, rtol);
       /* the functional form agrees with the layer */
       if (ok && transposed)
-        ok = matches(c->name, tg_conv_transpose2d(in[0], in[1], in[2], o.groups, o.stride, o.padding, o.dilation,
+        ok = tf_matches(c->name, tg_conv_transpose2d(in[0], in[1], in[2], o.groups, o.stride, o.padding, o.dilation,
                                                   o.output_padding), &c->outputs[0], atol, rtol);
     }
     tg_conv2d_free(l);
@@ -121,10 +90,10 @@ static bool run_case(const tf_case *c) {
     bool prev = tg_set_training(train);
     tg_tensor *y = ok ? tg_batchnorm_forward(l, in[0]) : NULL;
     tg_set_training(prev);
-    ok = ok && matches(c->name, y, &c->outputs[0], atol, rtol);
+    ok = ok && tf_matches(c->name, y, &c->outputs[0], atol, rtol);
     if (ok && train) {
-      ok = tg_state_dict_realize(sd) == TG_OK && matches(c->name, l->running_mean, &c->outputs[1], atol, rtol) &&
-           matches(c->name, l->running_var, &c->outputs[2], atol, rtol);
+      ok = tg_state_dict_realize(sd) == TG_OK && tf_matches(c->name, l->running_mean, &c->outputs[1], atol, rtol) &&
+           tf_matches(c->name, l->running_var, &c->outputs[2], atol, rtol);
       int64_t nb = -1;
       ok = ok && tg_item_int64(l->num_batches_tracked, &nb) == TG_OK && nb == 1;
     }
@@ -136,48 +105,50 @@ static bool run_case(const tf_case *c) {
     tg_layernorm_layer *l = tg_layernorm_new(shape, n, dparam(c, "eps", 1e-5), true);
     static const char *const names[] = {"weight", "bias"};
     ok = l && tg_layernorm_state(l, "", sd) == TG_OK && load_into(sd, names, in + 1, 2, true) &&
-         matches(c->name, tg_layernorm_forward(l, in[0]), &c->outputs[0], atol, rtol);
+         tf_matches(c->name, tg_layernorm_forward(l, in[0]), &c->outputs[0], atol, rtol);
     tg_layernorm_free(l);
   } else if (!strcmp(op, "rmsnorm")) {
     tg_rmsnorm_layer *l = tg_rmsnorm_new(iparam(c, "dim", 0), dparam(c, "eps", 1e-6), true);
     static const char *const names[] = {"weight"};
     ok = l && tg_rmsnorm_state(l, NULL, sd) == TG_OK && load_into(sd, names, in + 1, 1, true) &&
-         matches(c->name, tg_rmsnorm_forward(l, in[0]), &c->outputs[0], atol, rtol);
+         tf_matches(c->name, tg_rmsnorm_forward(l, in[0]), &c->outputs[0], atol, rtol);
     tg_rmsnorm_free(l);
   } else if (!strcmp(op, "groupnorm")) {
     tg_groupnorm_layer *l = tg_groupnorm_new(iparam(c, "groups", 0), iparam(c, "channels", 0), dparam(c, "eps", 1e-5),
                                              true);
     static const char *const names[] = {"weight", "bias"};
     ok = l && tg_groupnorm_state(l, NULL, sd) == TG_OK && load_into(sd, names, in + 1, 2, true) &&
-         matches(c->name, tg_groupnorm_forward(l, in[0]), &c->outputs[0], atol, rtol);
+         tf_matches(c->name, tg_groupnorm_forward(l, in[0]), &c->outputs[0], atol, rtol);
     tg_groupnorm_free(l);
   } else if (!strcmp(op, "embedding")) {
     tg_embedding_layer *l = tg_embedding_new(iparam(c, "vocab", 0), iparam(c, "embed", 0));
     static const char *const names[] = {"weight"};
     ok = l && tg_embedding_state(l, NULL, sd) == TG_OK && load_into(sd, names, in + 1, 1, true) &&
-         matches(c->name, tg_embedding_forward(l, in[0]), &c->outputs[0], atol, rtol);
+         tf_matches(c->name, tg_embedding_forward(l, in[0]), &c->outputs[0], atol, rtol);
     tg_embedding_free(l);
   } else if (!strcmp(op, "cross_entropy")) {
-    ok = matches(c->name, tg_cross_entropy(in[0], in[1], red, dparam(c, "smoothing", 0)), &c->outputs[0], atol, rtol);
+    ok = tf_matches(c->name, tg_cross_entropy(in[0], in[1], red, dparam(c, "smoothing", 0)), &c->outputs[0], atol,
+                    rtol);
   } else if (!strcmp(op, "sparse_categorical_crossentropy")) {
-    ok = matches(c->name, tg_sparse_categorical_crossentropy(in[0], in[1], iparam(c, "ignore_index", -1),
+    ok = tf_matches(c->name, tg_sparse_categorical_crossentropy(in[0], in[1], iparam(c, "ignore_index", -1),
                                                              dparam(c, "smoothing", 0), red),
                  &c->outputs[0], atol, rtol);
   } else if (!strcmp(op, "binary_crossentropy")) {
-    ok = matches(c->name, tg_binary_crossentropy(in[0], in[1], red), &c->outputs[0], atol, rtol);
+    ok = tf_matches(c->name, tg_binary_crossentropy(in[0], in[1], red), &c->outputs[0], atol, rtol);
   } else if (!strcmp(op, "binary_crossentropy_logits")) {
-    ok = matches(c->name, tg_binary_crossentropy_logits(in[0], in[1], red, iparam(c, "pos_weight", 0) ? in[2] : NULL),
-                 &c->outputs[0], atol, rtol);
+    ok = tf_matches(c->name,
+                    tg_binary_crossentropy_logits(in[0], in[1], red, iparam(c, "pos_weight", 0) ? in[2] : NULL),
+                    &c->outputs[0], atol, rtol);
   } else if (!strcmp(op, "nll_loss")) {
     int64_t ignore = 0;
     bool has_ignore = tf_param_int(c, "ignore_index", &ignore);
-    ok = matches(c->name, tg_nll_loss(in[0], in[1], iparam(c, "weight", 0) ? in[2] : NULL, has_ignore, ignore, red),
-                 &c->outputs[0], atol, rtol);
+    ok = tf_matches(c->name, tg_nll_loss(in[0], in[1], iparam(c, "weight", 0) ? in[2] : NULL, has_ignore, ignore, red),
+                    &c->outputs[0], atol, rtol);
   } else if (!strcmp(op, "sdpa")) {
     int64_t kind = iparam(c, "mask", 0);
     tg_tensor *mask = kind == 2 ? tg_cast(in[3], TG_BOOL) : kind == 3 ? in[3] : NULL;
-    ok = matches(c->name, tg_scaled_dot_product_attention(in[0], in[1], in[2], mask, 0.0, kind == 1), &c->outputs[0],
-                 atol, rtol);
+    ok = tf_matches(c->name, tg_scaled_dot_product_attention(in[0], in[1], in[2], mask, 0.0, kind == 1), &c->outputs[0],
+                    atol, rtol);
   } else {
     fprintf(stderr, "  %s: unknown op %s\n", c->name, op);
   }
@@ -185,27 +156,7 @@ static bool run_case(const tf_case *c) {
   return ok; /* the inputs and results belong to the case's scope */
 }
 
-static void fixture_cases(void) {
-  char path[1024], err[256];
-  snprintf(path, sizeof path, "%s/nn_layers.tgf", tf_dir());
-  tf_file f;
-  bool loaded = tf_load(path, &f, err, sizeof err);
-  CHECK_MSG(loaded, "cannot load %s: %s", path, err);
-  if (!loaded) return;
-  const char *only = getenv("TG_NN_ONLY");
-  size_t ran = 0;
-  for (size_t i = 0; i < f.ncases; i++) {
-    const tf_case *c = &f.cases[i];
-    if (only && !strstr(c->name, only)) continue;
-    tg_scope s = tg_scope_begin();
-    bool ok = run_case(c);
-    tg_scope_end(s);
-    CHECK_MSG(ok, "nn fixture case %s", c->name);
-    ran++;
-  }
-  if (!only) CHECK(ran >= 55);
-  tf_free(&f);
-}
+static void fixture_cases(void) { tf_run_file("nn_layers.tgf", "TG_NN_ONLY", 55, run_case); }
 
 /* ------------------------------------------------------------------------------------------ non-fixture checks */
 
