@@ -65,8 +65,42 @@ static void push_sub(UOpVec *from, UOpVec *to, UOp *a, UOp *b) {
   tg_vec_push(to, b);
 }
 
+/* from -> to everywhere, inside the replacements too: a load's replacement reads its buffer through an AFTER whose
+ * stores hold other loads of this round (a LOCAL buffer filled from global loads), and those must become the same
+ * new loads as everywhere else — uop_substitute leaves a replacement as it is, which kept two copies of one loop (two
+ * ENDs of one RANGE: "the loop order has a cycle") */
+typedef struct DeepSub { UOpMap map, done; } DeepSub;
+
+static UOp *deep_sub(DeepSub *ds, UOp *u) {
+  void **hit = uopmap_get(&ds->done, u);
+  if (hit) return *hit;
+  void **rep = uopmap_get(&ds->map, u);
+  UOp *base = rep ? *rep : u; /* a replacement is made of old nodes and new ones; never of u itself */
+  UOp **src = tg_malloc((base->nsrc + 1) * sizeof(UOp *));
+  bool changed = false;
+  for (uint32_t i = 0; i < base->nsrc; i++) {
+    src[i] = deep_sub(ds, base->src[i]);
+    changed |= src[i] != base->src[i];
+  }
+  UOp *r = changed ? uop_new_tagged(uop_op(base), base->dtype, src, base->nsrc, base->arg, base->tag) : base;
+  tg_free(src);
+  uopmap_put(&ds->done, u, r);
+  return r;
+}
+
+static UOp *substitute_deep(UOp *root, UOp *const *from, UOp *const *to, size_t n) {
+  DeepSub ds;
+  uopmap_init(&ds.map);
+  uopmap_init(&ds.done);
+  for (size_t i = 0; i < n; i++) uopmap_put(&ds.map, from[i], to[i]);
+  UOp *r = deep_sub(&ds, root);
+  uopmap_free(&ds.map);
+  uopmap_free(&ds.done);
+  return r;
+}
+
 /* one kind of access (LOAD or STORE) at a time: the stores are grouped after the loads were replaced, so the values
- * they store already read the coalesced loads (a substitution does not look inside its replacements) */
+ * they store already read the coalesced loads */
 static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
   UOpVec topo = {0};
   uop_toposort(sink, NULL, NULL, &topo);
@@ -175,7 +209,7 @@ static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
     }
     tg_vec_free(&g->acc);
   }
-  UOp *ret = from.len ? uop_substitute(sink, from.data, to.data, from.len) : sink;
+  UOp *ret = from.len ? substitute_deep(sink, from.data, to.data, from.len) : sink;
   tg_vec_free(&groups);
   tg_vec_free(&topo);
   tg_vec_free(&from);
