@@ -2,11 +2,19 @@
  * frontend, the scheduler and the kernels, against the oracle of the same program with concrete sizes, plus one
  * schedule and one compile for every value. tinygrad's twins: test/backend/test_symbolic_ops.py,
  * test/unit/test_symbolic_tensor.py, test/backend/test_symbolic_jit.py. */
+#include "codegen/codegen.h"
+#include "codegen/interp.h"
+#include "codegen/linearize.h"
+#include "codegen/opt.h"
 #include "engine/engine.h"
+#include "render/render.h"
 #include "runtime/runtime.h"
+#include "schedule/schedule.h"
 #include "schedule/sched_internal.h"
 #include "tensor/tensor.h"
 #include "test.h"
+
+#include "nvrtc_check.h"
 
 static inline bool has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
 
@@ -497,8 +505,84 @@ static void test_errors(void) {
   tg_scope_end(sc);
 }
 
+
+/* A GLOBAL axis of a Variable's extent lowered for CUDA (no GPU needed): the SPECIAL's bound is the Variable, the grid
+ * is evaluated per launch (render_launch_bounds / render_launch_eval), the source compiles with NVRTC where present,
+ * and the GPU emulation (interp) of the lowered kernel, run with i = 3 and 7, writes exactly the first i columns of
+ * each row of (a[:, :i] * 2 + 1) (SYMSHAPE_ONLY_CUDA=1 runs only this test). Heuristic opts and NOOPT's (every axis a GLOBAL dim, grouped to fit). */
+static void test_cuda_symbolic_grid(void) {
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *a = data2(3, 10, 0), *v = tg_variable("i", 1, 10);
+  tg_tensor *vi = tg_bind(v, 5);
+  tg_tensor *r = tg_add(tg_mul(SHRINK2(a, TG_SI(0), TG_SI(3), TG_SI(0), TG_SV(vi, 0)), tg_const_float(2)), tg_const_float(1));
+  UOpScope us = uop_scope_begin();
+  UOp *lin = r ? sched_kernels(uop_sink(&r->uop, 1)) : NULL;
+  CHECK_MSG(lin && lin->nsrc == 1, "one kernel expected: %s", lin ? "several" : tg_last_error());
+  const Renderer *ren = renderer_cuda();
+  for (int noopt = 0; lin && lin->nsrc == 1 && noopt < 2; noopt++) {
+    UOp *ast = lin->src[0]->src[0];
+    if (noopt) ast = opt_ast_with_opts(ast, NULL, 0);
+    UOp *low = cg_lower(ast, ren), *linear = low ? cg_linearize(low) : NULL;
+    CHECK_MSG(linear != NULL, "noopt=%d: lowering a symbolic GLOBAL axis for CUDA: %s", noopt, tg_last_error());
+    if (!linear) continue;
+    UOp *gb[3], *lb[3];
+    CHECK(render_launch_bounds(linear, gb, lb));
+    int64_t g0 = 0, l0 = 0;
+    CHECK(!render_launch_dims(linear, (int64_t[3]){0}, (int64_t[3]){0}) && has(tg_last_error(), "symbolic bound"));
+    bool sym = false;
+    for (int d = 0; d < 3; d++) sym |= gb[d] && render_launch_eval(gb[d], NULL, NULL, 0, &g0) != TG_OK;
+    CHECK_MSG(sym, "noopt=%d: no grid dim depends on i", noopt);
+    tg_clear_error();
+    char *src = render_cuda(ren, linear);
+    CHECK_MSG(src != NULL, "render_cuda: %s", tg_last_error());
+    const char *why = NULL;
+    const NvrtcApi *nv = nvrtc_api(&why);
+    char *log = NULL;
+    if (nv && src) CHECK_MSG(nvrtc_compiles(nv, src, &log), "NVRTC rejects:\n%s\n%s", log ? log : "", src);
+    free(log);
+    tg_free(src);
+    RenderParamVec ps = {0};
+    render_params(linear, &ps);
+    for (int64_t iv = 3; iv <= 7; iv += 4) {
+      const char *names[1] = {NULL};
+      float out[64], in[64];
+      void *bufs[8] = {0};
+      int64_t vals[8] = {0};
+      bool ok = ps.len <= 8;
+      for (size_t k = 0; ok && k < ps.len; k++) {
+        const RenderParam *p = &ps.data[k];
+        if (p->is_value) {
+          vals[p->slot] = iv;
+          ok = !names[0];
+          names[0] = p->var_name; /* the schedule's name for i (callify: a value-less PARAM) */
+        } else {
+          bufs[p->slot] = p->is_written ? (void *)out : (void *)in;
+        }
+      }
+      CHECK_MSG(ok, "noopt=%d: parameters other than (out, a, i)", noopt);
+      if (!ok) break;
+      for (int k = 0; k < 64; k++) out[k] = -99.0f, in[k] = (float)((k * 37 + 11) % 23) * 0.125f - 1.0f;
+      for (int d = 0; d < 3; d++)
+        if (gb[d] && render_launch_eval(gb[d], names, &iv, 1, &g0) == TG_OK) l0 += g0;
+      tg_status st = interp_run(linear, bufs, vals, 8);
+      CHECK_MSG(st == TG_OK, "noopt=%d i=%lld: the GPU emulation: %s", noopt, (long long)iv, tg_last_error());
+      /* the output keeps the strides of its largest shape (3 x 10): row r, column c < i at r * 10 + c */
+      bool same = true;
+      for (int64_t row = 0; row < 3; row++)
+        for (int64_t col = 0; col < 10; col++)
+          same &= out[row * 10 + col] == (col < iv ? in[row * 10 + col] * 2 + 1 : -99.0f);
+      CHECK_MSG(same, "noopt=%d i=%lld: wrong values, or writes in columns >= i", noopt, (long long)iv);
+    }
+    CHECK_MSG(l0 > 0, "noopt=%d: the grid evaluated with i", noopt);
+    tg_vec_free(&ps);
+  }
+  uop_scope_end(us);
+  tg_scope_end(sc);
+}
+
 void suite_symshape(void) {
   size_t live = tg_live_tensors();
+  if (getenv("SYMSHAPE_ONLY_CUDA")) { test_cuda_symbolic_grid(); return; }
   test_plus1();
   test_add();
   test_matmul();
@@ -515,5 +599,6 @@ void suite_symshape(void) {
   test_grad();
   test_jit();
   test_errors();
+  test_cuda_symbolic_grid();
   CHECK_EQ_INT(tg_live_tensors(), live);
 }

@@ -265,6 +265,65 @@ static bool grouped_dims(const char *prefix, const int64_t *dims_in, size_t n, c
   return true;
 }
 
+/* get_grouped_dims for dims of which some are symbolic (a Variable's extent: the KV cache's start_pos + 1): the grid
+ * is then computed at launch from the Variable values (tinygrad ProgramInfo.launch_dims). Neighbours merge while
+ * their largest values overflow max (as tinygrad's _group_dims with _dim_max); a symbolic dim too large for its slot
+ * cannot be split (that needs its factors) and fails with the dims named. */
+static bool grouped_dims_sym(const char *prefix, UOp *const *dims_in, size_t n, const int64_t *max, bool reverse,
+                             UOp **out) {
+  UOp *dims[GPU_DIMS_MAX], *limited[GPU_DIMS_MAX];
+  for (size_t i = 0; i < n; i++) dims[i] = limited[i] = dims_in[reverse ? n - 1 - i : i];
+  size_t nl = n;
+  for (;;) {
+    bool fits = nl <= 3;
+    for (size_t i = 0; i < nl && i < 3 && fits; i++) fits = uop_vmax(limited[i]) <= max[i];
+    if (fits) break;
+    size_t i = 0;
+    for (; i < 3; i++)
+      if (i + 1 < nl && uop_vmax(limited[i]) * uop_vmax(limited[i + 1]) <= max[i]) break;
+    if (i == 3) {
+      StrBuf b;
+      sb_init(&b);
+      for (size_t k = 0; k < n; k++) {
+        char *t = uop_render(dims_in[k]);
+        sb_printf(&b, "%s%s", k ? ", " : "", t);
+        tg_free(t);
+      }
+      tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: cannot fit the symbolic %s dims (%s) into the device's "
+                   "limits (%lld, %lld, %lld)", prefix, b.s, (long long)max[0], (long long)max[1], (long long)max[2]);
+      sb_free(&b);
+      return false;
+    }
+    limited[i] = uop_simplify(uop_mul(limited[i], limited[i + 1]));
+    memmove(limited + i + 1, limited + i + 2, (nl - i - 2) * sizeof *limited);
+    nl--;
+  }
+  UOp *sp[GPU_DIMS_MAX];
+  for (size_t i = 0; i < nl; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "%s%u", prefix, (unsigned)i);
+    sp[i] = uop_new(TG_OP_SPECIAL, DT_WEAKINT, &limited[i], 1, arg_str(name));
+  }
+  if (nl == n) { /* nothing merged: one SPECIAL per dim */
+    for (size_t i = 0; i < n; i++) out[reverse ? n - 1 - i : i] = sp[i];
+    return true;
+  }
+  UOp *flat = NULL;
+  for (size_t i = 0; i < nl; i++) {
+    UOp *t = sp[i];
+    for (size_t j = i + 1; j < nl; j++) t = uop_mul(t, limited[j]);
+    flat = flat ? uop_add(flat, t) : t;
+  }
+  for (size_t i = 0; i < n; i++) {
+    UOp *e = flat, *later = NULL;
+    for (size_t j = i + 1; j < n; j++) later = later ? uop_mul(later, dims[j]) : dims[j];
+    if (later) e = uop_idiv(e, later);
+    if (i) e = uop_mod(e, dims[i]);
+    out[reverse ? n - 1 - i : i] = uop_simplify(e);
+  }
+  return true;
+}
+
 static int range_key_cmp(const void *pa, const void *pb) {
   const UOp *a = *(const UOp *const *)pa, *b = *(const UOp *const *)pb;
   RangeArg x = *a->arg.range, y = *b->arg.range;
@@ -328,17 +387,25 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
   if (globals.len) qsort(globals.data, globals.len, sizeof(UOp *), range_key_cmp);
   if (locals.len) qsort(locals.data, locals.len, sizeof(UOp *), range_key_cmp);
   const KernelInfo *ki = sink->arg.kind == ARG_KERNEL ? sink->arg.kernel : NULL;
-  UOp *idxs[2 * GPU_DIMS_MAX];
+  UOp *idxs[2 * GPU_DIMS_MAX], *gsym[GPU_DIMS_MAX];
   int64_t gshape[GPU_DIMS_MAX], lshape[GPU_DIMS_MAX];
+  bool symbolic = false; /* a GLOBAL extent that is an expression of Variables: grouped_dims_sym */
   for (size_t i = 0; i < globals.len + locals.len; i++) {
     UOp *r = i < globals.len ? globals.data[i] : locals.data[i - globals.len];
     int64_t n;
     if (!uop_ssimplify_int(r->src[0], &n)) {
+      if (i < globals.len && cg_axis_type(r) == AXIS_GLOBAL && !ren->has_threads) {
+        gsym[i] = uop_simplify(r->src[0]);
+        gshape[i] = -1;
+        symbolic = true;
+        continue;
+      }
       tg_set_error(TG_ERR_UNSUPPORTED, "tinygrad.c: codegen: a symbolic %s axis not supported yet",
                    uop_axis_type_name(cg_axis_type(r)));
       ret = NULL;
       goto done;
     }
+    if (i < globals.len) gsym[i] = uop_const_int(DT_WEAKINT, n);
     (i < globals.len ? gshape : lshape)[i < globals.len ? i : i - globals.len] = n;
   }
   if (ren->has_threads) { /* the CPU: one THREAD range -> core_id */
@@ -355,10 +422,12 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
     goto done;
   } else if (ki && ki->dont_use_locals) {
     TG_ASSERT(locals.len == 0, "(opt_apply rejects NOLOCALS with local axes)");
-    if (!grouped_dims("idx", gshape, globals.len, ren->global_max, true, idxs)) { ret = NULL; goto done; }
+    if (!(symbolic ? grouped_dims_sym("idx", gsym, globals.len, ren->global_max, true, idxs)
+                   : grouped_dims("idx", gshape, globals.len, ren->global_max, true, idxs))) { ret = NULL; goto done; }
   } else {
     if (!grouped_dims("lidx", lshape, locals.len, ren->local_max, false, idxs + globals.len) ||
-        !grouped_dims("gidx", gshape, globals.len, ren->global_max, true, idxs)) {
+        !(symbolic ? grouped_dims_sym("gidx", gsym, globals.len, ren->global_max, true, idxs)
+                   : grouped_dims("gidx", gshape, globals.len, ren->global_max, true, idxs))) {
       ret = NULL;
       goto done;
     }

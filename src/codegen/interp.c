@@ -595,9 +595,28 @@ static tg_status run_thread(Interp *in, uint32_t *pc, void *const *bufs, const i
   return st;
 }
 
-/* A kernel's grid (blocks) and block (threads): render_launch_dims, an idx SPECIAL counting blocks of one thread. */
-static tg_status launch_dims(UOp *linear, int64_t global[3], int64_t local[3]) {
-  if (!render_launch_dims(linear, global, local)) return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_RUNTIME;
+/* A kernel's grid (blocks) and block (threads): render_launch_bounds, an idx SPECIAL counting blocks of one thread; a
+ * symbolic bound evaluated with the Variable PARAMs' values (vals[slot]) */
+static tg_status launch_dims(UOp *linear, const int64_t *vals, size_t nparams, int64_t global[3], int64_t local[3]) {
+  UOp *gb[3], *lb[3];
+  if (!render_launch_bounds(linear, gb, lb)) return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_RUNTIME;
+  const char *names[64];
+  int64_t values[64];
+  size_t n = 0;
+  for (uint32_t i = 0; i < linear->nsrc && n < 64; i++) {
+    const UOp *u = linear->src[i];
+    if (!uop_is(u, TG_OP_PARAM) || u->arg.kind != ARG_PARAM || u->arg.param->addrspace != ADDR_ALU) continue;
+    int64_t slot = u->arg.param->slot;
+    if (!vals || slot < 0 || (size_t)slot >= nparams) continue;
+    names[n] = u->arg.param->name, values[n++] = vals[slot];
+  }
+  for (int i = 0; i < 6; i++) {
+    UOp *b = i < 3 ? gb[i] : lb[i - 3];
+    int64_t *d = i < 3 ? &global[i] : &local[i - 3];
+    *d = 1;
+    tg_status st = b ? render_launch_eval(b, names, values, n, d) : TG_OK;
+    if (st != TG_OK) return st;
+  }
   return TG_OK;
 }
 
@@ -612,7 +631,8 @@ tg_status interp_run(UOp *linear, void *const *bufs, const int64_t *vals, size_t
   if (!linear || !uop_is(linear, TG_OP_LINEAR))
     return tg_set_error(TG_ERR_INVALID_ARGUMENT, "interp_run: expected a LINEAR from cg_linearize");
   int64_t global[3], local[3];
-  tg_status st = launch_dims(linear, global, local);
+  tg_status st = launch_dims(linear, vals, nparams, global, local);
+  if (st == TG_OK && (global[0] == 0 || global[1] == 0 || global[2] == 0)) return TG_OK; /* a Variable's extent of 0 */
   return st == TG_OK ? interp_run_launch(linear, bufs, vals, nparams, global, local) : st;
 }
 

@@ -187,6 +187,8 @@ typedef struct Kernel {
   int core_param;      /* position of core_id, or -1 */
   int ncores;
   int64_t global[3], local[3]; /* launch dims: blocks and threads per block (CPU: {ncores,1,1}, {1,1,1}) */
+  UOp *gbound[3];      /* kept: a grid dim whose bound is an expression of Variables (NULL: global[d] is it) */
+  bool sym_grid;       /* some gbound: the grid is computed per launch (kernel_grid), never in a graph */
   double flops;        /* estimated per launch (ALU ops times enclosing loop trips) */
   char *src;           /* for DEBUG=4 */
   char core_name[TG_NAME_MAX]; /* the core_id parameter's name in src ("" without one) */
@@ -266,6 +268,46 @@ static const char *kernel_device(UOp *ast) {
   return dev ? dev : tg_default_device();
 }
 
+/* the kernel's launch dims (render_launch_bounds): constant ones into global/local; a GLOBAL dim of a Variable's
+ * extent keeps its bound for kernel_grid (locals are never symbolic: gpudims refuses that) */
+static bool launch_bounds(Kernel *k, UOp *linear) {
+  UOp *gb[3], *lb[3];
+  if (!render_launch_bounds(linear, gb, lb)) return false;
+  for (int d = 0; d < 3; d++) {
+    k->global[d] = k->local[d] = 1;
+    if (lb[d] && render_launch_eval(lb[d], NULL, NULL, 0, &k->local[d]) != TG_OK) return false;
+    if (gb[d] && render_launch_eval(gb[d], NULL, NULL, 0, &k->global[d]) != TG_OK) {
+      tg_clear_error();
+      k->gbound[d] = uop_keep(gb[d]);
+      k->sym_grid = true;
+    }
+  }
+  return true;
+}
+
+/* the grid of one launch: a symbolic dim evaluated with the values the kernel gets (vals[i] for its Variable
+ * parameters, by name); false (nothing to launch) when a dim is 0 */
+static tg_status kernel_grid(const Kernel *k, const long long *vals, int64_t grid[3], bool *empty) {
+  *empty = false;
+  for (int d = 0; d < 3; d++) grid[d] = k->global[d];
+  if (!k->sym_grid) return TG_OK;
+  const char *names[RT_MAX_PARAMS];
+  int64_t v[RT_MAX_PARAMS];
+  for (int i = 0; i < k->nparams; i++) {
+    bool var = k->param_slot[i] < 0 && i != k->core_param;
+    names[i] = var ? k->value_name[i] : NULL;
+    v[i] = var ? (int64_t)vals[i] : 0;
+  }
+  for (int d = 0; d < 3; d++) {
+    if (!k->gbound[d]) continue;
+    tg_status st = render_launch_eval(k->gbound[d], names, v, (size_t)k->nparams, &grid[d]);
+    if (st != TG_OK) return st;
+    if (grid[d] < 0) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "launch: kernel %s gets a grid of %lld", k->name, (long long)grid[d]);
+    *empty |= grid[d] == 0;
+  }
+  return TG_OK;
+}
+
 /* Lower, linearize and render one kernel AST with its device's renderer; the program is compiled later with the
  * rest of the batch. Host devices (the CPU) call kernels through a fixed-ABI entry compiled with them. */
 /* A matmul the GEMM templates take (codegen gemm_route.c): the template's source, launch dims and (C, A, B) params. */
@@ -310,7 +352,7 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
   UOp *linear = lowered ? cg_linearize(lowered) : NULL;
   char *src = linear ? ren->render(ren, linear) : NULL;
   Kernel *k = src ? tg_calloc(1, sizeof *k) : NULL;
-  if (k && !render_launch_dims(linear, k->global, k->local)) {
+  if (k && !launch_bounds(k, linear)) {
     tg_free(k);
     tg_free(src);
     k = NULL, src = NULL;
@@ -340,7 +382,8 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
       snprintf(k->core_name, sizeof k->core_name, "%s", params.data[i].name);
     }
   }
-  k->flat_ids = !rt_device_is_host(dev) && render_flat_ids(linear);
+  /* flat ids over a symbolic grid: blocks of one thread (a block shape must divide every grid the Variables give) */
+  k->flat_ids = !rt_device_is_host(dev) && render_flat_ids(linear) && !k->sym_grid;
   if (k->flat_ids) k->params = params;
   else tg_vec_free(&params);
   if (k->core_param >= 0) k->global[0] *= k->ncores; /* the CPU's THREAD pieces (tinygrad: global_size[0]) */
@@ -369,6 +412,8 @@ static tg_status prepare_kernel(UOp *ast, Kernel **out, char **entry_src) {
 
 static void kernel_free(Kernel *k) {
   uop_drop(k->ast);
+  for (int d = 0; d < 3; d++)
+    if (k->gbound[d]) uop_drop(k->gbound[d]);
   tg_vec_free(&k->params);
   tg_free(k->param_slot);
   tg_free(k->value_name);
@@ -557,8 +602,11 @@ static tg_status run_call(UOp *call, Kernel *k, const SchedResult *res) {
     bytes += nb;
   }
   double sec = 0;
-  bool timed = tg_debug_level() >= 2;
-  tg_status st = rt_device_launch(k->dev, k->prog, argbufs, vals, k->nparams, k->global, k->local, timed ? &sec : NULL);
+  bool timed = tg_debug_level() >= 2, empty;
+  int64_t grid[3];
+  tg_status st = kernel_grid(k, vals, grid, &empty);
+  if (st != TG_OK || empty) return st;
+  st = rt_device_launch(k->dev, k->prog, argbufs, vals, k->nparams, grid, k->local, timed ? &sec : NULL);
   if (st != TG_OK) return st;
   kernel_count++;
   stats.launches++;
@@ -849,7 +897,7 @@ static tg_status make_graphs(EngineJit *j) {
   tg_status st = TG_OK;
   for (size_t i = 0; i <= j->nlaunch && st == TG_OK; i++) {
     const JitLaunch *l = i < j->nlaunch ? &j->launches[i] : NULL;
-    bool can_graph = l && l->k && l->k->core_param < 0 && rt_device_has_graph(l->k->dev);
+    bool can_graph = l && l->k && l->k->core_param < 0 && !l->k->sym_grid && rt_device_has_graph(l->k->dev);
     bool can_extend = can_graph && (!n || j->launches[first].k->dev == l->k->dev) && (max_batch <= 0 || (int64_t)n < max_batch);
     if (!can_extend && n) {
       bool made;
@@ -960,8 +1008,12 @@ tg_status engine_jit_run(EngineJit *j, UOp *const *inputs, const int64_t *vals, 
       continue;
     }
     if (l->k) {
-      st = rt_device_launch(l->k->dev, l->k->prog, l->bufs, l->vals, l->k->nparams, l->k->global, l->k->local,
-                            timed ? &sec : NULL);
+      int64_t grid[3];
+      bool empty;
+      st = kernel_grid(l->k, l->vals, grid, &empty);
+      if (st == TG_OK && !empty)
+        st = rt_device_launch(l->k->dev, l->k->prog, l->bufs, l->vals, l->k->nparams, grid, l->k->local,
+                              timed ? &sec : NULL);
     } else {
       struct timespec t0, t1;
       if (timed) clock_gettime(CLOCK_MONOTONIC, &t0);

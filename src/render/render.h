@@ -71,6 +71,11 @@ const Renderer *renderer_for_device(const char *device);
  * blockIdx*blockDim+threadIdx) -> global[n] blocks of one thread (render_flat_ids: the engine may regroup); 1 where there
  * is none (every CPU kernel: {1,1,1} and {1,1,1}). False with tg_last_error() for a symbolic bound. */
 bool render_launch_dims(UOp *linear, int64_t global[3], int64_t local[3]);
+/* The same dims as the SPECIALs' bounds (NULL: 1): a GLOBAL axis of a Variable's extent has a bound that is an
+ * expression of the kernel's Variable PARAMs (tinygrad's sint global_size); render_launch_eval evaluates one with the
+ * Variables' values by name (names[i] NULL or "" skipped), as tinygrad's ProgramInfo.launch_dims(var_vals). */
+bool render_launch_bounds(UOp *linear, UOp *global[3], UOp *local[3]);
+tg_status render_launch_eval(UOp *bound, const char *const *names, const int64_t *vals, size_t n, int64_t *out);
 /* The kernel indexes with flat ids (idx<n>, NOLOCALS: tinygrad's local_size None): any block shape that divides
  * its global dims computes the same, so the engine picks one by timing (tinygrad optimize_local_size), and the CUDA
  * renderer declares __launch_bounds__(RENDER_MAX_WORKGROUP) for it (tinygrad writes 1 there, the product of no
