@@ -7,7 +7,8 @@
  *     embedding row) plus the KV cache it reads at the mean position;
  *   - the machine's read bandwidth: THREADS threads summing a 1 GiB buffer, best of 3;
  * and prints `<name> <value> <unit>` lines: decode_tok_s, prefill_tok_s, bytes_per_token, bandwidth_gb_s,
- * decode_gb_s (bytes/token x tok/s) and bw_fraction (decode_gb_s / bandwidth). */
+ * decode_gb_s (bytes/token x tok/s) and bw_fraction (decode_gb_s / bandwidth), and first_token (the greedy token after
+ * the prompt, to compare with a peer on the same file). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,7 +107,7 @@ int main(int argc, char **argv) {
   double t0 = now_s();
   if (tg_llm_forward(m, ids, (size_t)prompt, 0, false, logits) != TG_OK) goto fail;
   double prefill = prompt / (now_s() - t0);
-  int32_t tok = argmax(logits, c->vocab);
+  int32_t tok = argmax(logits, c->vocab), first = tok;
   double td = 0;
   for (int i = 0; i < ntok + 2; i++) {
     double a = now_s();
@@ -123,6 +124,7 @@ int main(int argc, char **argv) {
   printf("decode_gb_s %.2f GB/s\n", bpt * decode / 1e9);
   printf("bw_fraction %.3f of_bandwidth\n", bw > 0 ? bpt * decode / 1e9 / bw : 0.0);
   printf("decode_kernels %zu kernels\n", tg_llm_decode_kernels(m));
+  printf("first_token %d\n", (int)first); /* the greedy token after the prompt (peer_torch_llm.py prints its own) */
   goto done;
 fail:
   fprintf(stderr, "bench_llm: %s\n", tg_last_error());

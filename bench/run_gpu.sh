@@ -71,3 +71,25 @@ for k in 1 50; do
   line_time "jit_replay_${k}_graph" "$(value jit_replay_$k "$graph")" "$(value jit_replay_$k "$direct")" "$unit" direct
   line_time "jit_replay_${k}_vs_eager" "$(value jit_replay_$k "$graph")" "$(value eager_chain_$k "$graph")" "$unit" eager
 done
+# the LLM on the GPU (issue 18): a 1B llama-shaped random model in F16 (tg-mkmodel --preset 1b --type f16, cached under
+# $B/llm), DEV=CUDA build/bench_llm: decode (BENCH_LLM_NTOK, 32, one-token steps) and prefill (a 32-token prompt),
+# against bench/peer_torch_llm.py on the same file (torch float16, eager, on CUDA); llm_1b_f16_first_token compares
+# both greedy tokens after the prompt (the same weights give the same token, up to float16 rounding). BENCH_LLM=0 skips.
+if [ "${BENCH_LLM:-1}" != 0 ]; then
+  llm_ntok=${BENCH_LLM_NTOK:-32}
+  f="$B/llm/llama1b_f16.gguf"
+  mkdir -p "$B/llm"
+  if [ ! -f "$f" ] && [ -x "$B/tg-mkmodel" ]; then
+    "$B/tg-mkmodel" -o "$f.tmp" --preset 1b --type f16 >/dev/null 2>&1 && mv "$f.tmp" "$f" || rm -f "$f.tmp"
+  fi
+  if [ -f "$f" ] && [ -x "$B/bench_llm" ]; then
+    o=$(timeout "${BENCH_LLM_TIMEOUT:-300}" "$B/bench_llm" "$f" 1 "$llm_ntok" 32 2>&1) || echo "bench: bench_llm on CUDA failed: $(echo "$o" | tail -2)"
+    p=$("$py" "$ROOT/bench/peer_torch_llm.py" "$f" "$llm_ntok" 32 2>&1) || echo "bench: torch LLM peer failed: $(echo "$p" | tail -2)"
+    line llm_1b_f16_decode_cuda "$(value decode_tok_s "$o")" "$(value decode_tok_s "$p")" tok/s torch
+    line llm_1b_f16_prefill_cuda "$(value prefill_tok_s "$o")" "$(value prefill_tok_s "$p")" tok/s torch
+    echo "bench llm_1b_f16_first_token ours=$(value first_token "$o") torch=$(value first_token "$p")" \
+      "(decode: $(value decode_kernels "$o") kernels, $(value bytes_per_token "$o") B/token)"
+  else
+    echo "bench: LLM figures not run: no $f (tg-mkmodel) or $B/bench_llm"
+  fi
+fi
