@@ -77,6 +77,15 @@ static bool key_float(const tg_gguf *g, const char *arch, const char *key, doubl
   return true;
 }
 
+/* a tensor of the mapped file on the device the model runs on (tg_default_device: DEV=CUDA): copied there once, at
+ * load, so a forward never copies weights; the file's own (CPU) tensor when that is the device. NULL on error. */
+static tg_tensor *on_model_device(tg_tensor *t) {
+  const char *dev = tg_default_device(), *have = t ? tg_device(t) : NULL;
+  if (!t || !dev || !have || !strcmp(dev, have) || (!strncmp(dev, "CPU", 3) && !strncmp(have, "CPU", 3))) return t;
+  tg_tensor *d = tg_contiguous(tg_to(t, dev));
+  return d && tg_realize(d) == TG_OK ? d : NULL;
+}
+
 /* a weight of ggml shape ne (ndim 1 or 2), or NULL: required tensors fail the load, optional ones give NULL */
 static tg_tensor *weight(tg_llm *m, const char *name, int64_t ne0, int64_t ne1, bool required, const char *path,
                          bool *failed) {
@@ -105,7 +114,7 @@ static tg_tensor *weight(tg_llm *m, const char *name, int64_t ne0, int64_t ne1, 
     *failed = true;
     return NULL;
   }
-  tg_tensor *t = tg_gguf_tensor(m->g, name, TG_GGUF_MAP);
+  tg_tensor *t = on_model_device(tg_gguf_tensor(m->g, name, TG_GGUF_MAP));
   if (!t) { *failed = true; return NULL; }
   if (want == 1) t = tg_cast(t, TG_FLOAT32);
   return tg_retain(t);
@@ -273,7 +282,7 @@ static tg_status bind_weights(tg_llm *m, const char *path) {
   }
   const tg_gguf_tensor_info *ei = tg_gguf_find_tensor(m->g, "token_embd.weight");
   m->embd_type = ei->type;
-  m->embd_rows = tg_retain(tg_reshape(tg_gguf_tensor_bytes(m->g, "token_embd.weight", TG_GGUF_MAP),
+  m->embd_rows = tg_retain(tg_reshape(on_model_device(tg_gguf_tensor_bytes(m->g, "token_embd.weight", TG_GGUF_MAP)),
                                       TG_SHAPE(c->vocab, (int64_t)(ei->nbytes / (uint64_t)c->vocab))));
   m->v_pos = tg_retain(tg_variable("start_pos", 0, m->n_ctx - 1));
   m->v_tok = tg_retain(tg_variable("token", 0, c->vocab - 1));
