@@ -2,7 +2,8 @@
  * backward, Adam; batch 512 as bench_train) scheduled here, optimized with renderer_cuda()'s hand_coded_optimizations
  * and lowered, one line each: the kernel name, its shape before opts (axis sizes, r = reduce), and the opts chosen.
  * Matches the names DEBUG=2 prints on the GPU, so a profile taken there can be read and the heuristic changed here.
- * Usage: gpu_opts [batch] (default 512). */
+ * Usage: gpu_opts [batch] (default 512); gpu_opts llm: the 1B llama's decode-step projections instead (one token,
+ * float32 activations, float16 weights: RMSNorm into Q and gate/up, silu(gate) * up into down). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,9 +61,33 @@ static void print_kernel(UOp *ast, const Renderer *ren) {
   uop_scope_end(sc);
 }
 
+/* the decode step's matrix-vector kernels of one llama-1B layer (llm.c's formulation), printed as the CNN's */
+static int llm_kernels(const Renderer *ren) {
+  tg_tensor *x = tg_empty_on(TG_SHAPE(1, 2048), TG_FLOAT32, "CUDA"), *wn = tg_empty_on(TG_SHAPE(2048), TG_FLOAT32, "CUDA");
+  tg_tensor *wq = tg_empty_on(TG_SHAPE(2048, 2048), TG_FLOAT16, "CUDA"), *wk = tg_empty_on(TG_SHAPE(512, 2048), TG_FLOAT16, "CUDA");
+  tg_tensor *wg = tg_empty_on(TG_SHAPE(8192, 2048), TG_FLOAT16, "CUDA"), *wu = tg_empty_on(TG_SHAPE(8192, 2048), TG_FLOAT16, "CUDA");
+  tg_tensor *wd = tg_empty_on(TG_SHAPE(2048, 8192), TG_FLOAT16, "CUDA"), *wo = tg_empty_on(TG_SHAPE(2048, 2048), TG_FLOAT16, "CUDA");
+  tg_tensor *h = tg_mul(tg_rms_norm(x, 1e-5), wn);
+  tg_tensor *q = tg_matmul(h, tg_transpose(wq, 0, 1)), *k = tg_matmul(h, tg_transpose(wk, 0, 1));
+  tg_tensor *o = tg_add(x, tg_matmul(tg_contiguous(q), tg_transpose(wo, 0, 1)));
+  tg_tensor *f = tg_mul(tg_contiguous(tg_silu(tg_matmul(h, tg_transpose(wg, 0, 1)))), tg_matmul(h, tg_transpose(wu, 0, 1)));
+  tg_tensor *d = tg_add(o, tg_matmul(f, tg_transpose(wd, 0, 1)));
+  if (!d || !k) return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
+  UOpScope sc = uop_scope_begin();
+  UOp *roots[2] = {d->uop, k->uop};
+  UOp *lin = sched_kernels(uop_sink(roots, 2));
+  if (!lin) return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
+  printf("%u kernels\n", lin->nsrc);
+  for (uint32_t i = 0; i < lin->nsrc; i++)
+    if (lin->src[i]->src[0]->op == TG_OP_SINK) print_kernel(lin->src[i]->src[0], ren);
+  uop_scope_end(sc);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  int64_t bs = argc > 1 ? atoll(argv[1]) : 512;
   const Renderer *ren = renderer_cuda();
+  if (argc > 1 && !strcmp(argv[1], "llm")) return llm_kernels(ren);
+  int64_t bs = argc > 1 ? atoll(argv[1]) : 512;
   tg_manual_seed(0);
   const int64_t k5[2] = {5, 5}, k3[2] = {3, 3}, k2[2] = {2, 2};
   tg_conv2d_layer *conv[4] = {tg_conv2d_new(1, 32, k5, NULL), tg_conv2d_new(32, 32, k5, NULL),

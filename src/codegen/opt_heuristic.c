@@ -879,14 +879,14 @@ static bool gpu_matvec(OptScheduler *s, Shape *sh) {
  * (2, 32), (1, 32), (4, 16), (2, 16), (1, 16) whose product divides the row (a row of 400 = 20x20: GROUP 16; the
  * BatchNorm statistics of the CNN step, [32, 256, r2, r400], ran on 512 threads in all). Other reduce axes (r2 there)
  * stay loops of every lane. GPU_ROW_REDUCE=0 turns it off. Applied on a copy: all or nothing. */
-static bool gpu_row_reduce(OptScheduler *s, Shape *sh) {
+static bool gpu_row_reduce(OptScheduler *s, Shape *sh, int64_t min_out, int64_t min_row) {
   if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_ROW_REDUCE", 1))
     return false;
   shape_load(s, sh);
-  if (!unrollable_count(sh) || count_type(sh, AXIS_UPCAST, AXIS_UNROLL) || upcastable_output_prod(sh) <= 2048)
+  if (!unrollable_count(sh) || count_type(sh, AXIS_UPCAST, AXIS_UNROLL) || upcastable_output_prod(sh) <= min_out)
     return false;
   int r = last_unrollable(sh);
-  if (r < 0 || sh->type[r] != AXIS_REDUCE || !sh->known[r] || sh->size[r] < 128) return false;
+  if (r < 0 || sh->type[r] != AXIS_REDUCE || !sh->known[r] || sh->size[r] < min_row) return false;
   static const int splits[][2] = {{4, 32}, {2, 32}, {1, 32}, {4, 16}, {2, 16}, {1, 16}};
   int u = 0, g = 0;
   for (size_t i = 0; i < TG_ARRAY_LEN(splits) && !g; i++)
@@ -1223,6 +1223,12 @@ void opt_hand_coded(OptScheduler *s) {
    * giving 16384 threads (BatchNorm's statistics over 64 channels of [512, 36]: 1024 threads -> 16384),
    * GPU_WIDE_GROUPTOP=0 keeps 16 */
   int64_t out_prod = upcastable_output_prod(&sh);
+  /* a matrix-vector product of 256-2048 rows of 1024 or more (the LLM decode's Q/K/V/O and down projections, float16
+   * weights: tinygrad's MV step never matches a load behind a CAST) reduces its rows as gpu_row_reduce does, a warp
+   * per row on coalesced loads, not by GROUPTOP's 16 lanes each walking its own 1/16 of the row (measured on the
+   * H200, 2048 x 8192 float16: 142 us, 236 GB/s with GROUPTOP). GPU_MATVEC_ROWS=0 turns it off. */
+  if (out_prod > 128 && out_prod <= 2048 && tg_getenv_int("GPU_MATVEC_ROWS", 1) && gpu_row_reduce(s, &sh, 128, 1024))
+    goto out;
   if (out_prod <= (tg_getenv_int("NOLOCALS", 0) ? 240 : 2048)) {
     int wide = 16;
     if (s->ren->has_shared && tg_getenv_int("GPU_WIDE_GROUPTOP", 1) && !tg_getenv_int("NOLOCALS", 0))
@@ -1253,7 +1259,7 @@ void opt_hand_coded(OptScheduler *s) {
     for (int i = nup; i-- > 0;) try_opt(s, OPT_UPCAST, to_upcast[i], 0);
   }
 
-  if (gpu_row_reduce(s, &sh) || gpu_group_first(s, &sh)) goto out;
+  if (gpu_row_reduce(s, &sh, 2048, 128) || gpu_group_first(s, &sh)) goto out;
   tiled = cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh) || cpu_column_reduce(s, &sh);
   if (tiled) goto threads;
 
