@@ -188,7 +188,8 @@ typedef struct Kernel {
   int ncores;
   int64_t global[3], local[3]; /* launch dims: blocks and threads per block (CPU: {ncores,1,1}, {1,1,1}) */
   UOp *gbound[3];      /* kept: a grid dim whose bound is an expression of Variables (NULL: global[d] is it) */
-  bool sym_grid;       /* some gbound: the grid is computed per launch (kernel_grid), never in a graph */
+  bool sym_grid;       /* some gbound: the grid is computed per launch (kernel_grid) */
+  bool sym_grid_graph; /* every gbound is at least 1 (vmin): a graph node whose grid is set with its values */
   double flops;        /* estimated per launch (ALU ops times enclosing loop trips) */
   char *src;           /* for DEBUG=4 */
   char core_name[TG_NAME_MAX]; /* the core_id parameter's name in src ("" without one) */
@@ -214,7 +215,7 @@ static uint64_t kernel_knobs(void) {
                                       "ALLOW_TF32", "TRANSCENDENTAL", "DISABLE_FAST_IDIV", "VECTOR_ACC", "DMC",
                                       "EXPAND_SSA", "THREADS", "NUM_CPU_THREADS", "BEAM_UPCAST_MAX", "BEAM_LOCAL_MAX",
                                       "BEAM_PADTO", "GPU_ROW_REDUCE", "GPU_LATE_GROUP", "GPU_WIDE_GROUPTOP",
-                                      "GPU_EW_FLAT", "GPU_GROUP_FIRST"};
+                                      "GPU_EW_FLAT", "GPU_GROUP_FIRST", "GPU_MATVEC_ROWS"};
   uint64_t h = 0x6b65726e656cULL;
   for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) h = tg_hash_mix(h, (uint64_t)tg_getenv_int(knobs[i], INT64_MIN));
   return h;
@@ -279,6 +280,7 @@ static bool launch_bounds(Kernel *k, UOp *linear) {
     if (gb[d] && render_launch_eval(gb[d], NULL, NULL, 0, &k->global[d]) != TG_OK) {
       tg_clear_error();
       k->gbound[d] = uop_keep(gb[d]);
+      k->sym_grid_graph = (k->sym_grid ? k->sym_grid_graph : true) && uop_vmin(gb[d]) >= 1;
       k->sym_grid = true;
     }
   }
@@ -876,6 +878,11 @@ static tg_status flush_batch(EngineJit *j, size_t first, size_t n, bool *made) {
     const JitLaunch *l = &j->launches[first + i];
     nodes[i] = (RtGraphNode){l->k->prog, l->bufs, l->vals, l->k->nparams, {0}, {0}, l->access, l->naccess};
     memcpy(nodes[i].grid, l->k->global, sizeof nodes[i].grid);
+    if (l->k->sym_grid) { /* a placeholder grid: the first run sets the node with its Variables' values */
+      for (int d = 0; d < 3; d++)
+        if (l->k->gbound[d]) nodes[i].grid[d] = 1;
+      j->launches[first + i].dirty = true;
+    }
     memcpy(nodes[i].block, l->k->local, sizeof nodes[i].block);
   }
   RtGraph *g = NULL;
@@ -897,7 +904,8 @@ static tg_status make_graphs(EngineJit *j) {
   tg_status st = TG_OK;
   for (size_t i = 0; i <= j->nlaunch && st == TG_OK; i++) {
     const JitLaunch *l = i < j->nlaunch ? &j->launches[i] : NULL;
-    bool can_graph = l && l->k && l->k->core_param < 0 && !l->k->sym_grid && rt_device_has_graph(l->k->dev);
+    bool can_graph = l && l->k && l->k->core_param < 0 && (!l->k->sym_grid || l->k->sym_grid_graph) &&
+                     rt_device_has_graph(l->k->dev);
     bool can_extend = can_graph && (!n || j->launches[first].k->dev == l->k->dev) && (max_batch <= 0 || (int64_t)n < max_batch);
     if (!can_extend && n) {
       bool made;
@@ -984,7 +992,12 @@ tg_status engine_jit_run(EngineJit *j, UOp *const *inputs, const int64_t *vals, 
       long from_template = 0;
       for (uint32_t k = 0; k < g->n && st == TG_OK; k++) {
         JitLaunch *m = &j->launches[g->first + k];
-        if (m->dirty) st = rt_graph_set(g->g, k, m->bufs, m->vals);
+        if (m->dirty) {
+          int64_t grid[3];
+          bool empty = false;
+          st = m->k->sym_grid ? kernel_grid(m->k, m->vals, grid, &empty) : TG_OK;
+          if (st == TG_OK) st = rt_graph_set(g->g, k, m->bufs, m->vals, m->k->sym_grid ? grid : NULL);
+        }
         if (st == TG_OK) m->dirty = false;
         from_template += m->k->from_template;
       }

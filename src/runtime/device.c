@@ -211,8 +211,13 @@ tg_status rt_graph_new(RtDevice *d, const RtGraphNode *nodes, size_t n, RtGraph 
   return TG_OK;
 }
 
-tg_status rt_graph_set(RtGraph *g, size_t i, const uint64_t *bufs, const long long *vals) {
+tg_status rt_graph_set(RtGraph *g, size_t i, const uint64_t *bufs, const long long *vals, const int64_t *grid) {
   if (!g || i >= g->n) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_graph_set: no node %zu", i);
+  if (grid) {
+    for (int d = 0; d < 3; d++)
+      if (grid[d] < 1) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "rt_graph_set: node %zu: a grid of %lld", i, (long long)grid[d]);
+    memcpy(g->nodes[i].grid, grid, sizeof g->nodes[i].grid);
+  }
   RtGraphNode node = g->nodes[i];
   node.bufs = bufs, node.vals = vals;
   return g->dev->ops->graph_set(g->dev, g->impl, i, &node);

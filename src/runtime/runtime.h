@@ -196,8 +196,9 @@ bool rt_device_has_graph(RtDevice *d);
 /* A graph of the n nodes (n >= 1), all programs of device d. Errors: a device without graphs (TG_ERR_UNSUPPORTED),
  * bad launch arguments (as rt_device_launch), the driver's. */
 tg_status rt_graph_new(RtDevice *d, const RtGraphNode *nodes, size_t n, RtGraph **out);
-/* Node i's buffers and values from the next launch on (its program and dims stay). */
-tg_status rt_graph_set(RtGraph *g, size_t i, const uint64_t *bufs, const long long *vals);
+/* Node i's buffers and values from the next launch on (its program and block stay; its grid too unless grid is given:
+ * a kernel whose grid follows a Variable's value, every dim at least 1). */
+tg_status rt_graph_set(RtGraph *g, size_t i, const uint64_t *bufs, const long long *vals, const int64_t *grid);
 /* Queue the whole graph (asynchronous, as a launch), or with `seconds`: wait and store its time. */
 tg_status rt_graph_launch(RtGraph *g, double *seconds);
 void rt_graph_free(RtGraph *g);
