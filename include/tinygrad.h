@@ -85,6 +85,7 @@ typedef struct tg_tensor tg_tensor;
 /* ---- lifetime ---- */
 tg_tensor *tg_retain(tg_tensor *t);  /* +1 reference owned by the caller; returns t (NULL ok) */
 void tg_release(tg_tensor *t);       /* -1 reference (NULL ok) */
+void tg_release_many(tg_tensor *const *ts, size_t n); /* tg_release of each (bindings batch releases) */
 typedef size_t tg_scope;
 tg_scope tg_scope_begin(void);
 void tg_scope_end(tg_scope s);       /* releases the scope's tensors (and any inner scope left open) */

@@ -402,6 +402,15 @@ static void test_lifetimes(void) {
   CHECK_EQ_INT(tg_live_tensors(), live0 + 1);
   tg_release(b);
   CHECK_EQ_INT(tg_live_tensors(), live0);
+  /* tg_release_many: one reference of each, a handle listed twice loses two, NULLs are skipped */
+  tg_tensor *c = E(4), *d = tg_retain(tg_retain(c)), *e = tg_exp(c);
+  tg_tensor *batch[] = {c, NULL, e, d};
+  tg_release_many(batch, 4);
+  CHECK_EQ_INT(tg_live_tensors(), live0 + 1); /* c still holds its last reference */
+  CHECK(tg_ndim(c) == 1);
+  tg_release_many(&c, 1);
+  tg_release_many(NULL, 3);
+  CHECK_EQ_INT(tg_live_tensors(), live0);
   uop_collect_all();
   CHECK_MSG(uop_live_count() <= nodes0, "uop nodes grew: %zu -> %zu", nodes0, uop_live_count());
 }

@@ -54,6 +54,22 @@ class TestOps(unittest.TestCase):
     self.assertEqual((Tensor([7, -7]) % 3).tolist(), [1, 2])
     self.assertEqual(Tensor([1.0, 4.0]).sqrt().tolist(), [1.0, 2.0])
     self.assertEqual((Tensor([1, 2]) < Tensor([2, 2])).tolist(), [True, False])
+  def test_cached_scalars_keep_kind_and_sign(self):
+    # the binary ops' scalar cache is keyed by class and value: 1, 1.0 and True are three constants, 0.0 and -0.0 two
+    i = Tensor([1, 2])
+    for _ in range(2):  # the second round hits the cache
+      self.assertIs((i + 1).dtype, dtypes.int32)
+      self.assertIs((i + 1.0).dtype, dtypes.weakfloat)
+      self.assertIs((i + True).dtype, dtypes.int32)
+      self.assertIs((Tensor([True]) & True).dtype, dtypes.bool)
+      self.assertEqual(Tensor([2.0]).copysign(-0.0).tolist(), [-2.0])
+      self.assertEqual(Tensor([2.0]).copysign(0.0).tolist(), [2.0])
+      self.assertEqual((3 - i).tolist(), [2, 1])
+      self.assertTrue(math.isnan((Tensor([1.0]) + math.nan).item()))
+    self.assertEqual(Tensor([[1.0, 2.0]]).sum(axis=1).tolist(), [3.0])
+    self.assertEqual(Tensor([[1.0, 2.0]]).sum(axis=(1,)).tolist(), [3.0])
+    self.assertEqual(Tensor([[1.0, 2.0]]).sum(axis=[0, 1]).item(), 3.0)
+    self.assertEqual(Tensor([1.0, 2.0]).reshape(2, 1).reshape(None, 1).reshape((2,)).shape, (2,))
   def test_reductions(self):
     t = Tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     self.assertEqual(t.sum().item(), 21.0)
@@ -168,6 +184,42 @@ class TestLifetimes(unittest.TestCase):
       del a
     gc.collect()
     self.assertEqual(lib.tg_live_tensors(), before)
+  def test_release_is_batched(self):
+    # a dead Tensor's handle waits in _lib.pending: at most 255 of them, none once a realize (or a count) begins
+    from tinygrad_c import _lib
+    a = Tensor.ones(4).contiguous().realize()
+    a + 1.0, a * 3.0, a * 2  # the scalars become cached constants (live for the process)
+    base = lib.tg_live_tensors()
+    self.assertEqual(len(_lib.pending), 0)
+    for _ in range(10): a + 1.0
+    self.assertEqual(len(_lib.pending), 10)
+    self.assertEqual(lib.tg_live_tensors(), base)
+    for _ in range(1000):
+      a * 3.0
+      self.assertLess(len(_lib.pending), 256)
+    b = (a * 2).realize()
+    self.assertEqual(len(_lib.pending), 0)
+    self.assertEqual(b.tolist(), [2.0] * 4)
+    del b
+    self.assertEqual(lib.tg_live_tensors(), base)
+  def test_exit_releases(self):
+    # at exit the queue is emptied, and a Tensor collected after that is released at once (an exit handler
+    # registered before the package's runs after it)
+    import subprocess
+    code = ("import atexit, sys\n"
+            "def late():\n"
+            "  from tinygrad_c import _lib\n"
+            "  global keep\n"
+            "  n0 = _lib.lib.tg_live_tensors()\n"
+            "  del keep\n"
+            "  print(len(_lib.pending), n0 - _lib.lib.tg_live_tensors())\n"
+            "atexit.register(late)\n"
+            "from tinygrad_c import Tensor\n"
+            "keep = Tensor.ones(3) + 1\n"
+            "for i in range(300): keep * 2.0\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(HERE, ".."), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    self.assertEqual((r.returncode, r.stdout.strip(), r.stderr), (0, "0 1", ""))
 
 class TestCompat(unittest.TestCase):
   def test_import_tinygrad(self):

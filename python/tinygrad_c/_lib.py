@@ -2,14 +2,21 @@
 
 The library is found at $TINYGRAD_C_LIB, else ../../build/libtinygrad.so from this file (the repository's build).
 Every prototype is declared once below ("name restype argtypes", one letter per C type) so that ctypes converts
-arguments without guessing; tensor handles are opaque pointers (Python ints)."""
-import ctypes, os
+arguments without guessing; tensor handles are opaque pointers (Python ints).
+
+Per-op cost: building a lazy op is a sub-microsecond C call, so `lib` is loaded as a PyDLL (the call keeps the GIL:
+releasing and taking it back was a tenth of the call). The calls that run kernels or copy data (_SLOW below) go
+through a CDLL instead, so other Python threads run meanwhile. A dead Tensor's handle is queued (`pending`, see
+Tensor.__del__) and released with others in one tg_release_many call: before every _SLOW call (a realize must not
+rewrite, nor memory hold, the graphs of dead tensors), when 256 are queued, and at interpreter exit."""
+import array, atexit, ctypes, os
 
 _here = os.path.dirname(os.path.abspath(__file__))
 LIB_PATH = os.environ.get("TINYGRAD_C_LIB") or os.path.join(_here, "..", "..", "build", "libtinygrad.so")
 if not os.path.exists(LIB_PATH):
   raise ImportError(f"tinygrad_c: {LIB_PATH} not found: build it with `make lib` (or set TINYGRAD_C_LIB)")
-lib = ctypes.CDLL(LIB_PATH)
+lib = ctypes.PyDLL(LIB_PATH)
+_gil_free = ctypes.CDLL(LIB_PATH)
 
 I64P, IP = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int)
 _T = {"T": ctypes.c_void_p, "P": ctypes.c_void_p, "v": ctypes.c_void_p, "s": ctypes.c_char_p, "Z": ctypes.c_size_t,
@@ -18,7 +25,7 @@ _T = {"T": ctypes.c_void_p, "P": ctypes.c_void_p, "v": ctypes.c_void_p, "s": cty
 # name, return type, argument types: T tensor handle, P array of handles, L int64_t*, I int*, Z size_t, i int/enum,
 # b bool, d double, q int64_t, Q uint64_t, s const char*, v other pointer, - void
 _PROTOS = """
-tg_last_error s -|tg_last_status i -|tg_version s -|tg_knobs_reload - -|tg_retain T T|tg_release - T|tg_live_tensors Z -
+tg_last_error s -|tg_last_status i -|tg_version s -|tg_knobs_reload - -|tg_retain T T|tg_release - T|tg_release_many - vZ|tg_live_tensors Z -
 tg_ndim i T|tg_shape v T|tg_numel q T|tg_get_dtype i T|tg_dtype_name s i|tg_dtype_itemsize Z i|tg_device s T
 tg_graph_str v T|tg_str_free - v|tg_default_device s -|tg_set_default_device i s|tg_to T Ts|tg_synchronize i s
 tg_from_data_on T viLZs|tg_empty_on T LZis|tg_zeros T LZi|tg_ones T LZi|tg_full T LZdi|tg_full_int T LZqi
@@ -59,9 +66,42 @@ tg_conv_transpose2d T TTTiLLLL|tg_scaled_dot_product_attention T TTTTdb
 tg_cross_entropy T TTid|tg_sparse_categorical_crossentropy T TTqdi|tg_binary_crossentropy T TTi
 tg_binary_crossentropy_logits T TTiT|tg_nll_loss T TTTbqi
 """
+# The calls that may run kernels, copy data, or walk every live handle: GIL released, dead handles released first.
+_SLOW = {"tg_realize", "tg_realize_many", "tg_to_host", "tg_item_double", "tg_item_int64", "tg_synchronize",
+         "tg_from_data_on", "tg_backward", "tg_backward_with_grad", "tg_backward_all", "tg_gradient",
+         "tg_gradient_with_grad", "tg_optim_step", "tg_optim_step_with", "tg_live_tensors"}
+
+pending: list = []  # handles of dead Tensors, not released yet (Tensor.__del__ appends; release_pending empties)
+def release_pending():
+  """Releases the queued handles in one C call (the list is swapped first: a __del__ run meanwhile queues anew)."""
+  global pending
+  batch, pending = pending, []
+  if batch:
+    arr = array.array("Q", batch)
+    _release_many(arr.buffer_info()[0], len(batch))
+
+def _slow(fn):
+  def call(*args):
+    if pending: release_pending()
+    return fn(*args)
+  call.__name__ = fn.__name__
+  return call
+
 for _entry in _PROTOS.replace("\n", "|").split("|"):
   if not _entry.strip(): continue
   _name, _ret, _args = _entry.split()
-  _fn = getattr(lib, _name)
+  _fn = getattr(_gil_free if _name in _SLOW else lib, _name)
   _fn.restype = _T[_ret]
   _fn.argtypes = [] if _args == "-" else [_T[c] for c in _args]
+  if _name in _SLOW: setattr(lib, _name, _slow(_fn))
+_release_many = lib.tg_release_many
+
+class _ReleaseNow(list):
+  """`pending` after exit: handles of Tensors collected during interpreter shutdown are released at once."""
+  def append(self, h): _release_one(h)
+_release_one = lib.tg_release
+@atexit.register
+def _at_exit():
+  global pending
+  release_pending()
+  pending = _ReleaseNow()

@@ -12,6 +12,7 @@ tg_last_error()."""
 from __future__ import annotations
 import ctypes, math, struct
 from ._lib import lib as L, I64P, IP
+from . import _lib
 from .dtype import DType, dtypes, to_dtype, from_tg, strong_dtype, _to_np_dtype, _from_np_dtype, least_upper_float
 from .helpers import argfix, prod, all_int, fully_flatten, make_tuple
 
@@ -53,6 +54,7 @@ def _i64_const(key:tuple):
     if len(_I64) < 4096: _I64[key] = arr
   return arr
 def _ints(seq): return (ctypes.c_int * len(seq))(*seq)
+_tg_reshape = L.tg_reshape
 def _handles(ts): return (_vp * len(ts))(*[t._h for t in ts])
 
 def _shape_of(shape) -> tuple:
@@ -81,6 +83,10 @@ def _scalar_handle(x):
 # device-less), so an op with a scalar is one C call. Keyed by type and value (a float zero by its sign too).
 _CONSTS: dict = {}
 _CONSTS_MAX = 4096
+# The same handles by value for the hot path of a binary op (_binop): nonzero floats (0.0 and -0.0 are equal keys),
+# ints (a separate dict: 1 == 1.0 == True as keys). NaNs are never cached.
+_CF: dict = {}
+_CI: dict = {}
 
 def _operand(x):
   """(handle, owned temporary or None) for an op argument: a Tensor, a Python scalar or a list."""
@@ -94,6 +100,8 @@ def _operand(x):
     if not h: _raise()
     if len(_CONSTS) < _CONSTS_MAX and x == x:
       _CONSTS[k] = h
+      if c is float and x: _CF[x] = h
+      elif c is int: _CI[x] = h
       return h, None
     return h, h
   h = _scalar_handle(x)
@@ -110,16 +118,60 @@ def _bin(fn, a:Tensor, b, reverse=False) -> Tensor:
   if tmp.__class__ is int: L.tg_release(tmp)
   return _w(r)
 
+# The hot paths: one closure per C call, so an op is the C call, the result check and the wrapper object, with no
+# further Python frames (each one is a tenth of a lazy op's cost). Anything unusual takes the general path.
+def _binop(fn):
+  """a binary method (x may be a Tensor, a Python number, a list); reverse=True swaps the operands"""
+  def op(self, x, reverse=False):
+    if x.__class__ is Tensor: xh = x._h
+    else:
+      c = x.__class__
+      xh = _CF.get(x) if c is float else _CI.get(x) if c is int else None
+      if xh is None: return _bin(fn, self, x, reverse)
+    h = fn(xh, self._h) if reverse else fn(self._h, xh)
+    if not h: _raise()
+    t = _new(Tensor)
+    t._h = h
+    return t
+  op.__name__ = fn.__name__[3:]
+  return op
+def _rbinop(fn):
+  """a reflected operator (__radd__: the Python number is on the left)"""
+  def op(self, x):
+    c = x.__class__
+    xh = _CF.get(x) if c is float else _CI.get(x) if c is int else None
+    if xh is None: return _bin(fn, self, x, True)
+    h = fn(xh, self._h)
+    if not h: _raise()
+    t = _new(Tensor)
+    t._h = h
+    return t
+  op.__name__ = f"r{fn.__name__[3:]}"
+  return op
+def _unop(fn):
+  """a unary method: one handle in, one out"""
+  def op(self):
+    h = fn(self._h)
+    if not h: _raise()
+    t = _new(Tensor)
+    t._h = h
+    return t
+  op.__name__ = fn.__name__[3:]
+  return op
+
 _AXES: dict = {}
 def _axes(axis):
-  """(int array or None, count) for an axis argument: None = all axes (the arrays are cached: never written)"""
+  """(int array or None, count) for an axis argument: None = all axes. Cached by the argument (an int, or a tuple
+  as a tuple): the arrays are never written."""
   if axis is None: return None, 0
-  key = (axis,) if axis.__class__ is int else tuple(axis)
-  arr = _AXES.get(key)
-  if arr is None:
-    arr = _ints(key)
-    if len(_AXES) < 4096: _AXES[key] = arr
-  return arr, len(key)
+  c = axis.__class__
+  r = _AXES.get(axis) if c is int or c is tuple else None
+  if r is None:
+    key = (axis,) if isinstance(axis, int) else tuple(axis)
+    r = (_ints(key), len(key))
+    if len(_AXES) < 4096 and (c is int or c is tuple): _AXES[axis] = r
+  return r
+_tg_sum = L.tg_sum
 
 _PAD_MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
 _REDUCTIONS = {"mean": 0, "sum": 1, "none": 2}
@@ -210,10 +262,14 @@ class Tensor:
     return new
 
   def __del__(self):
+    """Queues the handle (_lib.pending): released with up to 255 others in one C call, or before any call that runs
+    kernels (_lib._SLOW), so a dead tensor never costs a realize anything."""
     h = self._h
     if h:
-      self._h = None
-      try: L.tg_release(h)
+      try:
+        q = _lib.pending
+        q.append(h)
+        if len(q) >= 256: _lib.release_pending()
       except Exception: pass  # interpreter shutdown
 
   # ------------------------------------------------------------------ properties
@@ -459,9 +515,9 @@ class Tensor:
     return _w(L.tg_randn_like(self._h))
 
   # ------------------------------------------------------------------ elementwise
-  def add(self, x, reverse=False): return _bin(L.tg_add, self, x, reverse)
-  def sub(self, x, reverse=False): return _bin(L.tg_sub, self, x, reverse)
-  def mul(self, x, reverse=False): return _bin(L.tg_mul, self, x, reverse)
+  add = _binop(L.tg_add)
+  sub = _binop(L.tg_sub)
+  mul = _binop(L.tg_mul)
   def div(self, x, reverse=False, rounding_mode=None):
     if rounding_mode is None: return _bin(L.tg_div, self, x, reverse)
     mode = {"trunc": 1, "floor": 2}.get(rounding_mode)
@@ -470,54 +526,54 @@ class Tensor:
     r = L.tg_div_mode(bh, self._h, mode) if reverse else L.tg_div_mode(self._h, bh, mode)
     if tmp.__class__ is int: L.tg_release(tmp)
     return _w(r)
-  def idiv(self, x, reverse=False): return _bin(L.tg_idiv, self, x, reverse)
-  def mod(self, x, reverse=False): return _bin(L.tg_mod, self, x, reverse)
-  def fmod(self, x): return _bin(L.tg_fmod, self, x)
-  def pow(self, x, reverse=False): return _bin(L.tg_pow, self, x, reverse)
-  def maximum(self, x): return _bin(L.tg_maximum, self, x)
-  def minimum(self, x): return _bin(L.tg_minimum, self, x)
-  def bitwise_and(self, x, reverse=False): return _bin(L.tg_bitwise_and, self, x, reverse)
-  def bitwise_or(self, x, reverse=False): return _bin(L.tg_bitwise_or, self, x, reverse)
-  def bitwise_xor(self, x, reverse=False): return _bin(L.tg_bitwise_xor, self, x, reverse)
-  def lshift(self, x, reverse=False): return _bin(L.tg_lshift, self, x, reverse)
-  def rshift(self, x, reverse=False): return _bin(L.tg_rshift, self, x, reverse)
+  idiv = _binop(L.tg_idiv)
+  mod = _binop(L.tg_mod)
+  fmod = _binop(L.tg_fmod)
+  pow = _binop(L.tg_pow)
+  maximum = _binop(L.tg_maximum)
+  minimum = _binop(L.tg_minimum)
+  bitwise_and = _binop(L.tg_bitwise_and)
+  bitwise_or = _binop(L.tg_bitwise_or)
+  bitwise_xor = _binop(L.tg_bitwise_xor)
+  lshift = _binop(L.tg_lshift)
+  rshift = _binop(L.tg_rshift)
   bitwise_left_shift, bitwise_right_shift = lshift, rshift
-  def copysign(self, other): return _bin(L.tg_copysign, self, other)
-  def logaddexp(self, other): return _bin(L.tg_logaddexp, self, other)
-  def eq(self, x): return _bin(L.tg_eq, self, x)
-  def ne(self, x): return _bin(L.tg_ne, self, x)
-  def __add__(self, x): return _bin(L.tg_add, self, x)
-  def __radd__(self, x): return _bin(L.tg_add, self, x, True)
-  def __sub__(self, x): return _bin(L.tg_sub, self, x)
-  def __rsub__(self, x): return _bin(L.tg_sub, self, x, True)
-  def __mul__(self, x): return _bin(L.tg_mul, self, x)
-  def __rmul__(self, x): return _bin(L.tg_mul, self, x, True)
-  def __truediv__(self, x): return _bin(L.tg_div, self, x)
-  def __rtruediv__(self, x): return _bin(L.tg_div, self, x, True)
+  copysign = _binop(L.tg_copysign)
+  logaddexp = _binop(L.tg_logaddexp)
+  eq = _binop(L.tg_eq)
+  ne = _binop(L.tg_ne)
+  __add__ = _binop(L.tg_add)
+  __radd__ = _rbinop(L.tg_add)
+  __sub__ = _binop(L.tg_sub)
+  __rsub__ = _rbinop(L.tg_sub)
+  __mul__ = _binop(L.tg_mul)
+  __rmul__ = _rbinop(L.tg_mul)
+  __truediv__ = _binop(L.tg_div)
+  __rtruediv__ = _rbinop(L.tg_div)
   def __floordiv__(self, x): return self.div(x, rounding_mode="floor")
   def __rfloordiv__(self, x): return self.div(x, True, rounding_mode="floor")
-  def __mod__(self, x): return _bin(L.tg_mod, self, x)
-  def __rmod__(self, x): return _bin(L.tg_mod, self, x, True)
-  def __pow__(self, x): return _bin(L.tg_pow, self, x)
-  def __rpow__(self, x): return _bin(L.tg_pow, self, x, True)
-  def __and__(self, x): return _bin(L.tg_bitwise_and, self, x)
-  def __rand__(self, x): return _bin(L.tg_bitwise_and, self, x, True)
-  def __or__(self, x): return _bin(L.tg_bitwise_or, self, x)
-  def __ror__(self, x): return _bin(L.tg_bitwise_or, self, x, True)
-  def __xor__(self, x): return _bin(L.tg_bitwise_xor, self, x)
-  def __rxor__(self, x): return _bin(L.tg_bitwise_xor, self, x, True)
-  def __lshift__(self, x): return _bin(L.tg_lshift, self, x)
-  def __rlshift__(self, x): return _bin(L.tg_lshift, self, x, True)
-  def __rshift__(self, x): return _bin(L.tg_rshift, self, x)
-  def __rrshift__(self, x): return _bin(L.tg_rshift, self, x, True)
-  def __lt__(self, x): return _bin(L.tg_lt, self, x)
-  def __le__(self, x): return _bin(L.tg_le, self, x)
-  def __gt__(self, x): return _bin(L.tg_gt, self, x)
-  def __ge__(self, x): return _bin(L.tg_ge, self, x)
+  __mod__ = _binop(L.tg_mod)
+  __rmod__ = _rbinop(L.tg_mod)
+  __pow__ = _binop(L.tg_pow)
+  __rpow__ = _rbinop(L.tg_pow)
+  __and__ = _binop(L.tg_bitwise_and)
+  __rand__ = _rbinop(L.tg_bitwise_and)
+  __or__ = _binop(L.tg_bitwise_or)
+  __ror__ = _rbinop(L.tg_bitwise_or)
+  __xor__ = _binop(L.tg_bitwise_xor)
+  __rxor__ = _rbinop(L.tg_bitwise_xor)
+  __lshift__ = _binop(L.tg_lshift)
+  __rlshift__ = _rbinop(L.tg_lshift)
+  __rshift__ = _binop(L.tg_rshift)
+  __rrshift__ = _rbinop(L.tg_rshift)
+  __lt__ = _binop(L.tg_lt)
+  __le__ = _binop(L.tg_le)
+  __gt__ = _binop(L.tg_gt)
+  __ge__ = _binop(L.tg_ge)
   def __eq__(self, x): return _bin(L.tg_eq, self, x)  # type: ignore[override]
   def __ne__(self, x): return _bin(L.tg_ne, self, x)  # type: ignore[override]
-  def __neg__(self): return _w(L.tg_neg(self._h))
-  def __invert__(self): return _w(L.tg_bitwise_not(self._h))
+  __neg__ = _unop(L.tg_neg)
+  __invert__ = _unop(L.tg_bitwise_not)
   def __matmul__(self, x): return self.matmul(x)
   def __rmatmul__(self, x): return self.matmul(x, reverse=True)
   def __iadd__(self, x): return self.assign(self.add(x))
@@ -557,60 +613,60 @@ class Tensor:
       return ret.minimum(max_) if max_ is not None else ret
     return _w(L.tg_clamp(self._h, math.nan if min_ is None else float(min_), math.nan if max_ is None else float(max_)))
   clip = clamp
-  def neg(self): return _w(L.tg_neg(self._h))
-  def abs(self): return _w(L.tg_abs(self._h))
-  def sign(self): return _w(L.tg_sign(self._h))
-  def exp(self): return _w(L.tg_exp(self._h))
-  def exp2(self): return _w(L.tg_exp2(self._h))
-  def log(self): return _w(L.tg_log(self._h))
-  def log2(self): return _w(L.tg_log2(self._h))
-  def log10(self): return _w(L.tg_log10(self._h))
-  def sqrt(self): return _w(L.tg_sqrt(self._h))
-  def rsqrt(self): return _w(L.tg_rsqrt(self._h))
-  def reciprocal(self): return _w(L.tg_reciprocal(self._h))
-  def square(self): return _w(L.tg_square(self._h))
-  def sin(self): return _w(L.tg_sin(self._h))
-  def cos(self): return _w(L.tg_cos(self._h))
-  def tan(self): return _w(L.tg_tan(self._h))
-  def asin(self): return _w(L.tg_asin(self._h))
-  def acos(self): return _w(L.tg_acos(self._h))
-  def atan(self): return _w(L.tg_atan(self._h))
-  def sinh(self): return _w(L.tg_sinh(self._h))
-  def cosh(self): return _w(L.tg_cosh(self._h))
-  def tanh(self): return _w(L.tg_tanh(self._h))
-  def asinh(self): return _w(L.tg_asinh(self._h))
-  def acosh(self): return _w(L.tg_acosh(self._h))
-  def atanh(self): return _w(L.tg_atanh(self._h))
-  def trunc(self): return _w(L.tg_trunc(self._h))
-  def floor(self): return _w(L.tg_floor(self._h))
-  def ceil(self): return _w(L.tg_ceil(self._h))
-  def round(self): return _w(L.tg_round(self._h))
-  def isnan(self): return _w(L.tg_isnan(self._h))
-  def isfinite(self): return _w(L.tg_isfinite(self._h))
+  neg = _unop(L.tg_neg)
+  abs = _unop(L.tg_abs)
+  sign = _unop(L.tg_sign)
+  exp = _unop(L.tg_exp)
+  exp2 = _unop(L.tg_exp2)
+  log = _unop(L.tg_log)
+  log2 = _unop(L.tg_log2)
+  log10 = _unop(L.tg_log10)
+  sqrt = _unop(L.tg_sqrt)
+  rsqrt = _unop(L.tg_rsqrt)
+  reciprocal = _unop(L.tg_reciprocal)
+  square = _unop(L.tg_square)
+  sin = _unop(L.tg_sin)
+  cos = _unop(L.tg_cos)
+  tan = _unop(L.tg_tan)
+  asin = _unop(L.tg_asin)
+  acos = _unop(L.tg_acos)
+  atan = _unop(L.tg_atan)
+  sinh = _unop(L.tg_sinh)
+  cosh = _unop(L.tg_cosh)
+  tanh = _unop(L.tg_tanh)
+  asinh = _unop(L.tg_asinh)
+  acosh = _unop(L.tg_acosh)
+  atanh = _unop(L.tg_atanh)
+  trunc = _unop(L.tg_trunc)
+  floor = _unop(L.tg_floor)
+  ceil = _unop(L.tg_ceil)
+  round = _unop(L.tg_round)
+  isnan = _unop(L.tg_isnan)
+  isfinite = _unop(L.tg_isfinite)
   def isinf(self, detect_positive=True, detect_negative=True):
     if detect_positive and detect_negative: return _w(L.tg_isinf(self._h))
     if not detect_positive and not detect_negative: return self.full_like(False, dtype=dtypes.bool)
     inf = _w(L.tg_isinf(self._h))
     return inf.bitwise_and(self > 0 if detect_positive else self < 0)
-  def erf(self): return _w(L.tg_erf(self._h))
-  def logical_not(self): return _w(L.tg_logical_not(self._h))
-  def bitwise_not(self): return _w(L.tg_bitwise_not(self._h))
-  def relu(self): return _w(L.tg_relu(self._h))
-  def relu6(self): return _w(L.tg_relu6(self._h))
-  def sigmoid(self): return _w(L.tg_sigmoid(self._h))
+  erf = _unop(L.tg_erf)
+  logical_not = _unop(L.tg_logical_not)
+  bitwise_not = _unop(L.tg_bitwise_not)
+  relu = _unop(L.tg_relu)
+  relu6 = _unop(L.tg_relu6)
+  sigmoid = _unop(L.tg_sigmoid)
   def hardsigmoid(self, alpha:float=1/6, beta:float=0.5):
     if alpha != 1/6 or beta != 0.5: return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
     return _w(L.tg_hardsigmoid(self._h))
   def gelu(self, approximate:str="tanh"):
     if approximate != "tanh": return 0.5 * self * (1 + (self / math.sqrt(2)).erf())
     return _w(L.tg_gelu(self._h))
-  def quick_gelu(self): return _w(L.tg_quick_gelu(self._h))
-  def silu(self): return _w(L.tg_silu(self._h))
-  def swish(self): return _w(L.tg_swish(self._h))
-  def hardswish(self): return _w(L.tg_hardswish(self._h))
+  quick_gelu = _unop(L.tg_quick_gelu)
+  silu = _unop(L.tg_silu)
+  swish = _unop(L.tg_swish)
+  hardswish = _unop(L.tg_hardswish)
   def softplus(self, beta=1.0): return _w(L.tg_softplus(self._h, float(beta)))
-  def softsign(self): return _w(L.tg_softsign(self._h))
-  def mish(self): return _w(L.tg_mish(self._h))
+  softsign = _unop(L.tg_softsign)
+  mish = _unop(L.tg_mish)
   def leaky_relu(self, neg_slope=0.01): return _w(L.tg_leaky_relu(self._h, float(neg_slope)))
   def elu(self, alpha=1.0): return _w(L.tg_elu(self._h, float(alpha)))
   def celu(self, alpha=1.0): return _w(L.tg_celu(self._h, float(alpha)))
@@ -618,7 +674,7 @@ class Tensor:
     if alpha != 1.67326 or gamma != 1.0507: return gamma * (self >= 0).detach().where(self, alpha * (self.exp() - 1))
     return _w(L.tg_selu(self._h))
   def hardtanh(self, min_val=-1, max_val=1): return _w(L.tg_hardtanh(self._h, float(min_val), float(max_val)))
-  def logsigmoid(self): return _w(L.tg_logsigmoid(self._h))
+  logsigmoid = _unop(L.tg_logsigmoid)
 
   # ------------------------------------------------------------------ dtype
   def cast(self, dtype) -> Tensor:
@@ -637,10 +693,15 @@ class Tensor:
   # ------------------------------------------------------------------ reductions
   def _reduce(self, fn, axis, keepdim, *extra):
     ax, n = _axes(axis)
-    return _w(fn(self._h, ax, n, bool(keepdim), *extra))
+    return _w(fn(self._h, ax, n, keepdim is True or bool(keepdim), *extra))
   def sum(self, axis=None, keepdim=False, dtype=None):
-    x = self.cast(dtype) if dtype is not None else self
-    return x._reduce(L.tg_sum, axis, keepdim)
+    if dtype is not None: return self.cast(dtype)._reduce(_tg_sum, axis, keepdim)
+    ax, n = _AXES.get(axis) or _axes(axis) if axis.__class__ is int else _axes(axis)
+    h = _tg_sum(self._h, ax, n, keepdim is True or bool(keepdim))
+    if not h: _raise()
+    t = _new(Tensor)
+    t._h = h
+    return t
   def prod(self, axis=None, keepdim=False, dtype=None):
     x = self.cast(dtype) if dtype is not None else self
     return x._reduce(L.tg_prod, axis, keepdim)
@@ -690,9 +751,17 @@ class Tensor:
 
   # ------------------------------------------------------------------ movement
   def reshape(self, shape, *args) -> Tensor:
-    s = shape if shape.__class__ is tuple and not args else argfix(shape, *args)
-    if None in s: s = tuple(self.shape[i] if x is None else x for i, x in enumerate(s))
-    return _w(L.tg_reshape(self._h, _i64_const(s), len(s)))
+    c = shape.__class__
+    s = (shape,) + args if c is int else shape if c is tuple and not args else argfix(shape, *args)
+    arr = _I64.get(s)
+    if arr is None:
+      if None in s: s = tuple(self.shape[i] if x is None else x for i, x in enumerate(s))
+      arr = _i64_const(s)
+    h = _tg_reshape(self._h, arr, len(s))
+    if not h: _raise()
+    t = _new(Tensor)
+    t._h = h
+    return t
   view = reshape
   def expand(self, shape, *args) -> Tensor:
     s = argfix(shape, *args)

@@ -101,6 +101,10 @@ void tg_release(tg_tensor *t) {
   if (t && --t->rc == 0) handle_free(t);
 }
 
+void tg_release_many(tg_tensor *const *ts, size_t n) {
+  for (size_t i = 0; ts && i < n; i++) tg_release(ts[i]);
+}
+
 tg_scope tg_scope_begin(void) {
   HandleVec empty = {0};
   tg_vec_push(&scopes, empty);

@@ -130,8 +130,35 @@ static const char *own_device(const UOp *n, bool *has_own) {
 }
 
 /* tinygrad's UOp.device (memoized per call, stopping at the inputs, whose devices mix_ctx_seed recorded) */
+/* One node's device from its own and its sources' (memo holds every source) */
+static const char *device_step(UOpMap *memo, const UOp *n) {
+  bool has_own;
+  const char *dev = own_device(n, &has_own);
+  for (uint32_t k = 0; k < n->nsrc && !has_own && !dev; k++) {
+    void **v = uopmap_get(memo, n->src[k]);
+    if (v && *v != (void *)&no_device) dev = *v;
+  }
+  uopmap_put(memo, n, dev ? (void *)dev : (void *)&no_device);
+  return dev;
+}
+
+/* The common query (a node just built on a few new nodes over seeded inputs) fills the memo by a short recursion,
+ * sources first as the toposort would; deeper than a few levels it gives up and the walk below finishes. */
+static bool device_fill_small(UOp *u, int depth) {
+  if (uopmap_get(&ctx.device, u)) return true;
+  if (depth == 6) return false;
+  for (uint32_t k = 0; k < u->nsrc; k++)
+    if (!device_fill_small(u->src[k], depth + 1)) return false;
+  device_step(&ctx.device, u);
+  return true;
+}
+
 const char *mix_device_name(UOp *u) {
   if (!u) return NULL;
+  if (ctx.depth && device_fill_small(u, 0)) {
+    void **hit = uopmap_get(&ctx.device, u);
+    return *hit != (void *)&no_device ? *hit : NULL;
+  }
   UOpVec order = {0};
   UOpMap local;
   UOpMap *memo = ctx.depth ? &ctx.device : &local;
@@ -140,14 +167,7 @@ const char *mix_device_name(UOp *u) {
   else uop_toposort(u, NULL, NULL, &order);
   for (size_t i = 0; i < order.len; i++) {
     UOp *n = order.data[i];
-    if (uopmap_get(memo, n)) continue;
-    bool has_own;
-    const char *dev = own_device(n, &has_own);
-    for (uint32_t k = 0; k < n->nsrc && !has_own && !dev; k++) {
-      void **v = uopmap_get(memo, n->src[k]);
-      if (v && *v != (void *)&no_device) dev = *v;
-    }
-    uopmap_put(memo, n, dev ? (void *)dev : (void *)&no_device);
+    if (!uopmap_get(memo, n)) device_step(memo, n);
   }
   tg_vec_free(&order);
   void **v = uopmap_get(memo, u);
