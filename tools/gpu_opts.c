@@ -2,7 +2,7 @@
  * backward, Adam; batch 512 as bench_train) scheduled here, optimized with renderer_cuda()'s hand_coded_optimizations
  * and lowered, one line each: the kernel name, its shape before opts (axis sizes, r = reduce), and the opts chosen.
  * Matches the names DEBUG=2 prints on the GPU, so a profile taken there can be read and the heuristic changed here.
- * Usage: gpu_opts [batch] (default 512); gpu_opts llm: the 1B llama's decode-step projections instead (one token,
+ * Usage: gpu_opts [batch] (default 512); gpu_opts llm [T]: the 1B llama's projections instead (T tokens, default 1,
  * float32 activations, float16 weights: RMSNorm into Q and gate/up, silu(gate) * up into down). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,8 +62,8 @@ static void print_kernel(UOp *ast, const Renderer *ren) {
 }
 
 /* the decode step's matrix-vector kernels of one llama-1B layer (llm.c's formulation), printed as the CNN's */
-static int llm_kernels(const Renderer *ren) {
-  tg_tensor *x = tg_empty_on(TG_SHAPE(1, 2048), TG_FLOAT32, "CUDA"), *wn = tg_empty_on(TG_SHAPE(2048), TG_FLOAT32, "CUDA");
+static int llm_kernels(const Renderer *ren, int64_t T) {
+  tg_tensor *x = tg_empty_on(TG_SHAPE(T, 2048), TG_FLOAT32, "CUDA"), *wn = tg_empty_on(TG_SHAPE(2048), TG_FLOAT32, "CUDA");
   tg_tensor *wq = tg_empty_on(TG_SHAPE(2048, 2048), TG_FLOAT16, "CUDA"), *wk = tg_empty_on(TG_SHAPE(512, 2048), TG_FLOAT16, "CUDA");
   tg_tensor *wg = tg_empty_on(TG_SHAPE(8192, 2048), TG_FLOAT16, "CUDA"), *wu = tg_empty_on(TG_SHAPE(8192, 2048), TG_FLOAT16, "CUDA");
   tg_tensor *wd = tg_empty_on(TG_SHAPE(2048, 8192), TG_FLOAT16, "CUDA"), *wo = tg_empty_on(TG_SHAPE(2048, 2048), TG_FLOAT16, "CUDA");
@@ -86,7 +86,7 @@ static int llm_kernels(const Renderer *ren) {
 
 int main(int argc, char **argv) {
   const Renderer *ren = renderer_cuda();
-  if (argc > 1 && !strcmp(argv[1], "llm")) return llm_kernels(ren);
+  if (argc > 1 && !strcmp(argv[1], "llm")) return llm_kernels(ren, argc > 2 ? atoll(argv[2]) : 1);
   int64_t bs = argc > 1 ? atoll(argv[1]) : 512;
   tg_manual_seed(0);
   const int64_t k5[2] = {5, 5}, k3[2] = {3, 3}, k2[2] = {2, 2};
