@@ -37,7 +37,9 @@ typedef struct SymShape {
 ShapeResult uop_shape(UOp *u, Shape *out);
 
 /* Repeated queries over one graph: a cache keyed by node (nodes must outlive the cache); it also memoizes addrspace. */
-typedef struct ShapeCache { UOpMap map; TG_VEC(void *) owned; int block_used; UOpMap aspace; } ShapeCache;
+/* map: node -> its memoized slot; the slots live in blocks: `first`, then the `owned` ones (block_used: slots taken
+ * in the last block) */
+typedef struct ShapeCache { UOpMap map; void *first; TG_VEC(void *) owned; int block_used; UOpMap aspace; } ShapeCache;
 void shape_cache_init(ShapeCache *c);
 void shape_cache_free(ShapeCache *c);
 ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out);
