@@ -441,6 +441,48 @@ static void test_bin_same(void) {
   CHECK_EQ_INT(tg_live_tensors(), live0);
 }
 
+/* tg_reshape's context-free path (movement.c reshape_direct) against mix_reshape: node, shape, device, errors */
+static void check_reshape_direct(tg_tensor *t, const int64_t *shape, size_t n) {
+  tg_clear_error();
+  tg_tensor *r = tg_reshape(t, shape, n);
+  char err[200];
+  snprintf(err, sizeof err, "%s", tg_last_error());
+  mix_ctx_begin("test_reshape_direct");
+  SymShape ts = tensor_handle_shape(t);
+  mix_ctx_seed(t->uop, &ts, t->device);
+  UOp *want = mix_reshape(t->uop, shape, (int)n);
+  Shape ws = {0};
+  bool want_ok = want && mix_shape(want, &ws);
+  CHECK_MSG((r != NULL) == want_ok, "reshape to %s: the call %s (%s), the builder %s", mix_fmt_dims(shape, (int)n),
+            r ? "succeeded" : "failed", err, want_ok ? "succeeded" : "failed");
+  if (r && want_ok)
+    CHECK_MSG(r->uop == want && shape_eq(&r->shape, &ws) && r->device == mix_device_name(want),
+              "reshape to %s: node, shape or device differs from the builder's", mix_fmt_dims(shape, (int)n));
+  if (!r) CHECK_MSG(strstr(err, "tg_reshape"), "reshape error names the op: %s", err);
+  mix_ctx_end();
+  tg_release(r);
+}
+
+static void test_reshape_direct(void) {
+  size_t live0 = tg_live_tensors();
+  tg_tensor *a = E(4, 3), *z = E(0, 3), *c = CF(1.5), *i6 = EI(6), *ai = tg_exp(i6);
+  check_reshape_direct(a, (int64_t[]){12}, 1);
+  check_reshape_direct(a, (int64_t[]){4, 3}, 2);      /* its own shape: the input node */
+  check_reshape_direct(a, (int64_t[]){2, 1, 6}, 3);
+  check_reshape_direct(a, (int64_t[]){-1, 6}, 2);     /* inferred: the general path */
+  check_reshape_direct(a, (int64_t[]){5, 3}, 2);      /* wrong count: the general path's error */
+  check_reshape_direct(a, (int64_t[]){-4, -3}, 2);
+  check_reshape_direct(z, (int64_t[]){3, 0}, 2);
+  check_reshape_direct(c, (int64_t[]){1, 1}, 2);      /* a device-less weak scalar */
+  check_reshape_direct(c, NULL, 0);
+  check_reshape_direct(ai, (int64_t[]){3, 2}, 2);     /* a computed operand */
+  tg_clear_error();
+  CHECK(tg_reshape(a, NULL, 2) == NULL && strstr(tg_last_error(), "tg_reshape"));
+  CHECK(tg_reshape(NULL, (int64_t[]){12}, 1) == NULL);
+  tg_release_many((tg_tensor *[]){a, z, c, i6, ai}, 5);
+  CHECK_EQ_INT(tg_live_tensors(), live0);
+}
+
 /* ---- lifetimes: scopes drop temporaries; keep moves a handle out ---- */
 
 static void test_lifetimes(void) {
@@ -769,6 +811,7 @@ void suite_tensor(void) {
   test_shapes_dtypes();
   test_uop_shape();
   test_bin_same();
+  test_reshape_direct();
   test_lifetimes();
   test_bad_inputs();
   /* through the whole pipeline (schedule, codegen, render, runtime); TG_TENSOR_NUMERIC=0 skips it while debugging

@@ -21,9 +21,11 @@ _gil_free = ctypes.CDLL(LIB_PATH)
 I64P, IP = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int)
 _T = {"T": ctypes.c_void_p, "P": ctypes.c_void_p, "v": ctypes.c_void_p, "s": ctypes.c_char_p, "Z": ctypes.c_size_t,
       "i": ctypes.c_int, "b": ctypes.c_bool, "d": ctypes.c_double, "q": ctypes.c_int64, "Q": ctypes.c_uint64,
-      "L": I64P, "I": IP, "-": None}
+      "L": ctypes.c_void_p, "I": ctypes.c_void_p, "-": None}
 # name, return type, argument types: T tensor handle, P array of handles, L int64_t*, I int*, Z size_t, i int/enum,
-# b bool, d double, q int64_t, Q uint64_t, s const char*, v other pointer, - void
+# b bool, d double, q int64_t, Q uint64_t, s const char*, v other pointer, - void. The int64_t*/int* arguments are
+# declared void*: they take a ctypes array as before, or the address of a cached one (an int) without the per-call
+# type check of a POINTER argument.
 _PROTOS = """
 tg_last_error s -|tg_last_status i -|tg_version s -|tg_knobs_reload - -|tg_retain T T|tg_release - T|tg_release_many - vZ|tg_live_tensors Z -
 tg_ndim i T|tg_shape v T|tg_numel q T|tg_get_dtype i T|tg_dtype_name s i|tg_dtype_itemsize Z i|tg_device s T
