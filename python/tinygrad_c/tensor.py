@@ -702,7 +702,7 @@ class Tensor:
   def sum(self, axis=None, keepdim=False, dtype=None):
     if dtype is not None: return self.cast(dtype)._reduce(_tg_sum, axis, keepdim)
     ax, n = _AXES.get(axis) or _axes(axis) if axis.__class__ is int else _axes(axis)
-    h = _tg_sum(self._h, ax, n, keepdim is True or bool(keepdim))
+    h = _tg_sum(self._h, ax, n, keepdim if keepdim.__class__ is bool else bool(keepdim))
     if not h: _raise()
     t = _new(Tensor)
     t._h = h

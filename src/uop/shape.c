@@ -563,6 +563,20 @@ ShapeResult uop_shape_sym_cached(UOp *u, ShapeCache *c, SymShape *out) {
   return slot->res;
 }
 
+/* The memoized answer itself, no copy (a SymShape is 264 bytes): for queries that read a rank or a size. The pointer
+ * stays valid while the cache lives (slots never move). */
+ShapeResult uop_shape_sym_peek(UOp *u, ShapeCache *c, const SymShape **out) {
+  void **hit = uopmap_get(&c->map, u);
+  if (!hit) {
+    SymShape s;
+    uop_shape_sym_cached(u, c, &s);
+    hit = uopmap_get(&c->map, u);
+  }
+  const ShapeSlot *slot = *hit;
+  *out = &slot->s;
+  return slot->res;
+}
+
 /* The concrete form: a symbolic result is an UNSUPPORTED error naming the shape, never its maximum as if it were the
  * size. */
 ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out) {

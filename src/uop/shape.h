@@ -45,6 +45,7 @@ void shape_cache_free(ShapeCache *c);
 ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out);
 /* The same, symbolic sizes allowed. */
 ShapeResult uop_shape_sym_cached(UOp *u, ShapeCache *c, SymShape *out);
+ShapeResult uop_shape_sym_peek(UOp *u, ShapeCache *c, const SymShape **out); /* no copy: the cached slot */
 ShapeResult uop_shape_sym(UOp *u, SymShape *out);
 /* tinygrad max_numel: the product of the sizes (symbolic ones at their maximum); 1 without a shape or on error. */
 int64_t uop_max_numel(UOp *u, ShapeCache *c);
