@@ -130,9 +130,11 @@ static tg_tensor *weight(tg_llm *m, const char *name, int64_t ne0, int64_t ne1, 
   return tg_retain(t);
 }
 
-/* QDOT (default: on where the CPU has AVX-VNNI, the int8 dot products it is fast with) */
+/* QDOT (default: on for the CPU device where the CPU has AVX-VNNI, the int8 dot products it is fast with) */
 static bool qdot_default(void) {
 #if defined(__x86_64__)
+  const char *dev = tg_default_device();
+  if (!dev || strncmp(dev, "CPU", 3) != 0) return false;
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
 #else
