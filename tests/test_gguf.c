@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "nn/nn.h"
 #include "runtime/runtime.h"
+#include "uop/dtype.h"
 #include "schedule/schedule.h"
 #include "tensor/tensor.h"
 #include "test.h"
@@ -536,6 +538,85 @@ static void dequantize_api(void) {
   CHECK_EQ_STR(tg_ggml_type_name(TG_GGML_Q4_K), "q4_K");
 }
 
+/* nn_qdot_linear (src/nn/ggml_qdot.c) against a host model of ggml's Q8 activation path: quantize_row_q8_0 (scale
+ * max|x| / 127, kept as float16; x / scale rounded half to even), integer block dots with the weight's values (Q4_0:
+ * nibble - 8, Q8_0: the signed bytes), then scale_w * scale_x per block, summed in double. x has 3 rows (a prefill)
+ * and one all-zero block (scale 0). QDOT's int path and the host agree to float rounding of the block sums. */
+static void qdot_reference(void) {
+  const int M = 3, N = 24, K = 256, nb = K / 32;
+  const int types[2] = {TG_GGML_Q4_0, TG_GGML_Q8_0};
+  uint32_t seed = 12345;
+#define RND() (seed = seed * 1664525u + 1013904223u, seed >> 8)
+  float x[3 * 256];
+  for (int i = 0; i < M * K; i++) x[i] = ((float)(RND() % 20001) - 10000.0f) / 3000.0f;
+  for (int i = 32; i < 64; i++) x[i] = 0.0f; /* row 0, block 1 */
+  /* the host's quantized activation */
+  int8_t q[3 * 256];
+  float dx[3 * 8];
+  for (int r = 0; r < M; r++)
+    for (int b = 0; b < nb; b++) {
+      const float *xb = x + r * K + b * 32;
+      float amax = 0;
+      for (int j = 0; j < 32; j++) amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
+      float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+      for (int j = 0; j < 32; j++) q[r * K + b * 32 + j] = (int8_t)nearbyintf(xb[j] * id);
+      dx[r * nb + b] = tg_half_bits_to_float(tg_float_to_half_bits(d));
+    }
+  for (int ti = 0; ti < 2; ti++) {
+    int ty = types[ti], bytes = ty == TG_GGML_Q4_0 ? 18 : 34;
+    uint8_t *w = malloc((size_t)(N * nb * bytes));
+    for (int i = 0; i < N * nb * bytes; i++) w[i] = (uint8_t)RND();
+    for (int i = 0; i < N * nb; i++) {
+      uint16_t h = tg_float_to_half_bits(((float)(RND() % 1000) + 1.0f) * 1e-4f);
+      w[i * bytes] = (uint8_t)(h & 0xff), w[i * bytes + 1] = (uint8_t)(h >> 8);
+    }
+    double ref[3 * 24], mx = 0;
+    for (int r = 0; r < M; r++)
+      for (int n = 0; n < N; n++) {
+        double acc = 0;
+        for (int b = 0; b < nb; b++) {
+          const uint8_t *blk = w + (n * nb + b) * bytes;
+          float dw = tg_half_bits_to_float((uint16_t)(blk[0] | blk[1] << 8));
+          int32_t sumi = 0;
+          for (int j = 0; j < 32; j++) {
+            int wv = ty == TG_GGML_Q4_0 ? (j < 16 ? blk[2 + j] & 15 : blk[2 + j - 16] >> 4) - 8 : (int8_t)blk[2 + j];
+            sumi += wv * q[r * K + b * 32 + j];
+          }
+          acc += (double)sumi * dw * dx[r * nb + b];
+        }
+        ref[r * N + n] = acc;
+        mx = fabs(acc) > mx ? fabs(acc) : mx;
+      }
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *xt = tg_from_floats(x, TG_SHAPE(M, K));
+    tg_tensor *raw = tg_from_data(w, TG_UINT8, TG_SHAPE(N * nb * bytes));
+    tg_tensor *xq = NULL, *sx = NULL, *cx = NULL, *y = NULL;
+    CHECK_MSG(nn_qdot_quantize(xt, ty, &xq, &sx, &cx) == TG_OK, "qdot quantize: %s", tg_last_error());
+    if (xq) y = nn_qdot_linear(xt, xq, sx, cx, raw, ty, N);
+    float got[3 * 24];
+    CHECK_MSG(y && tg_to_host(y, got, sizeof got) == TG_OK, "qdot %s: %s", tg_ggml_type_name(ty), tg_last_error());
+    double e = 0;
+    for (int i = 0; i < M * N && y; i++) e = fabs(got[i] - ref[i]) > e ? fabs(got[i] - ref[i]) : e;
+    CHECK_MSG(y && mx > 0 && e <= 1e-5 * mx, "qdot %s vs host model: max err %g of %g", tg_ggml_type_name(ty), e, mx);
+    /* the quantized activation itself is the host's */
+    int8_t gq[3 * 256];
+    CHECK(xq && tg_to_host(xq, gq, sizeof gq) == TG_OK && memcmp(gq, q, sizeof q) == 0);
+    /* bad arguments are errors, not crashes */
+    CHECK(nn_qdot_linear(xt, xq, sx, cx, raw, ty, N + 1) == NULL && strstr(tg_last_error(), "does not match"));
+    tg_clear_error();
+    tg_scope_end(sc);
+    free(w);
+  }
+  tg_scope sc = tg_scope_begin();
+  tg_tensor *xq = NULL, *sx = NULL, *cx = NULL;
+  CHECK(nn_qdot_quantize(tg_zeros(TG_SHAPE(2, 40), TG_FLOAT32), TG_GGML_Q4_0, &xq, &sx, &cx) == TG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(tg_last_error(), "multiple of 32") != NULL);
+  CHECK(nn_qdot_quantize(tg_zeros(TG_SHAPE(2, 64), TG_FLOAT32), TG_GGML_Q4_K, &xq, &sx, &cx) == TG_ERR_INVALID_ARGUMENT);
+  tg_clear_error();
+  tg_scope_end(sc);
+#undef RND
+}
+
 void suite_gguf(void) {
   fixture_metadata();
   fixture_formats();
@@ -545,5 +626,6 @@ void suite_gguf(void) {
   mapped_file();
   malformed();
   dequantize_api();
+  qdot_reference();
   CHECK_EQ_INT(tg_live_tensors(), 0);
 }

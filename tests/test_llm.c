@@ -58,9 +58,13 @@ static int argmax(const float *x, int n) {
   return b;
 }
 
-static const double TOL = 2e-5; /* fp32 against the float64 reference, relative to the largest logit */
+static const double TOL_F32 = 2e-5; /* fp32 against the float64 reference, relative to the largest logit */
+/* QDOT=1 (src/nn/ggml_qdot.c): Q4_0 / Q8_0 Linears on 8-bit activations, as ggml computes them; their rounding of
+ * every activation to 8 bits moves these tiny models' logits by 0.4-0.9% of the largest (measured), so the golden
+ * check is looser there; nn_qdot_linear itself is checked tightly against a host model of the rounding (test_qdot) */
+static const double TOL_QDOT = 2e-2;
 
-static void test_golden(const char *name, bool jit) {
+static void test_golden_tol(const char *name, bool jit, double tol) {
   char path[256];
   snprintf(path, sizeof path, FIX "%s.gguf", name);
   tg_llm *m = NULL;
@@ -77,7 +81,7 @@ static void test_golden(const char *name, bool jit) {
   st = tg_llm_forward(m, gd.tokens, (size_t)gd.n_prompt, 0, true, got);
   CHECK_MSG(st == TG_OK, "%s: prefill: %s", name, tg_last_error());
   double e = st == TG_OK ? rel_err(got, gd.logits, (size_t)gd.n_prompt * V) : 1;
-  CHECK_MSG(e < TOL, "%s: prefill logits rel err %g", name, e);
+  CHECK_MSG(e < tol, "%s: prefill logits rel err %g", name, e);
   /* decode the continuation one token at a time, feeding the reference's tokens */
   long p_after_capture = -1;
   for (int i = gd.n_prompt; i < gd.n && st == TG_OK; i++) {
@@ -85,7 +89,7 @@ static void test_golden(const char *name, bool jit) {
     CHECK_MSG(st == TG_OK, "%s: decode %d: %s", name, i, tg_last_error());
     if (st != TG_OK) break;
     e = rel_err(got + (size_t)i * V, gd.logits + (size_t)i * V, V);
-    CHECK_MSG(e < TOL, "%s: decode %d logits rel err %g", name, i, e);
+    CHECK_MSG(e < tol, "%s: decode %d logits rel err %g", name, i, e);
     if (i + 1 < gd.n) CHECK_EQ_INT(argmax(got + (size_t)i * V, c->vocab), gd.tokens[i + 1]);
     if (i == gd.n_prompt + 1) p_after_capture = rt_stats().programs_requested;
   }
@@ -104,14 +108,16 @@ static void test_golden(const char *name, bool jit) {
       CHECK_MSG(e < 1e-5, "%s: decode %d vs recompute rel err %g", name, i, e);
     }
     e = rel_err(full, gd.logits, (size_t)gd.n * V);
-    CHECK_MSG(e < TOL, "%s: full prefill rel err %g", name, e);
+    CHECK_MSG(e < tol, "%s: full prefill rel err %g", name, e);
   }
   /* rewind into the middle: decode from position n_prompt again gives the same logits */
   st = tg_llm_forward(m, &gd.tokens[gd.n_prompt], 1, gd.n_prompt, false, got);
-  CHECK_MSG(st == TG_OK && rel_err(got, gd.logits + (size_t)gd.n_prompt * V, V) < TOL, "%s: rewound decode", name);
+  CHECK_MSG(st == TG_OK && rel_err(got, gd.logits + (size_t)gd.n_prompt * V, V) < tol, "%s: rewound decode", name);
   free(got), free(full), free(gd.logits);
   tg_llm_free(m);
 }
+
+static void test_golden(const char *name, bool jit) { test_golden_tol(name, jit, TOL_F32); }
 
 static void test_config(void) {
   tg_llm *m = NULL;
@@ -445,7 +451,7 @@ static void test_gptoss(void) {
   if (st == TG_OK) st = tg_llm_forward(m, gd.tokens + 5, (size_t)gd.n - 5, 5, true, got + 5 * V);
   CHECK_MSG(st == TG_OK, "gpt-oss chunked prefill: %s", tg_last_error());
   double e = st == TG_OK ? rel_err(got, gd.logits, (size_t)gd.n * V) : 1;
-  CHECK_MSG(e < TOL, "gpt-oss chunked prefill rel err %g", e);
+  CHECK_MSG(e < TOL_F32, "gpt-oss chunked prefill rel err %g", e);
   free(got), free(gd.logits);
   tg_llm_free(m);
 }
@@ -573,6 +579,7 @@ static void test_gptoss_mkmodel(void) {
 
 void suite_llm(void) {
   size_t live0 = tg_live_tensors();
+  test_setenv("QDOT", "0"); /* the float path against the float64 reference; QDOT=1 below */
   test_config();
   test_golden("llama_f32", true);
   test_golden("llama_q4_0", true);
@@ -589,5 +596,9 @@ void suite_llm(void) {
   test_mkmodel();
   test_gptoss_mkmodel();
   test_gptoss_bad_files();
+  test_setenv("QDOT", "1");
+  test_golden_tol("llama_q4_0", true, TOL_QDOT);
+  test_golden_tol("qwen3_q8_0", true, TOL_QDOT);
+  test_unsetenv("QDOT");
   CHECK_EQ_INT(tg_live_tensors(), live0);
 }

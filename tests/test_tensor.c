@@ -379,6 +379,110 @@ static void test_uop_shape(void) {
   uop_scope_end(sc);
 }
 
+/* ---- the context-free path of tg_add & co (elementwise.c bin_same): the node, shape and device the builder gives ---- */
+
+typedef tg_tensor *(*BinCall)(const tg_tensor *, const tg_tensor *);
+typedef UOp *(*BinBuild)(UOp *, UOp *);
+
+static void check_bin_same(const char *name, BinCall call, BinBuild build, tg_tensor *a, tg_tensor *b) {
+  tg_clear_error();
+  tg_tensor *t = call(a, b);
+  mix_ctx_begin("test_bin_same");
+  UOp *want = build(a->uop, b->uop);
+  Shape ws = {0};
+  bool want_ok = want && mix_shape(want, &ws);
+  const char *wdev = want ? mix_device_name(want) : NULL;
+  CHECK_MSG((t != NULL) == want_ok, "%s %s: the call %s, the builder %s (%s)", name, tg_dtype_name(tg_get_dtype(a)),
+            t ? "succeeded" : "failed", want_ok ? "succeeded" : "failed", tg_last_error());
+  if (t && want_ok) {
+    CHECK_MSG(t->uop == want, "%s %s: another node than the builder's", name, tg_dtype_name(tg_get_dtype(a)));
+    CHECK_MSG(t->shape.ndim == ws.ndim && memcmp(t->shape.d, ws.d, (size_t)ws.ndim * sizeof *ws.d) == 0 && t->device == wdev,
+              "%s: shape or device differs from the builder's", name);
+  }
+  mix_ctx_end();
+  tg_release(t);
+}
+
+static void test_bin_same(void) {
+  static const struct { const char *name; BinCall call; BinBuild build; } ops[] = {
+    {"add", tg_add, mix_add}, {"mul", tg_mul, mix_mul}, {"maximum", tg_maximum, mix_maximum},
+    {"lt", tg_lt, mix_lt}, {"gt", tg_gt, mix_gt}, {"ne", tg_ne, mix_ne},
+  };
+  static const tg_dtype dts[] = {TG_FLOAT32, TG_INT32, TG_BOOL, TG_FLOAT16, TG_UINT8};
+  size_t live0 = tg_live_tensors();
+  for (size_t d = 0; d < TG_ARRAY_LEN(dts); d++) {
+    tg_tensor *a = ET(dts[d], 4, 3), *b = ET(dts[d], 4, 3), *c = ET(dts[d], 3), *s = ET(dts[d], 4, 3);
+    tg_tensor *a2 = tg_add(s, s), *two = CF(2); /* a computed (unrealized) operand; a weak scalar */
+    for (size_t i = 0; i < TG_ARRAY_LEN(ops); i++) {
+      check_bin_same(ops[i].name, ops[i].call, ops[i].build, a, b);  /* the fast path */
+      check_bin_same(ops[i].name, ops[i].call, ops[i].build, a, a);  /* one tensor twice */
+      check_bin_same(ops[i].name, ops[i].call, ops[i].build, a2, b);
+      check_bin_same(ops[i].name, ops[i].call, ops[i].build, a, c);  /* broadcast: the general path */
+      check_bin_same(ops[i].name, ops[i].call, ops[i].build, a, two); /* the general path */
+    }
+    tg_tensor *x = tg_add(a, b), *y = tg_add(a, b);
+    CHECK(x && y && x != y && x->uop == y->uop); /* interned: the same node, two handles */
+    tg_release_many((tg_tensor *[]){a, b, c, s, a2, two, x, y}, 8);
+  }
+  tg_tensor *f = E(4, 3), *h = ET(TG_FLOAT16, 4, 3), *sym = NULL;
+  check_bin_same("add", tg_add, mix_add, f, h); /* two dtypes: promoted by the general path */
+  tg_tensor *v = tg_variable("n", 1, 8);
+  tg_tensor *vb = v ? tg_bind(v, 5) : NULL;
+  if (vb) sym = tg_empty_sym((tg_sint[]){TG_SV(vb, 0)}, 1, TG_FLOAT32);
+  CHECK_MSG(sym != NULL, "symbolic operand: %s", tg_last_error());
+  if (sym) {
+    tg_tensor *r = tg_add(sym, sym); /* a symbolic shape: the general path keeps the size expression */
+    CHECK(r && r->symbolic);
+    tg_release(r);
+  }
+  tg_clear_error();
+  CHECK(tg_add(f, NULL) == NULL && strstr(tg_last_error(), "tg_add"));
+  tg_release_many((tg_tensor *[]){f, h, sym, vb, v}, 5);
+  CHECK_EQ_INT(tg_live_tensors(), live0);
+}
+
+/* tg_reshape's context-free path (movement.c reshape_direct) against mix_reshape: node, shape, device, errors */
+static void check_reshape_direct(tg_tensor *t, const int64_t *shape, size_t n) {
+  tg_clear_error();
+  tg_tensor *r = tg_reshape(t, shape, n);
+  char err[200];
+  snprintf(err, sizeof err, "%s", tg_last_error());
+  mix_ctx_begin("test_reshape_direct");
+  SymShape ts = tensor_handle_shape(t);
+  mix_ctx_seed(t->uop, &ts, t->device);
+  UOp *want = mix_reshape(t->uop, shape, (int)n);
+  Shape ws = {0};
+  bool want_ok = want && mix_shape(want, &ws);
+  CHECK_MSG((r != NULL) == want_ok, "reshape to %s: the call %s (%s), the builder %s", mix_fmt_dims(shape, (int)n),
+            r ? "succeeded" : "failed", err, want_ok ? "succeeded" : "failed");
+  if (r && want_ok)
+    CHECK_MSG(r->uop == want && shape_eq(&r->shape, &ws) && r->device == mix_device_name(want),
+              "reshape to %s: node, shape or device differs from the builder's", mix_fmt_dims(shape, (int)n));
+  if (!r) CHECK_MSG(strstr(err, "tg_reshape"), "reshape error names the op: %s", err);
+  mix_ctx_end();
+  tg_release(r);
+}
+
+static void test_reshape_direct(void) {
+  size_t live0 = tg_live_tensors();
+  tg_tensor *a = E(4, 3), *z = E(0, 3), *c = CF(1.5), *i6 = EI(6), *ai = tg_exp(i6);
+  check_reshape_direct(a, (int64_t[]){12}, 1);
+  check_reshape_direct(a, (int64_t[]){4, 3}, 2);      /* its own shape: the input node */
+  check_reshape_direct(a, (int64_t[]){2, 1, 6}, 3);
+  check_reshape_direct(a, (int64_t[]){-1, 6}, 2);     /* inferred: the general path */
+  check_reshape_direct(a, (int64_t[]){5, 3}, 2);      /* wrong count: the general path's error */
+  check_reshape_direct(a, (int64_t[]){-4, -3}, 2);
+  check_reshape_direct(z, (int64_t[]){3, 0}, 2);
+  check_reshape_direct(c, (int64_t[]){1, 1}, 2);      /* a device-less weak scalar */
+  check_reshape_direct(c, NULL, 0);
+  check_reshape_direct(ai, (int64_t[]){3, 2}, 2);     /* a computed operand */
+  tg_clear_error();
+  CHECK(tg_reshape(a, NULL, 2) == NULL && strstr(tg_last_error(), "tg_reshape"));
+  CHECK(tg_reshape(NULL, (int64_t[]){12}, 1) == NULL);
+  tg_release_many((tg_tensor *[]){a, z, c, i6, ai}, 5);
+  CHECK_EQ_INT(tg_live_tensors(), live0);
+}
+
 /* ---- lifetimes: scopes drop temporaries; keep moves a handle out ---- */
 
 static void test_lifetimes(void) {
@@ -706,6 +810,8 @@ void suite_tensor(void) {
   test_graph_parity();
   test_shapes_dtypes();
   test_uop_shape();
+  test_bin_same();
+  test_reshape_direct();
   test_lifetimes();
   test_bad_inputs();
   /* through the whole pipeline (schedule, codegen, render, runtime); TG_TENSOR_NUMERIC=0 skips it while debugging

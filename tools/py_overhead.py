@@ -1,14 +1,24 @@
 """Per-op Python overhead of `from tinygrad import Tensor` code: the same script runs on tinygrad.c's package
 (python/compat on PYTHONPATH) and on tinygrad itself (its checkout on PYTHONPATH). It times building lazy ops only
 (no realize: no kernel is compiled or run), so the figure is what one op costs the Python program: argument handling,
-dtype promotion, shape checks and graph construction. Prints one line per case: microseconds per op (best of 5)."""
+dtype promotion, shape checks and graph construction. Prints one line per case: microseconds per op, the best of 30
+timed chunks of about 2 ms each (both sides the same length of chunk, so a shared machine's preemptions, which
+hit long chunks more often, do not favour the faster side)."""
 import sys, time
 from tinygrad import Tensor
 import tinygrad
 
-def per_op(fn, n):
+def per_op(fn, chunk_s=0.002, chunks=30):
+  n = 10
+  while True:  # calibrate: n ops take about chunk_s (a multiple of 10: chain5 does 5 ops per iteration)
+    st = time.perf_counter()
+    fn(n)
+    t = time.perf_counter() - st
+    if t >= chunk_s / 2 or n >= 100000: break
+    n *= 2
+  n = max(10, int(n * chunk_s / max(t, 1e-9)) // 10 * 10)
   best = float("inf")
-  for _ in range(5):
+  for _ in range(chunks):
     st = time.perf_counter()
     fn(n)
     best = min(best, time.perf_counter() - st)
@@ -34,5 +44,4 @@ cases = [("add_scalar", add_scalar), ("add_tensor", add_tensor), ("exp", unary),
          ("chain5", chain), ("getitem", getitem)]
 which = "tinygrad.c" if "tinygrad_c" in repr(tinygrad.Tensor) or hasattr(tinygrad, "tinygrad_c") else "tinygrad"
 for name, fn in cases:
-  n = 2000
-  print(f"overhead {which} {name} {per_op(fn, n):.2f} us/op", flush=True)
+  print(f"overhead {which} {name} {per_op(fn):.2f} us/op", flush=True)

@@ -5,10 +5,11 @@ Every prototype is declared once below ("name restype argtypes", one letter per 
 arguments without guessing; tensor handles are opaque pointers (Python ints).
 
 Per-op cost: building a lazy op is a sub-microsecond C call, so `lib` is loaded as a PyDLL (the call keeps the GIL:
-releasing and taking it back was a tenth of the call). The calls that run kernels or copy data (_SLOW below) go
-through a CDLL instead, so other Python threads run meanwhile. A dead Tensor's handle is queued (`pending`, see
-Tensor.__del__) and released with others in one tg_release_many call: before every _SLOW call (a realize must not
-rewrite, nor memory hold, the graphs of dead tensors), when 256 are queued, and at interpreter exit."""
+releasing and taking it back was about a fifth of a cheap call). The calls that run kernels or differentiate (_SLOW
+below) go through a CDLL instead, so other Python threads run meanwhile. A dead Tensor's handle is queued (`pending`,
+see Tensor.__del__) and released with others in one tg_release_many call: before every _SLOW call (a realize or a
+backward walks every live handle, and the graphs of dead tensors must neither cost it nor hold memory through it),
+when 256 are queued, and at interpreter exit."""
 import array, atexit, ctypes, os
 
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -21,9 +22,11 @@ _gil_free = ctypes.CDLL(LIB_PATH)
 I64P, IP = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int)
 _T = {"T": ctypes.c_void_p, "P": ctypes.c_void_p, "v": ctypes.c_void_p, "s": ctypes.c_char_p, "Z": ctypes.c_size_t,
       "i": ctypes.c_int, "b": ctypes.c_bool, "d": ctypes.c_double, "q": ctypes.c_int64, "Q": ctypes.c_uint64,
-      "L": I64P, "I": IP, "-": None}
+      "L": ctypes.c_void_p, "I": ctypes.c_void_p, "-": None}
 # name, return type, argument types: T tensor handle, P array of handles, L int64_t*, I int*, Z size_t, i int/enum,
-# b bool, d double, q int64_t, Q uint64_t, s const char*, v other pointer, - void
+# b bool, d double, q int64_t, Q uint64_t, s const char*, v other pointer, - void. The int64_t*/int* arguments are
+# declared void*: they take a ctypes array as before, or the address of a cached one (an int) without the per-call
+# type check of a POINTER argument.
 _PROTOS = """
 tg_last_error s -|tg_last_status i -|tg_version s -|tg_knobs_reload - -|tg_retain T T|tg_release - T|tg_release_many - vZ|tg_live_tensors Z -
 tg_ndim i T|tg_shape v T|tg_numel q T|tg_get_dtype i T|tg_dtype_name s i|tg_dtype_itemsize Z i|tg_device s T
@@ -66,10 +69,11 @@ tg_conv_transpose2d T TTTiLLLL|tg_scaled_dot_product_attention T TTTTdb
 tg_cross_entropy T TTid|tg_sparse_categorical_crossentropy T TTqdi|tg_binary_crossentropy T TTi
 tg_binary_crossentropy_logits T TTiT|tg_nll_loss T TTTbqi
 """
-# The calls that may run kernels, copy data, or walk every live handle: GIL released, dead handles released first.
+# The calls that may run kernels or walk every live handle (and the count of them): GIL released, the queued dead
+# handles released first.
 _SLOW = {"tg_realize", "tg_realize_many", "tg_to_host", "tg_item_double", "tg_item_int64", "tg_synchronize",
-         "tg_from_data_on", "tg_backward", "tg_backward_with_grad", "tg_backward_all", "tg_gradient",
-         "tg_gradient_with_grad", "tg_optim_step", "tg_optim_step_with", "tg_live_tensors"}
+         "tg_backward", "tg_backward_with_grad", "tg_backward_all", "tg_gradient", "tg_gradient_with_grad",
+         "tg_optim_step", "tg_optim_step_with", "tg_live_tensors"}
 
 pending: list = []  # handles of dead Tensors, not released yet (Tensor.__del__ appends; release_pending empties)
 def release_pending():

@@ -11,7 +11,7 @@ supported yet" as NotImplementedError, out of memory as MemoryError, anything el
 tg_last_error()."""
 from __future__ import annotations
 import ctypes, math, struct
-from ._lib import lib as L, I64P, IP
+from ._lib import lib as L, I64P
 from . import _lib
 from .dtype import DType, dtypes, to_dtype, from_tg, strong_dtype, _to_np_dtype, _from_np_dtype, least_upper_float
 from .helpers import argfix, prod, all_int, fully_flatten, make_tuple
@@ -46,13 +46,16 @@ def _check(status:int):
 
 def _i64(seq): return (ctypes.c_int64 * len(seq))(*seq)
 _I64: dict = {}
+_KEEP: list = []  # the cached arrays, alive for the process: _I64 and _AXES hold their addresses
 def _i64_const(key:tuple):
-  """_i64 for a shape tuple the C side only reads (const int64_t *): the arrays are cached, never written"""
-  arr = _I64.get(key)
-  if arr is None:
+  """_i64 for a shape tuple the C side only reads (const int64_t *): cached (its address), never written"""
+  addr = _I64.get(key)
+  if addr is None:
     arr = (ctypes.c_int64 * len(key))(*key)
-    if len(_I64) < 4096: _I64[key] = arr
-  return arr
+    if len(_I64) >= 4096: return arr
+    _KEEP.append(arr)
+    addr = _I64[key] = ctypes.addressof(arr)
+  return addr
 def _ints(seq): return (ctypes.c_int * len(seq))(*seq)
 _tg_reshape = L.tg_reshape
 def _handles(ts): return (_vp * len(ts))(*[t._h for t in ts])
@@ -168,8 +171,10 @@ def _axes(axis):
   r = _AXES.get(axis) if c is int or c is tuple else None
   if r is None:
     key = (axis,) if isinstance(axis, int) else tuple(axis)
-    r = (_ints(key), len(key))
-    if len(_AXES) < 4096 and (c is int or c is tuple): _AXES[axis] = r
+    arr = _ints(key)
+    if len(_AXES) >= 4096 or not (c is int or c is tuple): return arr, len(key)
+    _KEEP.append(arr)
+    r = _AXES[axis] = (ctypes.addressof(arr), len(key))
   return r
 _tg_sum = L.tg_sum
 
@@ -697,7 +702,7 @@ class Tensor:
   def sum(self, axis=None, keepdim=False, dtype=None):
     if dtype is not None: return self.cast(dtype)._reduce(_tg_sum, axis, keepdim)
     ax, n = _AXES.get(axis) or _axes(axis) if axis.__class__ is int else _axes(axis)
-    h = _tg_sum(self._h, ax, n, keepdim is True or bool(keepdim))
+    h = _tg_sum(self._h, ax, n, keepdim if keepdim.__class__ is bool else bool(keepdim))
     if not h: _raise()
     t = _new(Tensor)
     t._h = h

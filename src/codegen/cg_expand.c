@@ -21,6 +21,7 @@
 typedef struct ExpandCtx {
   UOpVec order;      /* expanded ranges in the order of their first appearance (tinygrad build_range_map) */
   int vector_lanes;  /* float32 lanes of the target's vector register; 0: no vector accumulators */
+  bool dot_u8i8;     /* the renderer has 4-byte dot products (render.h): byte loads may step by 4 along a lane axis */
 } ExpandCtx;
 
 static bool is_expand_range(const UOp *u) {
@@ -152,6 +153,7 @@ static bool linear_coef_of(UOp *idx, const UOp *v, int64_t *coef) {
 typedef struct BodyLoads {
   size_t n, nup;
   int64_t *coef; /* load i, range k at [i * nup + k] */
+  bool *byte;    /* load i reads 8-bit integers */
 } BodyLoads;
 
 static void body_loads(UOp *body, const UOpVec *up, BodyLoads *bl) {
@@ -159,9 +161,12 @@ static void body_loads(UOp *body, const UOpVec *up, BodyLoads *bl) {
   uop_toposort(body, NULL, NULL, &topo);
   bl->n = 0, bl->nup = up->len;
   bl->coef = tg_malloc((topo.len * up->len + 1) * sizeof(int64_t));
+  bl->byte = tg_malloc((topo.len + 1) * sizeof(bool));
   for (size_t i = 0; i < topo.len; i++) {
     UOp *u = topo.data[i];
     if (u->op != TG_OP_INDEX || u->nsrc < 2) continue;
+    const DType *bd = u->src[0]->dtype->base;
+    bl->byte[bl->n] = bd->bitsize == 8 && (bd->kind == DTK_UINT || bd->kind == DTK_SINT);
     int64_t *c = bl->coef + bl->n++ * up->len;
     UOp *idx = u->src[1], *valid = NULL;
     if (idx->op == TG_OP_WHERE && uop_is_invalid(idx->src[2])) valid = idx->src[0], idx = idx->src[1];
@@ -174,7 +179,8 @@ static void body_loads(UOp *body, const UOpVec *up, BodyLoads *bl) {
 
 /* the vector axis grown from range `seed`: the ranges that continue seed's run of elements in load `at`, checked
  * against every load; the number of loads that step through it (0 with a->n = 0 when a load rules it out) */
-static int grow_vector_axis(const BodyLoads *bl, const UOpVec *up, AxisType t, size_t at, size_t seed, VecAxis *a) {
+static int grow_vector_axis(const BodyLoads *bl, const UOpVec *up, AxisType t, size_t at, size_t seed, bool dot4,
+                            VecAxis *a) {
   const int64_t *c = bl->coef + at * bl->nup;
   a->n = 0, a->total = 1;
   size_t k = seed;
@@ -182,7 +188,7 @@ static int grow_vector_axis(const BodyLoads *bl, const UOpVec *up, AxisType t, s
     a->pos[a->n] = k;
     a->extent[a->n] = (int64_t)uop_vmax(up->data[k]) + 1;
     a->total *= a->extent[a->n++];
-    if (a->n == VEC_AXIS_MAX) break;
+    if (a->n == VEC_AXIS_MAX || dot4) break; /* dot4: the lanes of one block (cg_vectorize's int8 dot) */
     size_t next = bl->nup;
     for (size_t j = 0; j < bl->nup && next == bl->nup; j++)
       if (c[j] == a->total && cg_axis_type(up->data[j]) == t) next = j;
@@ -199,7 +205,9 @@ static int grow_vector_axis(const BodyLoads *bl, const UOpVec *up, AxisType t, s
       run &= ci[a->pos[m]] == step;
       step *= a->extent[m];
     }
-    if (!zero && !run) { a->n = 0; return 0; }
+    /* with dot4, bytes 4 apart per lane: each lane reads 4 consecutive bytes (cg_vectorize's int8 dot lanes) */
+    bool quad = dot4 && bl->byte[i] && a->n == 1 && ci[a->pos[0]] == 4;
+    if (!zero && !run && !quad) { a->n = 0; return 0; }
     contiguous += run;
   }
   return contiguous;
@@ -214,16 +222,18 @@ static void vector_axis_of(const ExpandCtx *c, UOp *r, const UOpVec *up, AxisTyp
     return;
   BodyLoads bl;
   body_loads(r->src[0], up, &bl);
+  bool dot4 = c->dot_u8i8 && cg_has_int8_dot(r->src[0]);
   int best_contiguous = 0;
   for (size_t i = 0; i < bl.n; i++)
     for (size_t k = 0; k < up->len; k++) {
       if (bl.coef[i * bl.nup + k] != 1 || cg_axis_type(up->data[k]) != t) continue;
       VecAxis a;
-      int contiguous = grow_vector_axis(&bl, up, t, i, k, &a);
+      int contiguous = grow_vector_axis(&bl, up, t, i, k, dot4, &a);
       if (a.n && a.total >= 2 && (contiguous > best_contiguous || (contiguous == best_contiguous && a.total > best->total)))
         *best = a, best_contiguous = contiguous;
     }
   tg_free(bl.coef);
+  tg_free(bl.byte);
 }
 
 /* the chunk of [0, n) that d falls in: the largest power of two <= lanes first, then smaller ones */
@@ -549,6 +559,7 @@ UOp *cg_expand(UOp *sink, const Renderer *ren) {
   ExpandCtx c = {0};
   if (ren->supports_float4 && !ren->has_local && tg_getenv_int("VECTOR_ACC", 1))
     c.vector_lanes = (int)TG_MIN(64, TG_MAX(4, ren->vector_bytes / 4));
+  c.dot_u8i8 = ren->dot_u8i8;
   UOpVec topo = {0};
   uop_toposort(sink, NULL, NULL, &topo);
   for (size_t i = 0; i < topo.len; i++)

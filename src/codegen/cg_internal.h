@@ -38,7 +38,11 @@ UOp *cg_expand(UOp *sink, const Renderer *ren);       /* UPCAST/UNROLL ranges ->
 #define CG_TAG_VECTOR_LANES 0x766c /* a STACK of the lanes of a vector accumulator's addend (cg_expand -> cg_vectorize) */
 /* WMMA(a, b, 0) + x as WMMA(a, b, x) (tinygrad pm_wmma_add), NULL when w is not such a WMMA (cg_expand.c) */
 UOp *cg_wmma_fold_add(UOp *w, UOp *x);
-UOp *cg_vectorize(UOp *sink);                         /* lane STACKs -> vector ALU ops and loads (cg_vectorize.c) */
+UOp *cg_vectorize(UOp *sink, const Renderer *ren);    /* lane STACKs -> vector ALU ops and loads (cg_vectorize.c) */
+/* the int8 dot products cg_vectorize renders with the renderer's dot_u8i8: MUL(CAST.int(u8), CAST.int(i8)) (either
+ * order); the operands in *u, *s when not NULL. cg_has_int8_dot: x's graph holds one */
+bool cg_int8_dot_term(UOp *t, UOp **u, UOp **s);
+bool cg_has_int8_dot(UOp *x);
 UOp *cg_merge_reduce_ends(UOp *sink);                 /* one END for the accumulators of one reduce loop */
 UOp *cg_end_mergeable(UOp *const *src, size_t n);     /* an END reduce lowering makes (merge candidate) */
 bool cg_reduce_is_lane(const UOp *r);                 /* a REDUCE the expander made for one upcast lane */

@@ -6,9 +6,17 @@
  *   - loads of n consecutive elements of one buffer: one vector load (what memory coalescing would group, without
  *     depending on where its groups start),
  *   - anything else: a STACK of the lanes, rewritten the same way.
- * Ops outside ADD/SUB/MUL/NEG on float32 stay per lane. Runs after memory coalescing, whose loads it reads lanes of. */
+ * Ops outside ADD/SUB/MUL/NEG on float32 stay per lane. Runs after memory coalescing, whose loads it reads lanes of.
+ *
+ * Where the renderer has dot_u8i8 (x86 AVX-VNNI), 4 float lanes that each convert an int32 sum of 4m products of an
+ * unsigned and a signed byte (plus other int terms) become one CUSTOM: m vpdpbusd steps over 16-byte vectors (byte
+ * 4l + k of a step is lane l's product 4j + k of step j), started from the other terms, converted to float — the
+ * int8 dot of ggml's quantized GEMVs (src/nn/ggml_qdot.c). The C compiler's SLP vectorizer turns the 16 bytes of
+ * consecutive loads into one vector load. The sums are exact, so the lanes' values are the scalar code's. */
 #include "cg_internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* the lanes of a value after coalescing: a LOAD of a SHRINK, a STACK, an ALU op over those; 1 for a scalar */
@@ -107,6 +115,130 @@ static UOp *operand_of(UOp *const *lane, size_t n) {
   return v ? v : uop_new_tagged(TG_OP_STACK, lane[0]->dtype, lane, n, arg_none(), CG_TAG_VECTOR_LANES);
 }
 
+/* ---- int8 dot lanes (dot_u8i8) ---- */
+
+/* the 8-bit value an int32 operand widens: CAST.int(x) with x 8-bit, or a WHERE of two such (the cast pushed into a
+ * select) rebuilt as a WHERE of the bytes; NULL otherwise */
+static UOp *widened_byte(UOp *t) {
+  if (t->dtype != DT_INT32) return NULL;
+  if (t->op == TG_OP_CAST && t->nsrc == 1) {
+    const DType *d = t->src[0]->dtype;
+    return d == DT_UINT8 || d == DT_INT8 ? t->src[0] : NULL;
+  }
+  if (t->op == TG_OP_WHERE && t->nsrc == 3) {
+    UOp *a = widened_byte(t->src[1]), *b = widened_byte(t->src[2]);
+    if (!a || !b || a->dtype != b->dtype) return NULL;
+    return uop_where(t->src[0], a, b);
+  }
+  return NULL;
+}
+
+bool cg_int8_dot_term(UOp *t, UOp **u, UOp **s) {
+  if (t->op != TG_OP_MUL || t->nsrc != 2 || t->dtype != DT_INT32) return false;
+  UOp *a = widened_byte(t->src[0]), *b = widened_byte(t->src[1]);
+  if (!a || !b) return false;
+  if (a->dtype == DT_INT8 && b->dtype == DT_UINT8) { UOp *x = a; a = b; b = x; }
+  if (a->dtype != DT_UINT8 || b->dtype != DT_INT8) return false;
+  if (u) *u = a;
+  if (s) *s = b;
+  return true;
+}
+
+bool cg_has_int8_dot(UOp *x) {
+  UOpVec topo = {0};
+  uop_toposort(x, NULL, NULL, &topo);
+  bool any = false;
+  for (size_t i = 0; i < topo.len && !any; i++) {
+    any = cg_int8_dot_term(topo.data[i], NULL, NULL);
+  }
+  tg_vec_free(&topo);
+  return any;
+}
+
+/* the element offset of the first memory read in x (a byte operand: a load, or a load masked / shifted), for putting
+ * a lane's products in memory order; INT64_MAX when x reads none */
+static int64_t read_offset(UOp *x) {
+  LaneAddr a;
+  if (lane_addr(x, &a)) return a.off;
+  for (uint32_t i = 0; i < x->nsrc; i++) {
+    if (x->op == TG_OP_INDEX || x->op == TG_OP_LOAD) break;
+    int64_t o = read_offset(x->src[i]);
+    if (o != INT64_MAX) return o;
+  }
+  return INT64_MAX;
+}
+
+typedef struct DotTerm { UOp *u, *s; int64_t key_s, key_u; } DotTerm;
+static int dot_term_cmp(const void *pa, const void *pb) {
+  const DotTerm *a = pa, *b = pb;
+  if (a->key_s != b->key_s) return a->key_s < b->key_s ? -1 : 1;
+  return a->key_u < b->key_u ? -1 : a->key_u > b->key_u;
+}
+
+#define DOT_LANES 4   /* one 128-bit vpdpbusd: 4 int32 lanes of 4 byte products */
+#define DOT_STEPS_MAX 8
+
+/* a STACK of DOT_LANES lanes CAST.float(int32 sum with 4m int8 products, m equal across lanes) -> the CUSTOM */
+static UOp *int8_dot_lanes(RwCtx *rw, UOp *s, UOp **m) {
+  TG_UNUSED(m);
+  const Renderer *ren = rw->ctx;
+  if (!ren || !ren->dot_u8i8 || s->tag != CG_TAG_VECTOR_LANES || s->nsrc != DOT_LANES) return NULL;
+  UOpVec terms[DOT_LANES] = {{0}};
+  UOp *prod_u[DOT_LANES][4 * DOT_STEPS_MAX], *prod_s[DOT_LANES][4 * DOT_STEPS_MAX], *rest[DOT_LANES];
+  DotTerm prod[4 * DOT_STEPS_MAX];
+  size_t np = 0;
+  bool ok = true;
+  for (uint32_t l = 0; l < DOT_LANES && ok; l++) {
+    UOp *c = s->src[l];
+    ok = c->op == TG_OP_CAST && c->dtype == DT_FLOAT32 && c->nsrc == 1 && c->src[0]->dtype == DT_INT32;
+    if (!ok) break;
+    uop_split(c->src[0], TG_OP_ADD, &terms[l]);
+    size_t n = 0;
+    rest[l] = NULL;
+    for (size_t i = 0; i < terms[l].len && ok; i++) {
+      UOp *t = terms[l].data[i], *u, *v;
+      if (cg_int8_dot_term(t, &u, &v) && n < 4 * DOT_STEPS_MAX) prod[n++] = (DotTerm){u, v, read_offset(v), read_offset(u)};
+      else rest[l] = rest[l] ? uop_add(rest[l], t) : t;
+    }
+    /* memory order (the activation's bytes, then the weight's): each step's 16 bytes are then consecutive loads */
+    qsort(prod, n, sizeof *prod, dot_term_cmp);
+    for (size_t i = 0; i < n; i++) prod_u[l][i] = prod[i].u, prod_s[l][i] = prod[i].s;
+    if (l == 0) np = n;
+    ok = n == np && n > 0 && n % 4 == 0 && (l == 0 || (rest[l] == NULL) == (rest[0] == NULL));
+  }
+  for (uint32_t l = 0; l < DOT_LANES; l++) tg_vec_free(&terms[l]);
+  if (!ok) return NULL;
+  size_t steps = np / 4;
+  UOp *src[1 + 2 * 16 * DOT_STEPS_MAX];
+  uint32_t ns = 0;
+  StrBuf f;
+  sb_init(&f);
+  sb_puts(&f, "__builtin_convertvector(");
+  for (size_t j = 0; j < steps; j++) sb_puts(&f, "tg_dpbusd128(");
+  /* the start: the other terms' lanes (the CUSTOM's 4-lane shape comes from this source) */
+  UOp *zero = uop_const_int(DT_INT32, 0), *init_lanes[DOT_LANES];
+  for (uint32_t l = 0; l < DOT_LANES; l++) init_lanes[l] = rest[l] ? rest[l] : zero;
+  UOp *init = rest[0] ? operand_of(init_lanes, DOT_LANES) : NULL;
+  if (!init || lanes_of(init) != DOT_LANES) init = uop_new(TG_OP_STACK, DT_INT32, init_lanes, DOT_LANES, arg_none());
+  src[ns++] = init;
+  sb_puts(&f, "(tg_i32x4)({0})");
+  for (size_t j = 0; j < steps; j++)
+    for (int half = 0; half < 2; half++) {
+      sb_puts(&f, half ? ", (tg_i8x16){{" : ", (tg_u8x16){{");
+      for (uint32_t l = 0; l < DOT_LANES; l++)
+        for (size_t k = 0; k < 4; k++) {
+          src[ns] = half ? prod_s[l][4 * j + k] : prod_u[l][4 * j + k];
+          sb_printf(&f, "%s{%u}", l || k ? ", " : "", ns++);
+        }
+      sb_puts(&f, half ? "}})" : "}}");
+    }
+  sb_puts(&f, ", float4)");
+  char *fmt = sb_take(&f);
+  UOp *r = uop_new(TG_OP_CUSTOM, DT_FLOAT32, src, ns, arg_str(fmt));
+  tg_free(fmt);
+  return r;
+}
+
 static bool vector_op(TgOp op) { return op == TG_OP_ADD || op == TG_OP_SUB || op == TG_OP_MUL || op == TG_OP_NEG; }
 
 static UOp *vectorize_lanes(RwCtx *rw, UOp *s, UOp **m) {
@@ -134,14 +266,16 @@ static UOp *stack_of_whole(RwCtx *rw, UOp *s, UOp **m) {
 }
 
 static const Rule vectorize_rules[] = {
+    /* int8 dot lanes -> vpdpbusd (dot_u8i8 renderers) */
+    RULE("s:STACK", int8_dot_lanes, NULL),
     /* a lane STACK of one ALU op becomes the vector op (see the file comment) */
     RULE("s:STACK", vectorize_lanes, NULL),
     /* a STACK of a value's lanes in order is the value */
     RULE("s:STACK", stack_of_whole, NULL),
 };
 
-UOp *cg_vectorize(UOp *sink) {
+UOp *cg_vectorize(UOp *sink, const Renderer *ren) {
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("vectorize lanes", vectorize_rules);
-  return pm_graph_rewrite(sink, pm, NULL, 0, NULL, "vectorize lanes");
+  return pm_graph_rewrite(sink, pm, (void *)ren, 0, NULL, "vectorize lanes");
 }

@@ -109,7 +109,7 @@ UOp *cg_lower(UOp *kernel_sink, const Renderer *ren) {
   STEP(pm_graph_rewrite(s, devec, NULL, 0, NULL, "devectorize2"));
   STEP(pm_graph_rewrite(s, sym_pow(), NULL, 0, NULL, "early symbolic"));
   STEP(cg_memory_coalescing(s, ren));
-  STEP(cg_vectorize(s));
+  STEP(cg_vectorize(s, ren));
   STEP(pm_graph_rewrite(s, sym_symbolic_simple(), NULL, RW_BOTTOM_UP, NULL, "add images"));
   STEP(pm_graph_rewrite(s, extra_sym, NULL, 0, NULL, "extra symbolic"));
   STEP(pm_graph_rewrite(s, lower_idx, NULL, 0, NULL, "lower all index dtypes"));

@@ -31,6 +31,14 @@ struct tg_llm {
   tg_tensor *v_pos, *v_tok;       /* the decode step's Variables */
   tg_jit *jit;
   nn_oss *oss;                    /* gpt-oss's blocks (llm_gptoss.c), NULL for the llama family */
+  /* QDOT: the Q4_0 / Q8_0 Linears with 8-bit activations (ggml_qdot.c): each such weight's raw bytes, and the
+   * quantized activation of the last x a forward quantized (q/k/v and gate/up share theirs) */
+  bool qdot;
+  struct QLin { const tg_tensor *w; tg_tensor *raw; int type; int64_t n_out; } *ql;
+  size_t nql, capql;
+  const tg_tensor *qx_src;
+  int qx_type;
+  tg_tensor *qx[3];
 };
 
 /* ------------------------------------------------------------------------------------------------- loading */
@@ -117,7 +125,30 @@ static tg_tensor *weight(tg_llm *m, const char *name, int64_t ne0, int64_t ne1, 
   tg_tensor *t = on_model_device(tg_gguf_tensor(m->g, name, TG_GGUF_MAP));
   if (!t) { *failed = true; return NULL; }
   if (want == 1) t = tg_cast(t, TG_FLOAT32);
+  if (want == 2 && m->qdot && nn_qdot_supported(ti->type)) {
+    tg_tensor *raw = tg_gguf_tensor_bytes(m->g, name, TG_GGUF_MAP);
+    if (!raw) { *failed = true; return NULL; }
+    if (m->nql == m->capql) {
+      size_t cap = m->capql ? 2 * m->capql : 64;
+      struct QLin *q = realloc(m->ql, cap * sizeof *q);
+      if (!q) { tg_set_error(TG_ERR_OUT_OF_MEMORY, "tg_llm_load: %s", name); *failed = true; return NULL; }
+      m->ql = q, m->capql = cap;
+    }
+    m->ql[m->nql++] = (struct QLin){t, tg_retain(raw), ti->type, ne1};
+  }
   return tg_retain(t);
+}
+
+/* QDOT (default: on for the CPU device where the CPU has AVX-VNNI, the int8 dot products it is fast with) */
+static bool qdot_default(void) {
+#if defined(__x86_64__)
+  const char *dev = tg_default_device();
+  if (!dev || strncmp(dev, "CPU", 3) != 0) return false;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+#else
+  return false;
+#endif
 }
 
 static tg_status parse_config(tg_llm *m, const char *path) {
@@ -296,6 +327,7 @@ tg_status tg_llm_load(const char *path, const tg_llm_options *opt, tg_llm **out)
   if (opt && opt->n_ctx < 0) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_llm_load: n_ctx %lld < 0", (long long)opt->n_ctx);
   tg_llm *m = calloc(1, sizeof *m);
   if (!m) return tg_set_error(TG_ERR_OUT_OF_MEMORY, "tg_llm_load: out of memory");
+  m->qdot = tg_getenv_int("QDOT", qdot_default()) != 0;
   tg_scope s = tg_scope_begin();
   tg_status st = tg_gguf_open(path, &m->g);
   if (st == TG_OK) st = parse_config(m, path);
@@ -334,6 +366,8 @@ void tg_llm_free(tg_llm *m) {
       for (size_t i = 0; i < TG_ARRAY_LEN(ts); i++) tg_release(ts[i]);
     }
   free(m->layers);
+  for (size_t i = 0; i < m->nql; i++) tg_release(m->ql[i].raw);
+  free(m->ql);
   tg_tensor *ts[] = {m->embd_rows, m->out_norm, m->out, m->rope_cos, m->rope_sin, m->v_pos, m->v_tok};
   for (size_t i = 0; i < TG_ARRAY_LEN(ts); i++) tg_release(ts[i]);
   tg_gguf_close(m->g);
@@ -348,9 +382,22 @@ size_t tg_llm_decode_kernels(const tg_llm *m) { return m && m->jit ? tg_jit_kern
 
 /* ------------------------------------------------------------------------------------------------- forward */
 
-/* x @ w^T (+ b): w is (out, in) as GGUF stores a linear weight */
-static tg_tensor *linear(const tg_tensor *x, const tg_tensor *w, const tg_tensor *b) {
-  tg_tensor *y = tg_matmul(x, tg_transpose(w, 0, 1));
+/* x @ w^T (+ b): w is (out, in) as GGUF stores a linear weight; a Q4_0 / Q8_0 one with QDOT through ggml_qdot.c */
+static tg_tensor *linear(tg_llm *m, const tg_tensor *x, const tg_tensor *w, const tg_tensor *b) {
+  const struct QLin *q = NULL;
+  for (size_t i = 0; i < m->nql && !q; i++)
+    if (m->ql[i].w == w) q = &m->ql[i];
+  tg_tensor *y = NULL;
+  if (q) {
+    if (m->qx_src != x || m->qx_type != q->type) {
+      m->qx_src = NULL;
+      if (nn_qdot_quantize(tg_cast(x, TG_FLOAT32), q->type, &m->qx[0], &m->qx[1], &m->qx[2]) != TG_OK) return NULL;
+      m->qx_src = x, m->qx_type = q->type;
+    }
+    y = nn_qdot_linear(x, m->qx[0], m->qx[1], m->qx[2], q->raw, q->type, q->n_out);
+  } else {
+    y = tg_matmul(x, tg_transpose(w, 0, 1));
+  }
   return b ? tg_add(y, b) : y;
 }
 
@@ -394,6 +441,7 @@ static tg_tensor *rope(const tg_llm_config *c, const tg_tensor *x, const tg_tens
  * sp is a bound Variable (decode) or NULL (pos concrete). x0 (T, dim) float32 is the embedded input. */
 static tg_tensor *transformer(tg_llm *m, const tg_tensor *x0, const tg_tensor *sp, int64_t pos, bool all) {
   const tg_llm_config *c = &m->cfg;
+  m->qx_src = NULL; /* the quantized-activation cache holds tensors of the caller's scope only */
   int64_t T = tg_size(x0, 0), nh = c->n_head, nkv = c->n_kv_head, hd = c->head_dim, rep = nh / nkv;
   int64_t half = c->rope_dim / 2;
   tg_tensor *cs = tg_reshape(slice_axis(m->rope_cos, 0, sp, pos, T), TG_SHAPE(T, 1, half));
@@ -415,9 +463,9 @@ static tg_tensor *transformer(tg_llm *m, const tg_tensor *x0, const tg_tensor *s
   for (int l = 0; l < c->n_layer && !m->oss; l++) {
     LlmLayer *L = &m->layers[l];
     tg_tensor *h = rms_norm(x, L->attn_norm, c->norm_eps);
-    tg_tensor *q = tg_reshape(linear(h, L->wq, L->bq), TG_SHAPE(T, nh, hd));
-    tg_tensor *k = tg_reshape(linear(h, L->wk, L->bk), TG_SHAPE(T, nkv, hd));
-    tg_tensor *v = tg_reshape(linear(h, L->wv, L->bv), TG_SHAPE(T, nkv, hd));
+    tg_tensor *q = tg_reshape(linear(m, h, L->wq, L->bq), TG_SHAPE(T, nh, hd));
+    tg_tensor *k = tg_reshape(linear(m, h, L->wk, L->bk), TG_SHAPE(T, nkv, hd));
+    tg_tensor *v = tg_reshape(linear(m, h, L->wv, L->bv), TG_SHAPE(T, nkv, hd));
     if (c->qk_norm) q = rms_norm(q, L->q_norm, c->norm_eps), k = rms_norm(k, L->k_norm, c->norm_eps);
     q = rope(c, q, cs, sn), k = rope(c, k, cs, sn);
     /* the cache takes positions [sp + pos, +T), attention reads [0, sp + pos + T) */
@@ -433,15 +481,15 @@ static tg_tensor *transformer(tg_llm *m, const tg_tensor *x0, const tg_tensor *s
       sc = tg_reshape(tg_add(tg_reshape(sc, TG_SHAPE(nkv, rep, T, pos + T)), mask), TG_SHAPE(nkv, rep * T, pos + T));
     tg_tensor *att = tg_matmul(tg_softmax(sc, -1), va); /* (nkv, rep*T, hd) */
     att = tg_reshape(tg_permute(tg_reshape(att, TG_SHAPE(nh, T, hd)), TG_AXES(1, 0, 2)), TG_SHAPE(T, nh * hd));
-    x = tg_add(x, linear(att, L->wo, NULL));
+    x = tg_add(x, linear(m, att, L->wo, NULL));
     h = rms_norm(x, L->ffn_norm, c->norm_eps);
     /* silu(gate) realized on its own, as tinygrad's model does: fused, gate and up become one kernel with two
      * reductions (measured 3x slower per byte than two GEMVs at decode) */
-    tg_tensor *f = tg_mul(tg_contiguous(tg_silu(linear(h, L->wg, NULL))), linear(h, L->wu, NULL));
-    x = tg_add(x, linear(f, L->wd, NULL));
+    tg_tensor *f = tg_mul(tg_contiguous(tg_silu(linear(m, h, L->wg, NULL))), linear(m, h, L->wu, NULL));
+    x = tg_add(x, linear(m, f, L->wd, NULL));
   }
   if (!all && T > 1) x = slice_axis(x, 0, NULL, T - 1, 1);
-  return linear(rms_norm(x, m->out_norm, c->norm_eps), m->out, NULL);
+  return linear(m, rms_norm(x, m->out_norm, c->norm_eps), m->out, NULL);
 }
 
 /* the embedding row of one token: tok a bound Variable (sp-style offset) or NULL with id concrete */

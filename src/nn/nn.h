@@ -34,4 +34,13 @@ tg_tensor *nn_oss_blocks(nn_oss *o, const tg_tensor *x, const tg_tensor *cs, con
                          int64_t pos);
 void nn_oss_free(nn_oss *o);
 
+/* Linears over Q4_0 / Q8_0 weights with 8-bit activations (ggml_qdot.c, ggml's CPU formulation). nn_qdot_quantize
+ * splits x (..., K) float32 into int8 blocks of 32 (xq), their float16-rounded scales (dx) and the per-lane sum
+ * corrections of the weight type (xc), all in the caller's scope; nn_qdot_linear is x @ W^T for the raw bytes of a
+ * (n_out, K) weight of that type, from the three. */
+bool nn_qdot_supported(int type);
+tg_status nn_qdot_quantize(const tg_tensor *x, int type, tg_tensor **xq, tg_tensor **dx, tg_tensor **xc);
+tg_tensor *nn_qdot_linear(const tg_tensor *x, const tg_tensor *xq, const tg_tensor *dx, const tg_tensor *xc,
+                          const tg_tensor *raw, int type, int64_t n_out);
+
 #endif

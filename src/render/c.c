@@ -967,8 +967,25 @@ static RenderCDialect c_dialect(const Renderer *ren) {
   return rt_compiler_family() == RT_COMPILER_GCC ? RENDER_C_DIALECT_GCC : RENDER_C_DIALECT_CLANG;
 }
 
+/* the vector types and the builtin behind the int8 dot CUSTOMs of cg_vectorize (dot_u8i8): gcc and clang spell the
+ * 128-bit vpdpbusd builtin differently */
+static char *with_dot_defines(RenderCDialect d, char *src) {
+  if (!src || !strstr(src, "tg_dpbusd128(")) return src;
+  StrBuf b;
+  sb_init(&b);
+  sb_puts(&b, "typedef int tg_i32x4 __attribute__((vector_size(16)));\n"
+              "typedef unsigned char tg_u8x16 __attribute__((vector_size(16)));\n"
+              "typedef signed char tg_i8x16 __attribute__((vector_size(16)));\n");
+  sb_printf(&b, "static inline tg_i32x4 tg_dpbusd128(tg_i32x4 c, tg_u8x16 a, tg_i8x16 b) { return %s(c, (tg_i32x4)a, "
+            "(tg_i32x4)b); }\n", d == RENDER_C_DIALECT_GCC ? "__builtin_ia32_vpdpbusd_v4si" : "__builtin_ia32_vpdpbusd128");
+  sb_puts(&b, src);
+  tg_free(src);
+  return sb_take(&b);
+}
+
 char *render_c(const Renderer *ren, UOp *linear) {
-  return render_cstyle(ren, c_dialect(ren) == RENDER_C_DIALECT_GCC ? &gcc_lang : &c_lang, linear);
+  RenderCDialect d = c_dialect(ren);
+  return with_dot_defines(d, render_cstyle(ren, d == RENDER_C_DIALECT_GCC ? &gcc_lang : &c_lang, linear));
 }
 
 char *render_c_entry(UOp *linear, const char *entry_name) {

@@ -49,6 +49,8 @@ struct Renderer {
   bool inline_narrow_ints;     /* tinygrad's text: inline 8/16-bit integer ALU results (C then computes them in int,
                                   unwrapped: c.c inline_it); false (every renderer) gives them a wrapping line */
   RenderCDialect c_dialect;     /* the C renderer's dialect (CPU only) */
+  bool dot_u8i8;               /* 4-wide unsigned x signed 8-bit dot products into int32 lanes (x86 AVX-VNNI
+                                  vpdpbusd): cg_vectorize renders a vector accumulator's int8 dot lanes with it */
   OpSet code_for_op;           /* ALU ops rendered natively (the keys of tinygrad's code_for_op) */
   uint32_t supported_dtypes;   /* bit (1u << TgDTypeId) per scalar dtype the device computes in */
   const TensorCore *tensor_cores; /* tinygrad Renderer.tensor_cores, in choice order (tc_select indexes it) */

@@ -12,6 +12,24 @@
 typedef UOp *(*Bin)(UOp *, UOp *);
 typedef UOp *(*Un)(UOp *);
 
+/* The most common call needs no build context: two strong tensors of one dtype, one concrete shape and one device,
+ * and an op whose builder then makes a single ALU node (nothing to promote or broadcast). That node and its handle
+ * are made directly: the same node (interned) and the same shape and device the context would give. NULL: not this
+ * case (or a dtype the op refuses), the general path decides. */
+static tg_tensor *bin_same(TgOp alu, const tg_tensor *a, const tg_tensor *b) {
+  if (!a || !b || a->symbolic || b->symbolic || a->device != b->device || a->shape.ndim != b->shape.ndim) return NULL;
+  const DType *dt = a->uop->dtype;
+  if (dt != b->uop->dtype || dt_is_weak(dt)) return NULL;
+  if (memcmp(a->shape.d, b->shape.d, (size_t)a->shape.ndim * sizeof *a->shape.d) != 0) return NULL;
+  UOp *src[2] = {a->uop, b->uop};
+  const DType *out = uop_derive_dtype(alu, src, 2, NULL);
+  if (!out) return NULL;
+  UOpScope s = uop_scope_begin();
+  tg_tensor *t = tensor_handle_known(uop_new(alu, out, src, 2, arg_none()), &a->shape, a->device);
+  uop_scope_end(s);
+  return t;
+}
+
 static tg_tensor *bin(const char *op, Bin f, const tg_tensor *a, const tg_tensor *b) {
   mix_ctx_begin(op);
   UOp *x = tensor_in(a, 1), *y = x ? tensor_in(b, 2) : NULL;
@@ -55,23 +73,41 @@ static UOp *f_pow(UOp *a, UOp *b) {
   return mix_pow(a, b);
 }
 
-/* The table of binary entry points: name, builder. */
-tg_tensor *tg_add(const tg_tensor *a, const tg_tensor *b) { return bin("tg_add", mix_add, a, b); }
+/* The table of binary entry points: name, builder (and for the single-ALU ones, the bin_same fast path). */
+tg_tensor *tg_add(const tg_tensor *a, const tg_tensor *b) {
+  tg_tensor *t = bin_same(TG_OP_ADD, a, b);
+  return t ? t : bin("tg_add", mix_add, a, b);
+}
 tg_tensor *tg_sub(const tg_tensor *a, const tg_tensor *b) { return bin("tg_sub", mix_sub, a, b); }
-tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b) { return bin("tg_mul", mix_mul, a, b); }
+tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b) {
+  tg_tensor *t = bin_same(TG_OP_MUL, a, b);
+  return t ? t : bin("tg_mul", mix_mul, a, b);
+}
 tg_tensor *tg_div(const tg_tensor *a, const tg_tensor *b) { return bin("tg_div", f_div, a, b); }
 tg_tensor *tg_idiv(const tg_tensor *a, const tg_tensor *b) { return bin("tg_idiv", f_idiv, a, b); }
 tg_tensor *tg_mod(const tg_tensor *a, const tg_tensor *b) { return bin("tg_mod", mix_mod, a, b); }
 tg_tensor *tg_fmod(const tg_tensor *a, const tg_tensor *b) { return bin("tg_fmod", mix_fmod, a, b); }
 tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b) { return bin("tg_pow", f_pow, a, b); }
-tg_tensor *tg_maximum(const tg_tensor *a, const tg_tensor *b) { return bin("tg_maximum", mix_maximum, a, b); }
+tg_tensor *tg_maximum(const tg_tensor *a, const tg_tensor *b) {
+  tg_tensor *t = bin_same(TG_OP_MAX, a, b);
+  return t ? t : bin("tg_maximum", mix_maximum, a, b);
+}
 tg_tensor *tg_minimum(const tg_tensor *a, const tg_tensor *b) { return bin("tg_minimum", mix_minimum, a, b); }
-tg_tensor *tg_lt(const tg_tensor *a, const tg_tensor *b) { return bin("tg_lt", mix_lt, a, b); }
+tg_tensor *tg_lt(const tg_tensor *a, const tg_tensor *b) {
+  tg_tensor *t = bin_same(TG_OP_CMPLT, a, b);
+  return t ? t : bin("tg_lt", mix_lt, a, b);
+}
 tg_tensor *tg_le(const tg_tensor *a, const tg_tensor *b) { return bin("tg_le", mix_le, a, b); }
-tg_tensor *tg_gt(const tg_tensor *a, const tg_tensor *b) { return bin("tg_gt", mix_gt, a, b); }
+tg_tensor *tg_gt(const tg_tensor *a, const tg_tensor *b) {
+  tg_tensor *t = bin_same(TG_OP_CMPLT, b, a);
+  return t ? t : bin("tg_gt", mix_gt, a, b);
+}
 tg_tensor *tg_ge(const tg_tensor *a, const tg_tensor *b) { return bin("tg_ge", mix_ge, a, b); }
 tg_tensor *tg_eq(const tg_tensor *a, const tg_tensor *b) { return bin("tg_eq", mix_eq, a, b); }
-tg_tensor *tg_ne(const tg_tensor *a, const tg_tensor *b) { return bin("tg_ne", mix_ne, a, b); }
+tg_tensor *tg_ne(const tg_tensor *a, const tg_tensor *b) {
+  tg_tensor *t = bin_same(TG_OP_CMPNE, a, b);
+  return t ? t : bin("tg_ne", mix_ne, a, b);
+}
 tg_tensor *tg_bitwise_and(const tg_tensor *a, const tg_tensor *b) { return bin("tg_bitwise_and", f_and, a, b); }
 tg_tensor *tg_bitwise_or(const tg_tensor *a, const tg_tensor *b) { return bin("tg_bitwise_or", f_or, a, b); }
 tg_tensor *tg_bitwise_xor(const tg_tensor *a, const tg_tensor *b) { return bin("tg_bitwise_xor", f_xor, a, b); }

@@ -14,7 +14,27 @@ static bool int_args(const void *p, size_t n, const char *what) {
   return true;
 }
 
+/* The most common reshape needs no build context: a concrete tensor to sizes that are all given (no -1), none
+ * negative, with its element count. The node mix_reshape would make (RESHAPE, or the input itself for its own
+ * shape) and its handle are made directly; NULL: not this case, the general path decides (and reports errors). */
+static tg_tensor *reshape_direct(const tg_tensor *t, const int64_t *shape, size_t ndim) {
+  if (!t || t->symbolic || ndim > TG_MAX_DIMS || (ndim && !shape)) return NULL;
+  Shape to = {(int)ndim, {0}};
+  for (size_t i = 0; i < ndim; i++) {
+    if (shape[i] < 0) return NULL;
+    to.d[i] = shape[i];
+  }
+  if (shape_numel(&to) != shape_numel(&t->shape)) return NULL;
+  UOpScope s = uop_scope_begin();
+  UOp *u = shape_eq(&to, &t->shape) ? t->uop : mix_mop(t->uop, TG_OP_RESHAPE, to.d, NULL, to.ndim);
+  tg_tensor *r = u ? tensor_handle_known(u, &to, t->device) : NULL;
+  uop_scope_end(s);
+  return r;
+}
+
 tg_tensor *tg_reshape(const tg_tensor *t, const int64_t *shape, size_t ndim) {
+  tg_tensor *r = reshape_direct(t, shape, ndim);
+  if (r) return r;
   mix_ctx_begin("tg_reshape");
   UOp *x = tensor_in(t, 1);
   return tensor_ctx_end(x && int_args(shape, ndim, "sizes") ? mix_reshape(x, shape, (int)ndim) : NULL);

@@ -96,9 +96,19 @@ bool mix_shape(UOp *u, Shape *out) {
   return false;
 }
 
+/* mix_shape_sym without the copy: the context cache's own entry, valid until the outermost mix_ctx_end. */
+const SymShape *mix_shape_peek(UOp *u) {
+  if (!u) return NULL;
+  const SymShape *s;
+  ShapeResult r = uop_shape_sym_peek(u, &ctx.cache, &s);
+  if (r == SHAPE_OK) return s;
+  if (r == SHAPE_NONE) mix_err("%s has no shape", uop_op_name(uop_op(u)));
+  return NULL;
+}
+
 int mix_ndim(UOp *u) {
-  SymShape s;
-  return mix_shape_sym(u, &s) ? s.max.ndim : -1;
+  const SymShape *s = mix_shape_peek(u);
+  return s ? s->max.ndim : -1;
 }
 
 static bool device_unknown(const UOp *u, void *unused) {

@@ -28,6 +28,7 @@ UOp *mix_err_unsupported(const char *what);
 bool mix_shape(UOp *u, Shape *out);
 /* The shape with symbolic sizes allowed (code written for them). */
 bool mix_shape_sym(UOp *u, SymShape *out);
+const SymShape *mix_shape_peek(UOp *u); /* mix_shape_sym's answer in place (no copy), NULL on error */
 int mix_ndim(UOp *u);
 bool mix_has_device(UOp *u);                 /* has a device (some BUFFER below) */
 /* tinygrad's UOp.device: a BUFFER's own, a COPY's target, else the first source's that has one; NULL for none.

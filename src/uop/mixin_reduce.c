@@ -11,19 +11,19 @@
 
 /* resolve and dedup axes (NULL = all); an error names the bad axis */
 static bool resolve_axes(UOp *x, const int *axes, int naxes, bool *red, int *nd) {
-  SymShape ss;
-  if (!mix_shape_sym(x, &ss)) return false;
-  Shape s = ss.max;
-  *nd = s.ndim;
+  const SymShape *ss = mix_shape_peek(x);
+  if (!ss) return false;
+  int ndim = ss->max.ndim;
+  *nd = ndim;
   memset(red, 0, sizeof(bool) * TG_MAX_DIMS);
   if (!axes) {
-    for (int i = 0; i < s.ndim; i++) red[i] = true;
+    for (int i = 0; i < ndim; i++) red[i] = true;
     return true;
   }
   for (int i = 0; i < naxes; i++) {
     int d;
     if (!mix_resolve_dim(x, axes[i], false, &d)) return false;
-    if (s.ndim == 0) continue; /* tinygrad: a 0-d tensor reduces nothing */
+    if (ndim == 0) continue; /* tinygrad: a 0-d tensor reduces nothing */
     red[d] = true;
   }
   return true;
@@ -31,19 +31,20 @@ static bool resolve_axes(UOp *x, const int *axes, int naxes, bool *red, int *nd)
 
 /* UOp._rop (a symbolic size is never 1: it is reduced) */
 static UOp *rop(UOp *x, TgOp op, const bool *red) {
-  SymShape s, keep;
-  if (!mix_shape_sym(x, &s)) return NULL;
-  int nd = s.max.ndim, perm[TG_MAX_DIMS], np = 0, nred = 0;
+  SymShape keep;
+  const SymShape *s = mix_shape_peek(x);
+  if (!s) return NULL;
+  int nd = s->max.ndim, perm[TG_MAX_DIMS], np = 0, nred = 0;
   memset(&keep, 0, sizeof keep);
   bool same = true;
   for (int i = 0; i < nd; i++) {
-    bool one = !s.sym[i] && s.max.d[i] == 1;
+    bool one = !s->sym[i] && s->max.d[i] == 1;
     if (red[i] && !one) perm[np++] = i, nred++;
   }
   for (int i = 0; i < nd; i++) {
-    bool one = !s.sym[i] && s.max.d[i] == 1;
+    bool one = !s->sym[i] && s->max.d[i] == 1;
     if (!(red[i] && !one)) perm[np++] = i;
-    if (!red[i]) keep.max.d[keep.max.ndim] = s.max.d[i], keep.sym[keep.max.ndim++] = s.sym[i];
+    if (!red[i]) keep.max.d[keep.max.ndim] = s->max.d[i], keep.sym[keep.max.ndim++] = s->sym[i];
     if (red[i] && one) same = false;
   }
   if (nred == 0) return mix_reshape_sym(x, &keep);

@@ -232,12 +232,20 @@ typedef struct ShapeSlot { ShapeResult res; SymShape s; } ShapeSlot;
 /* A cache's slots come in blocks of SLOT_BLOCK (owned holds the blocks): a tensor op computes a handful of shapes,
  * and one malloc per node was a fifth of its cost. */
 enum { SLOT_BLOCK = 16 };
+/* A freed cache's first block waits here for the next cache (most tensor ops need one block and no other): like the
+ * maps' spare tables, caches belong to the one thread that drives the library. */
+static void *spare_block;
 static ShapeSlot *slot_new(ShapeCache *c) {
-  if (c->block_used == SLOT_BLOCK || !c->owned.len) {
+  if (!c->first) {
+    c->first = spare_block ? spare_block : tg_malloc(SLOT_BLOCK * sizeof(ShapeSlot));
+    spare_block = NULL;
+    c->block_used = 0;
+  } else if (c->block_used == SLOT_BLOCK) {
     tg_vec_push(&c->owned, tg_malloc(SLOT_BLOCK * sizeof(ShapeSlot)));
     c->block_used = 0;
   }
-  return (ShapeSlot *)c->owned.data[c->owned.len - 1] + c->block_used++;
+  ShapeSlot *block = c->owned.len ? c->owned.data[c->owned.len - 1] : c->first;
+  return block + c->block_used++;
 }
 
 static ShapeResult fail(const UOp *u, const char *why) {
@@ -498,6 +506,7 @@ static ShapeResult one_shape(UOp *u, const UOpMap *m, SymShape *out) {
 void shape_cache_init(ShapeCache *c) {
   uopmap_init(&c->map);
   uopmap_init(&c->aspace);
+  c->first = NULL;
   c->owned.data = NULL, c->owned.len = c->owned.cap = 0;
   c->block_used = 0;
 }
@@ -505,6 +514,9 @@ void shape_cache_init(ShapeCache *c) {
 void shape_cache_free(ShapeCache *c) {
   for (size_t i = 0; i < c->owned.len; i++) tg_free(c->owned.data[i]);
   tg_vec_free(&c->owned);
+  if (c->first && !spare_block) spare_block = c->first;
+  else tg_free(c->first);
+  c->first = NULL;
   uopmap_free(&c->map);
   uopmap_free(&c->aspace);
 }
@@ -548,6 +560,20 @@ ShapeResult uop_shape_sym_cached(UOp *u, ShapeCache *c, SymShape *out) {
   ShapeSlot *slot = *hit;
   if (slot->res == SHAPE_OK) *out = slot->s;
   else memset(out, 0, sizeof *out);
+  return slot->res;
+}
+
+/* The memoized answer itself, no copy (a SymShape is 264 bytes): for queries that read a rank or a size. The pointer
+ * stays valid while the cache lives (slots never move). */
+ShapeResult uop_shape_sym_peek(UOp *u, ShapeCache *c, const SymShape **out) {
+  void **hit = uopmap_get(&c->map, u);
+  if (!hit) {
+    SymShape s;
+    uop_shape_sym_cached(u, c, &s);
+    hit = uopmap_get(&c->map, u);
+  }
+  const ShapeSlot *slot = *hit;
+  *out = &slot->s;
   return slot->res;
 }
 

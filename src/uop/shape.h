@@ -37,12 +37,15 @@ typedef struct SymShape {
 ShapeResult uop_shape(UOp *u, Shape *out);
 
 /* Repeated queries over one graph: a cache keyed by node (nodes must outlive the cache); it also memoizes addrspace. */
-typedef struct ShapeCache { UOpMap map; TG_VEC(void *) owned; int block_used; UOpMap aspace; } ShapeCache;
+/* map: node -> its memoized slot; the slots live in blocks: `first`, then the `owned` ones (block_used: slots taken
+ * in the last block) */
+typedef struct ShapeCache { UOpMap map; void *first; TG_VEC(void *) owned; int block_used; UOpMap aspace; } ShapeCache;
 void shape_cache_init(ShapeCache *c);
 void shape_cache_free(ShapeCache *c);
 ShapeResult uop_shape_cached(UOp *u, ShapeCache *c, Shape *out);
 /* The same, symbolic sizes allowed. */
 ShapeResult uop_shape_sym_cached(UOp *u, ShapeCache *c, SymShape *out);
+ShapeResult uop_shape_sym_peek(UOp *u, ShapeCache *c, const SymShape **out); /* no copy: the cached slot */
 ShapeResult uop_shape_sym(UOp *u, SymShape *out);
 /* tinygrad max_numel: the product of the sizes (symbolic ones at their maximum); 1 without a shape or on error. */
 int64_t uop_max_numel(UOp *u, ShapeCache *c);

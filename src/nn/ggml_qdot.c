@@ -1,0 +1,93 @@
+/* ggml_qdot.c — a Linear over Q4_0 / Q8_0 weights with 8-bit activations, as ggml computes it on the CPU
+ * (ggml_vec_dot_q4_0_q8_0, ggml_vec_dot_q8_0_q8_0), written as tensor ops:
+ *
+ *   1. the activation row is quantized once per call to blocks of 32 int8 (quantize_row_q8_0): d = max|x| / 127 per
+ *      block, q = round(x / d) (half to even, as ggml's SIMD path rounds), and d kept as float16, as Q8_0 stores it;
+ *   2. per block and weight row an int32 dot product of the weight's unsigned bytes with q, plus a per-lane
+ *      correction (Q4_0: the nibbles are n + 8, so -8 * sum(q); Q8_0: the signed bytes are read as w + 128 (w ^ 0x80),
+ *      so -128 * sum(q)), then one float multiply by d_w * d_x and a float sum over the blocks.
+ *
+ * The 32 elements of a block are laid out (2, 4, 4): half h, lane l, byte k, element 16h + 4l + k (for Q4_0 byte 4l + k
+ * of the block's 16, low nibble for h = 0, high for h = 1). The int reduce is over (h, k) and leaves 4 lanes per block,
+ * each the dot of 4 consecutive bytes twice: the shape of one 128-bit vpdpbusd step (unsigned x signed bytes, four
+ * products into each int32 lane), which codegen renders where the CPU has AVX-VNNI (cg_vectorize.c). The lanes are
+ * summed in float with the blocks, as ggml's vector accumulators do. Results differ from the float path by the
+ * activation rounding, like ggml's. */
+#include "nn/nn.h"
+
+static tg_tensor *ci(int64_t v) { return tg_const_int(v); }
+
+bool nn_qdot_supported(int type) { return type == TG_GGML_Q4_0 || type == TG_GGML_Q8_0; }
+
+/* bytes [a, b) of every block (N, nb, bytes) */
+static tg_tensor *block_cols(const tg_tensor *b, int64_t a, int64_t e) {
+  int64_t bounds[6] = {0, tg_size(b, 0), 0, tg_size(b, 1), a, e};
+  return tg_shrink(b, bounds, 3);
+}
+
+/* the f16 scale at byte 0 of every block as float32: (N, nb, 1) */
+static tg_tensor *block_scale(const tg_tensor *b) {
+  tg_tensor *lo = tg_cast(block_cols(b, 0, 1), TG_UINT16), *hi = tg_cast(block_cols(b, 1, 2), TG_UINT16);
+  return tg_cast(tg_bitcast(tg_bitwise_or(lo, tg_lshift(hi, ci(8))), TG_FLOAT16), TG_FLOAT32);
+}
+
+tg_status nn_qdot_quantize(const tg_tensor *x, int type, tg_tensor **xq, tg_tensor **dx, tg_tensor **xc) {
+  int nd = tg_ndim(x);
+  int64_t K = nd ? tg_size(x, nd - 1) : 0, M = K ? tg_numel(x) / K : 0, nb = K / 32;
+  if (!nn_qdot_supported(type) || K % 32 || tg_get_dtype(x) != TG_FLOAT32) {
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "nn_qdot_quantize: needs float32 rows of a multiple of 32 (got %lld, %s) "
+                 "and a Q4_0 or Q8_0 weight (%s)", (long long)K, tg_dtype_name(tg_get_dtype(x)),
+                 tg_ggml_type_name(type) ? tg_ggml_type_name(type) : "?");
+    return TG_ERR_INVALID_ARGUMENT;
+  }
+  tg_scope s = tg_scope_begin();
+  tg_tensor *xb = tg_reshape(x, TG_SHAPE(M, nb, 2, 4, 4));
+  tg_tensor *amax = tg_max(tg_abs(xb), TG_AXES(2, 3, 4), true); /* (M, nb, 1, 1, 1) */
+  tg_tensor *d = tg_div(amax, tg_const_float(127.0));
+  tg_tensor *id = tg_where(tg_gt(d, tg_const_float(0.0)), tg_div(tg_const_float(1.0), d), tg_const_float(0.0));
+  tg_tensor *q = tg_contiguous(tg_cast(tg_round(tg_mul(xb, id)), TG_INT8));
+  tg_tensor *dh = tg_contiguous(tg_cast(tg_cast(d, TG_FLOAT16), TG_FLOAT32));
+  int64_t off = type == TG_GGML_Q4_0 ? -8 : -128;
+  tg_tensor *c = tg_contiguous(tg_mul(tg_sum(tg_cast(q, TG_INT32), TG_AXES(2, 4), true), ci(off))); /* (M,nb,1,4,1) */
+  if (!q || !dh || !c) {
+    tg_scope_end(s);
+    return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_RUNTIME;
+  }
+  *xq = tg_scope_keep(q), *dx = tg_scope_keep(dh), *xc = tg_scope_keep(c); /* to the caller's scope */
+  tg_scope_end(s);
+  return TG_OK;
+}
+
+tg_tensor *nn_qdot_linear(const tg_tensor *x, const tg_tensor *xq, const tg_tensor *dx, const tg_tensor *xc,
+                          const tg_tensor *raw, int type, int64_t n_out) {
+  int nd = tg_ndim(x);
+  int64_t K = nd ? tg_size(x, nd - 1) : 0, M = K ? tg_numel(x) / K : 0, nb = K / 32, bytes = type == TG_GGML_Q4_0 ? 18 : 34;
+  if (!nn_qdot_supported(type) || K % 32 || tg_numel(raw) != n_out * nb * bytes) {
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "nn_qdot_linear: %s weight of %lld bytes does not match (%lld, %lld)",
+                 tg_ggml_type_name(type) ? tg_ggml_type_name(type) : "?", (long long)tg_numel(raw),
+                 (long long)n_out, (long long)K);
+    return NULL;
+  }
+  tg_scope s = tg_scope_begin();
+  tg_tensor *b = tg_reshape(raw, TG_SHAPE(n_out, nb, bytes));
+  tg_tensor *w; /* (N, nb, 2, 4, 4) uint8 */
+  if (type == TG_GGML_Q4_0) {
+    /* the halves by tg_cat, not a shift pattern: each half's shift is a constant in the kernel */
+    tg_tensor *qs = tg_reshape(block_cols(b, 2, 18), TG_SHAPE(n_out, nb, 1, 4, 4));
+    const tg_tensor *halves[2] = {tg_bitwise_and(qs, ci(15)), tg_rshift(qs, ci(4))};
+    w = tg_cat(halves, 2, 2);
+  } else {
+    w = tg_bitwise_xor(tg_reshape(block_cols(b, 2, 34), TG_SHAPE(n_out, nb, 2, 4, 4)), ci(0x80));
+  }
+  tg_tensor *w6 = tg_reshape(w, TG_SHAPE(1, n_out, nb, 2, 4, 4));
+  tg_tensor *x6 = tg_reshape(xq, TG_SHAPE(M, 1, nb, 2, 4, 4));
+  tg_tensor *dot = tg_sum(tg_mul(tg_cast(w6, TG_INT32), tg_cast(x6, TG_INT32)), TG_AXES(3, 5), true);
+  dot = tg_add(dot, tg_reshape(xc, TG_SHAPE(M, 1, nb, 1, 4, 1))); /* (M, N, nb, 1, 4, 1) */
+  tg_tensor *scale = tg_mul(tg_reshape(block_scale(b), TG_SHAPE(1, n_out, nb, 1, 1, 1)),
+                            tg_reshape(dx, TG_SHAPE(M, 1, nb, 1, 1, 1)));
+  tg_tensor *y = tg_sum(tg_mul(tg_cast(dot, TG_FLOAT32), scale), TG_AXES(2, 3, 4, 5), false); /* (M, N) */
+  int64_t shape[TG_MAX_DIMS];
+  for (int i = 0; i + 1 < nd; i++) shape[i] = tg_size(x, i);
+  shape[nd - 1] = n_out;
+  return nn_finish(s, tg_reshape(y, shape, (size_t)nd));
+}
