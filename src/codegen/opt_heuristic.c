@@ -943,12 +943,15 @@ static bool gpu_row_reduce(OptScheduler *s, Shape *sh, int64_t min_out, int64_t 
     int last = -1;
     for (int i = 0; i < tsh.n; i++)
       if ((tsh.type[i] == AXIS_GLOBAL || tsh.type[i] == AXIS_WEAK) && tsh.known[i]) last = i;
-    /* with rows of 1024 or more, an earlier output axis that some input does not vary along (a prefill matmul's
-     * tokens: every token reads the same weight row) is upcast by 4: each weight a lane loads serves 4 outputs from registers, not 4 loads from L2
-     * (the 1B prefill's 32 x 8192 x 2048 float16 projections ran at 160 GB/s of weights). GPU_ROW_UPCAST=0: off. */
+    /* with rows of 1024-4096, an earlier output axis that some input does not vary along (a prefill matmul's tokens:
+     * every token reads the same weight row) is upcast by 4: each weight a lane loads serves 4 outputs from registers,
+     * not 4 loads from L2. Measured on the H200 (1B prefill, 32 tokens, DEBUG=2 kernel times): the 32 x 8192 x 2048
+     * float16 projections 6.63 -> 4.87 ms in all, 32 x 2048 x 2048 0.83 -> 0.70; over rows of 8192 (the down
+     * projection) 2.05 -> 3.67, hence the bound. GPU_ROW_UPCAST=0: off. */
     UOpVec ix = {0};
     buffer_indexes(t.ast, &ix);
-    for (int i = 0; i < last && sh->size[r] >= 1024 && tg_getenv_int("GPU_ROW_UPCAST", 1); i++) {
+    bool row_upcast = sh->size[r] >= 1024 && sh->size[r] <= 4096 && tg_getenv_int("GPU_ROW_UPCAST", 1);
+    for (int i = 0; i < last && row_upcast; i++) {
       if ((tsh.type[i] != AXIS_GLOBAL && tsh.type[i] != AXIS_WEAK) || !tsh.known[i] || tsh.size[i] % 4) continue;
       bool bcast = false;
       for (size_t k = 0; k < ix.len && !bcast; k++) bcast = !in_slice(ix.data[k], tsh.rngs.data[i]);
