@@ -32,9 +32,11 @@ static void handle_set_shape(tg_tensor *t, const SymShape *s) {
   }
 }
 
+/* t->sym past ndim is NULL (a handle is calloc'ed and only handle_set_shape writes sym), so both copy whole. */
 SymShape tensor_handle_shape(const tg_tensor *t) {
-  SymShape s = shape_sym_from(&t->shape);
-  for (int i = 0; i < t->shape.ndim; i++) s.sym[i] = t->sym[i];
+  SymShape s;
+  s.max = t->shape;
+  memcpy(s.sym, t->sym, sizeof s.sym);
   return s;
 }
 
