@@ -188,7 +188,7 @@ static int grow_vector_axis(const BodyLoads *bl, const UOpVec *up, AxisType t, s
     a->pos[a->n] = k;
     a->extent[a->n] = (int64_t)uop_vmax(up->data[k]) + 1;
     a->total *= a->extent[a->n++];
-    if (a->n == VEC_AXIS_MAX || dot4) break; /* dot4: the lanes of one block (cg_vectorize's int8 dot) */
+    if (a->n == VEC_AXIS_MAX) break;
     size_t next = bl->nup;
     for (size_t j = 0; j < bl->nup && next == bl->nup; j++)
       if (c[j] == a->total && cg_axis_type(up->data[j]) == t) next = j;
@@ -205,8 +205,10 @@ static int grow_vector_axis(const BodyLoads *bl, const UOpVec *up, AxisType t, s
       run &= ci[a->pos[m]] == step;
       step *= a->extent[m];
     }
-    /* with dot4, bytes 4 apart per lane: each lane reads 4 consecutive bytes (cg_vectorize's int8 dot lanes) */
-    bool quad = dot4 && bl->byte[i] && a->n == 1 && ci[a->pos[0]] == 4;
+    /* with dot4 the byte loads are the operands of int8 dot lanes, which cg_vectorize packs into vectors itself
+     * (each lane reads 4 consecutive bytes per step), so they need not step by one along the axis; nor a per-block
+     * value (a scale) that is the same for the lanes of one block (the axis' first range) */
+    bool quad = dot4 && (bl->byte[i] || ci[a->pos[0]] == 0);
     if (!zero && !run && !quad) { a->n = 0; return 0; }
     contiguous += run;
   }

@@ -8,9 +8,9 @@
  *   - anything else: a STACK of the lanes, rewritten the same way.
  * Ops outside ADD/SUB/MUL/NEG on float32 stay per lane. Runs after memory coalescing, whose loads it reads lanes of.
  *
- * Where the renderer has dot_u8i8 (x86 AVX-VNNI), 4 float lanes that each convert an int32 sum of 4m products of an
- * unsigned and a signed byte (plus other int terms) become one CUSTOM: m vpdpbusd steps over 16-byte vectors (byte
- * 4l + k of a step is lane l's product 4j + k of step j), started from the other terms, converted to float — the
+ * Where the renderer has dot_u8i8 (x86 AVX-VNNI), 4, 8 or 16 float lanes that each convert an int32 sum of 4m products of an
+ * unsigned and a signed byte (plus other int terms) become one CUSTOM: m vpdpbusd steps over 16/32/64-byte vectors (byte
+ * 4l + k of step j is lane l's product 4j + k), started from the other terms, converted to float — the
  * int8 dot of ggml's quantized GEMVs (src/nn/ggml_qdot.c). The C compiler's SLP vectorizer turns the 16 bytes of
  * consecutive loads into one vector load. The sums are exact, so the lanes' values are the scalar code's. */
 #include "cg_internal.h"
@@ -175,64 +175,68 @@ static int dot_term_cmp(const void *pa, const void *pb) {
   return a->key_u < b->key_u ? -1 : a->key_u > b->key_u;
 }
 
-#define DOT_LANES 4   /* one 128-bit vpdpbusd: 4 int32 lanes of 4 byte products */
+#define DOT_LANES_MAX 16 /* one 512-bit vpdpbusd: 16 int32 lanes of 4 byte products (128/256-bit: 4, 8 lanes) */
 #define DOT_STEPS_MAX 8
 
-/* a STACK of DOT_LANES lanes CAST.float(int32 sum with 4m int8 products, m equal across lanes) -> the CUSTOM */
+/* a STACK of n = 4, 8 or 16 lanes CAST.float(int32 sum with 4m int8 products, m equal across lanes) -> the CUSTOM */
 static UOp *int8_dot_lanes(RwCtx *rw, UOp *s, UOp **m) {
   TG_UNUSED(m);
   const Renderer *ren = rw->ctx;
-  if (!ren || !ren->dot_u8i8 || s->tag != CG_TAG_VECTOR_LANES || s->nsrc != DOT_LANES) return NULL;
-  UOpVec terms[DOT_LANES] = {{0}};
-  UOp *prod_u[DOT_LANES][4 * DOT_STEPS_MAX], *prod_s[DOT_LANES][4 * DOT_STEPS_MAX], *rest[DOT_LANES];
+  uint32_t n = s->nsrc;
+  if (!ren || !ren->dot_u8i8 || s->tag != CG_TAG_VECTOR_LANES || (n != 4 && n != 8 && n != 16) ||
+      (int)n > ren->dot_u8i8_lanes)
+    return NULL;
+  UOpVec terms[DOT_LANES_MAX] = {{0}};
+  UOp *prod_u[DOT_LANES_MAX][4 * DOT_STEPS_MAX], *prod_s[DOT_LANES_MAX][4 * DOT_STEPS_MAX], *rest[DOT_LANES_MAX];
   DotTerm prod[4 * DOT_STEPS_MAX];
   size_t np = 0;
   bool ok = true;
-  for (uint32_t l = 0; l < DOT_LANES && ok; l++) {
+  for (uint32_t l = 0; l < n && ok; l++) {
     UOp *c = s->src[l];
     ok = c->op == TG_OP_CAST && c->dtype == DT_FLOAT32 && c->nsrc == 1 && c->src[0]->dtype == DT_INT32;
     if (!ok) break;
     uop_split(c->src[0], TG_OP_ADD, &terms[l]);
-    size_t n = 0;
+    size_t k = 0;
     rest[l] = NULL;
     for (size_t i = 0; i < terms[l].len && ok; i++) {
       UOp *t = terms[l].data[i], *u, *v;
-      if (cg_int8_dot_term(t, &u, &v) && n < 4 * DOT_STEPS_MAX) prod[n++] = (DotTerm){u, v, read_offset(v), read_offset(u)};
+      if (cg_int8_dot_term(t, &u, &v) && k < 4 * DOT_STEPS_MAX) prod[k++] = (DotTerm){u, v, read_offset(v), read_offset(u)};
       else rest[l] = rest[l] ? uop_add(rest[l], t) : t;
     }
-    /* memory order (the activation's bytes, then the weight's): each step's 16 bytes are then consecutive loads */
-    qsort(prod, n, sizeof *prod, dot_term_cmp);
-    for (size_t i = 0; i < n; i++) prod_u[l][i] = prod[i].u, prod_s[l][i] = prod[i].s;
-    if (l == 0) np = n;
-    ok = n == np && n > 0 && n % 4 == 0 && (l == 0 || (rest[l] == NULL) == (rest[0] == NULL));
+    /* memory order (the activation's bytes, then the weight's): each step's bytes are then runs of consecutive loads */
+    qsort(prod, k, sizeof *prod, dot_term_cmp);
+    for (size_t i = 0; i < k; i++) prod_u[l][i] = prod[i].u, prod_s[l][i] = prod[i].s;
+    if (l == 0) np = k;
+    ok = k == np && k > 0 && k % 4 == 0 && (l == 0 || (rest[l] == NULL) == (rest[0] == NULL));
   }
-  for (uint32_t l = 0; l < DOT_LANES; l++) tg_vec_free(&terms[l]);
+  for (uint32_t l = 0; l < n; l++) tg_vec_free(&terms[l]);
   if (!ok) return NULL;
   size_t steps = np / 4;
-  UOp *src[1 + 2 * 16 * DOT_STEPS_MAX];
+  unsigned bits = n * 32, bytes = n * 4;
+  UOp *src[1 + 2 * 64 * DOT_STEPS_MAX];
   uint32_t ns = 0;
   StrBuf f;
   sb_init(&f);
   sb_puts(&f, "__builtin_convertvector(");
-  for (size_t j = 0; j < steps; j++) sb_puts(&f, "tg_dpbusd128(");
-  /* the start: the other terms' lanes (the CUSTOM's 4-lane shape comes from this source) */
-  UOp *zero = uop_const_int(DT_INT32, 0), *init_lanes[DOT_LANES];
-  for (uint32_t l = 0; l < DOT_LANES; l++) init_lanes[l] = rest[l] ? rest[l] : zero;
-  UOp *init = rest[0] ? operand_of(init_lanes, DOT_LANES) : NULL;
-  if (!init || lanes_of(init) != DOT_LANES) init = uop_new(TG_OP_STACK, DT_INT32, init_lanes, DOT_LANES, arg_none());
+  for (size_t j = 0; j < steps; j++) sb_printf(&f, "tg_dpbusd%u(", bits);
+  /* the start: the other terms' lanes (the CUSTOM's n-lane shape comes from this source) */
+  UOp *zero = uop_const_int(DT_INT32, 0), *init_lanes[DOT_LANES_MAX];
+  for (uint32_t l = 0; l < n; l++) init_lanes[l] = rest[l] ? rest[l] : zero;
+  UOp *init = rest[0] ? operand_of(init_lanes, n) : NULL;
+  if (!init || lanes_of(init) != (int64_t)n) init = uop_new(TG_OP_STACK, DT_INT32, init_lanes, n, arg_none());
   src[ns++] = init;
-  sb_puts(&f, "(tg_i32x4)({0})");
+  sb_printf(&f, "(tg_i32x%u)({0})", n);
   for (size_t j = 0; j < steps; j++)
     for (int half = 0; half < 2; half++) {
-      sb_puts(&f, half ? ", (tg_i8x16){{" : ", (tg_u8x16){{");
-      for (uint32_t l = 0; l < DOT_LANES; l++)
+      sb_printf(&f, half ? ", (tg_i8x%u){{" : ", (tg_u8x%u){{", bytes);
+      for (uint32_t l = 0; l < n; l++)
         for (size_t k = 0; k < 4; k++) {
           src[ns] = half ? prod_s[l][4 * j + k] : prod_u[l][4 * j + k];
           sb_printf(&f, "%s{%u}", l || k ? ", " : "", ns++);
         }
       sb_puts(&f, half ? "}})" : "}}");
     }
-  sb_puts(&f, ", float4)");
+  sb_printf(&f, ", float%u)", n);
   char *fmt = sb_take(&f);
   UOp *r = uop_new(TG_OP_CUSTOM, DT_FLOAT32, src, ns, arg_str(fmt));
   tg_free(fmt);

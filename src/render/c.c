@@ -970,14 +970,25 @@ static RenderCDialect c_dialect(const Renderer *ren) {
 /* the vector types and the builtin behind the int8 dot CUSTOMs of cg_vectorize (dot_u8i8): gcc and clang spell the
  * 128-bit vpdpbusd builtin differently */
 static char *with_dot_defines(RenderCDialect d, char *src) {
-  if (!src || !strstr(src, "tg_dpbusd128(")) return src;
+  if (!src || !strstr(src, "tg_dpbusd")) return src;
   StrBuf b;
   sb_init(&b);
-  sb_puts(&b, "typedef int tg_i32x4 __attribute__((vector_size(16)));\n"
-              "typedef unsigned char tg_u8x16 __attribute__((vector_size(16)));\n"
-              "typedef signed char tg_i8x16 __attribute__((vector_size(16)));\n");
-  sb_printf(&b, "static inline tg_i32x4 tg_dpbusd128(tg_i32x4 c, tg_u8x16 a, tg_i8x16 b) { return %s(c, (tg_i32x4)a, "
-            "(tg_i32x4)b); }\n", d == RENDER_C_DIALECT_GCC ? "__builtin_ia32_vpdpbusd_v4si" : "__builtin_ia32_vpdpbusd128");
+  static const int bits[3] = {128, 256, 512};
+  for (int k = 0; k < 3; k++) {
+    char name[24];
+    snprintf(name, sizeof name, "tg_dpbusd%d(", bits[k]);
+    if (!strstr(src, name)) continue;
+    int n = bits[k] / 32, nb = bits[k] / 8;
+    sb_printf(&b, "typedef int tg_i32x%d __attribute__((vector_size(%d)));\n", n, nb);
+    sb_printf(&b, "typedef unsigned char tg_u8x%d __attribute__((vector_size(%d)));\n", nb, nb);
+    sb_printf(&b, "typedef signed char tg_i8x%d __attribute__((vector_size(%d)));\n", nb, nb);
+    if (d == RENDER_C_DIALECT_GCC)
+      sb_printf(&b, "#define TG_DPBUSD%d __builtin_ia32_vpdpbusd_v%dsi\n", bits[k], n);
+    else
+      sb_printf(&b, "#define TG_DPBUSD%d __builtin_ia32_vpdpbusd%d\n", bits[k], bits[k]);
+    sb_printf(&b, "static inline tg_i32x%d tg_dpbusd%d(tg_i32x%d c, tg_u8x%d a, tg_i8x%d b) { return TG_DPBUSD%d(c, "
+                  "(tg_i32x%d)a, (tg_i32x%d)b); }\n", n, bits[k], n, nb, nb, bits[k], n, n);
+  }
   sb_puts(&b, src);
   tg_free(src);
   return sb_take(&b);

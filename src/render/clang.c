@@ -214,6 +214,7 @@ const Renderer *renderer_clang(void) {
   /* kernels are compiled with -march=native: VNNI there means the compiler has the vpdpbusd builtins (DOT_U8I8=0: off) */
   r.dot_u8i8 = (__builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni")) &&
                tg_getenv_int("DOT_U8I8", 1) != 0;
+  r.dot_u8i8_lanes = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") ? 16 : 8;
 #endif
   static const TgOp ops[] = {TG_OP_SQRT, TG_OP_NEG, TG_OP_TRUNC, TG_OP_AND, TG_OP_XOR, TG_OP_OR, TG_OP_ADD,
                              TG_OP_SUB, TG_OP_MUL, TG_OP_CMOD, TG_OP_CDIV, TG_OP_CMPNE, TG_OP_SHR, TG_OP_SHL,

@@ -51,6 +51,7 @@ struct Renderer {
   RenderCDialect c_dialect;     /* the C renderer's dialect (CPU only) */
   bool dot_u8i8;               /* 4-wide unsigned x signed 8-bit dot products into int32 lanes (x86 AVX-VNNI
                                   vpdpbusd): cg_vectorize renders a vector accumulator's int8 dot lanes with it */
+  int dot_u8i8_lanes;          /* the widest such vector: 16 int32 lanes with avx512vnni, else 8 (avxvnni) */
   OpSet code_for_op;           /* ALU ops rendered natively (the keys of tinygrad's code_for_op) */
   uint32_t supported_dtypes;   /* bit (1u << TgDTypeId) per scalar dtype the device computes in */
   const TensorCore *tensor_cores; /* tinygrad Renderer.tensor_cores, in choice order (tc_select indexes it) */
