@@ -68,10 +68,11 @@ static UOp *at_lane(UOp *x, const UOpVec *rs, int64_t lane) {
 /* the value a lane adds when it is padding: the reduce's identity */
 static UOp *identity_of(TgOp op, const DType *d) { return uop_const(d, uop_identity_element(op, d)); }
 
-/* One lane of a horizontal reduce. A lane that is only valid under a condition (a PADTO'd reduce axis:
- * WHERE(valid, x, Invalid)) adds the identity where it is not valid, so a group of lanes that is partly padding still
- * counts its valid lanes; left Invalid, the combined value would gate the whole group away. */
-static UOp *reduce_lane(UOp *x, TgOp op, const UOpVec *rs, int64_t lane) {
+/* One lane of a value that is summed up (a horizontal reduce's input, a tensor core's operand). A lane that is only
+ * valid under a condition (a PADTO'd reduce axis: WHERE(valid, x, Invalid)) becomes the reduce's identity where it is
+ * not valid, so a group of lanes that is partly padding still counts its valid lanes; left Invalid, the combined value
+ * would gate the whole group away, and a lane that is all padding would leave a bare Invalid in the program. */
+static UOp *padded_lane(UOp *x, TgOp op, const UOpVec *rs, int64_t lane) {
   UOp *v = at_lane(x, rs, lane);
   UOp *sv = pm_graph_rewrite(v, sym_symbolic(), NULL, 0, NULL, "expander lane");
   if (sv && uop_is_invalid(sv)) return identity_of(op, x->dtype); /* a lane that is all padding */
@@ -97,7 +98,7 @@ static UOp *expand_reduce(RwCtx *rw, UOp *r, UOp **m) {
   int64_t n = lane_count(&un);
   UOp *acc = NULL;
   for (int64_t l = 0; l < n; l++) {
-    UOp *v = reduce_lane(r->src[0], op, &un, l);
+    UOp *v = padded_lane(r->src[0], op, &un, l);
     acc = acc ? uop_alu2(op, acc, v) : v;
   }
   if (keep.len == 1) ret = uop_cast(acc, r->dtype);
@@ -317,7 +318,7 @@ static UOp *expand_reduce_vector(const ExpandCtx *c, UOp *r, const UOpVec *un, c
   UOp **xs = tg_calloc((size_t)a.total, sizeof(UOp *));
   for (int64_t l = 0; l < n; l++) {
     int64_t d = axis_digit(un, &a, l);
-    UOp *v = reduce_lane(r->src[0], op, un, l);
+    UOp *v = padded_lane(r->src[0], op, un, l);
     xs[d] = xs[d] ? uop_alu2(op, xs[d], v) : v;
   }
   UOp **src = tg_malloc(keep->len * sizeof(UOp *)), *total = NULL;
@@ -470,8 +471,9 @@ static const int64_t *wmma_axes(const UOp *w, int k, int *n) {
 }
 
 /* x along the axes (size 2 ones; size 1: an axis x does not read) as a STACK, first axis slowest; *index gets the
- * lane the current digits of those axes select */
-static UOp *contract(UOp *x, const int64_t *axes, int n, const UOpVec *topo, UOp **index) {
+ * lane the current digits of those axes select. An A or B operand (`summed`) is multiplied and added up by the tensor
+ * core, so its padding lanes (a PADTO'd reduce axis) read 0, as a reduce's do. */
+static UOp *contract(UOp *x, const int64_t *axes, int n, const UOpVec *topo, bool summed, UOp **index) {
   UOpVec rs = {0};
   UOp *at[16];
   int64_t lanes = 1;
@@ -486,10 +488,10 @@ static UOp *contract(UOp *x, const int64_t *axes, int n, const UOpVec *topo, UOp
     if (r) tg_vec_push(&rs, r);
     else tg_vec_push(&rs, uop_range(uop_const_int(DT_WEAKINT, axes[2 * i + 1]), -2, AXIS_UPCAST)); /* read by no one */
   }
-  for (int64_t l = 0; l < lanes && l < 16; l++) at[l] = at_lane(x, &rs, l);
+  for (int64_t l = 0; l < lanes && l < 16; l++) at[l] = summed ? padded_lane(x, TG_OP_ADD, &rs, l) : at_lane(x, &rs, l);
   tg_vec_free(&rs);
   if (index) *index = idx;
-  return lanes == 1 ? x : uop_new(TG_OP_STACK, x->dtype, at, (size_t)lanes, arg_none());
+  return lanes == 1 ? at[0] : uop_new(TG_OP_STACK, x->dtype, at, (size_t)lanes, arg_none());
 }
 
 static UOp *wmma_contracted(UOp *w, const UOpVec *topo, UOp **lane_index) {
@@ -497,7 +499,7 @@ static UOp *wmma_contracted(UOp *w, const UOpVec *topo, UOp **lane_index) {
   const int64_t *ax[3];
   for (int k = 0; k < 3; k++) ax[k] = wmma_axes(w, k, &n[k]);
   UOp *src[3];
-  for (int k = 0; k < 3; k++) src[k] = contract(w->src[k], ax[k], n[k], topo, k == 2 ? lane_index : NULL);
+  for (int k = 0; k < 3; k++) src[k] = contract(w->src[k], ax[k], n[k], topo, k < 2, k == 2 ? lane_index : NULL);
   int64_t arg[9];
   memcpy(arg, w->arg.ints, 6 * sizeof(int64_t));
   arg[6] = arg[7] = arg[8] = 0;
