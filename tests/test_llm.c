@@ -140,6 +140,17 @@ static void test_config(void) {
   }
 }
 
+/* writes w to /tmp/PREFIX_PID_TAG.gguf and frees w and g: the path (the caller frees it), NULL on failure */
+static char *finish_gguf(tg_gguf_writer *w, tg_gguf *g, const char *prefix, const char *tag) {
+  char *path = malloc(256);
+  snprintf(path, 256, "/tmp/%s_%d_%s.gguf", prefix, (int)getpid(), tag);
+  tg_status st = tg_gguf_writer_write(w, path);
+  tg_gguf_writer_free(w);
+  tg_gguf_close(g);
+  if (st != TG_OK) { free(path); return NULL; }
+  return path;
+}
+
 /* a GGUF copy of llama_q4_0 with one metadata key replaced / removed or one tensor renamed */
 static char *write_variant(const char *tag, const char *drop_key, const char *set_arch, const char *rename_tensor,
                            int64_t bad_ne0) {
@@ -167,13 +178,7 @@ static char *write_variant(const char *tag, const char *drop_key, const char *se
     tg_gguf_writer_add_tensor(w, name, ti->type, ne, (size_t)ti->ndim, d2, nbytes);
     free(data), free(d2);
   }
-  char *path = malloc(256);
-  snprintf(path, 256, "/tmp/tg_test_llm_%d_%s.gguf", (int)getpid(), tag);
-  tg_status st = tg_gguf_writer_write(w, path);
-  tg_gguf_writer_free(w);
-  tg_gguf_close(g);
-  if (st != TG_OK) { free(path); return NULL; }
-  return path;
+  return finish_gguf(w, g, "tg_test_llm", tag);
 }
 
 static void expect_load_error(const char *path, tg_status want, const char *part) {
@@ -478,13 +483,7 @@ static char *oss_variant(const char *tag, const char *drop, const char *set_key,
     tg_gguf_writer_add_tensor(w, ti->name, ti->type, ne, (size_t)ti->ndim, data, ti->nbytes);
     free(data);
   }
-  char *path = malloc(256);
-  snprintf(path, 256, "/tmp/tg_test_oss_%d_%s.gguf", (int)getpid(), tag);
-  tg_status st = tg_gguf_writer_write(w, path);
-  tg_gguf_writer_free(w);
-  tg_gguf_close(g);
-  if (st != TG_OK) { free(path); return NULL; }
-  return path;
+  return finish_gguf(w, g, "tg_test_oss", tag);
 }
 
 static void test_gptoss_bad_files(void) {
