@@ -8,7 +8,9 @@ fit in the 60 MB L2). Run on the GPU machine with its python3 (torch 2.11 + CUDA
   softmax_4096x4096    softmax over the last axis, GB/s (1 read + 1 write)
   matmul_<dt>_<N>      N x N x N matmul, TFLOPS (cuBLAS): fp16, bf16 at 4096 and 8192, fp32 at 4096
   conv2d_64x32x28x28_k3  64 filters 3x3, padding 1 (cuDNN), GFLOPS
-  train_cnn            beautiful_mnist's CNN training step, batch 512, Adam (eager), steps/s"""
+  train_cnn            beautiful_mnist's CNN training step, batch 512, Adam (eager), steps/s
+The conv figures run with torch's default, cuDNN on TF32 tensor cores (torch.backends.cudnn.allow_tf32 = True), and
+again with _fp32 appended to the name with TF32 off (IEEE fp32, as tinygrad's default ALLOW_TF32=0)."""
 import sys, statistics
 import torch
 import torch.nn as nn
@@ -60,10 +62,17 @@ for dt, n in (("fp16", 4096), ("fp16", 8192), ("bf16", 4096), ("bf16", 8192), ("
   a, b = (torch.randn(n, n, device=dev, dtype=tdt) for _ in range(2))
   emit(name, 2 * n ** 3 / timed(lambda: a @ b, warm=5, runs=20) / 1e12, "TFLOPS")
   del a, b
+def with_tf32(on, fn):
+  old = torch.backends.cudnn.allow_tf32
+  torch.backends.cudnn.allow_tf32 = on
+  try: return fn()
+  finally: torch.backends.cudnn.allow_tf32 = old
 if want("conv2d_64x32x28x28_k3"):
   x = torch.randn(64, 32, 28, 28, device=dev); w = torch.randn(64, 32, 3, 3, device=dev)
   flops = 2 * 64 * 64 * 28 * 28 * 32 * 9
-  emit("conv2d_64x32x28x28_k3", flops / timed(lambda: torch.nn.functional.conv2d(x, w, padding=1)) / 1e9, "GFLOPS")
+  for suffix, tf32 in (("", True), ("_fp32", False)):
+    t = with_tf32(tf32, lambda: timed(lambda: torch.nn.functional.conv2d(x, w, padding=1)))
+    emit("conv2d_64x32x28x28_k3" + suffix, flops / t / 1e9, "GFLOPS")
 if want("train_cnn"):
   model = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.Conv2d(32, 32, 5), nn.ReLU(), nn.BatchNorm2d(32),
                         nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(),
@@ -78,3 +87,4 @@ if want("train_cnn"):
     loss.backward(); opt.step()
     return loss
   emit("train_cnn", 1 / timed(step, warm=5, runs=50), "steps/s")
+  emit("train_cnn_fp32", 1 / with_tf32(False, lambda: timed(step, warm=5, runs=50)), "steps/s")

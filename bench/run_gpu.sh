@@ -40,7 +40,13 @@ done
 line softmax_4096x4096 "$(value softmax_4096x4096 "$ours")" "$(value softmax_4096x4096 "$peer")" GB/s torch
 mm="matmul_fp16_4096 matmul_fp16_8192 matmul_bf16_4096 matmul_bf16_8192 matmul_fp32_4096"
 for f in $mm; do line "$f" "$(value "$f" "$ours")" "$(value "$f" "$peer")" TFLOPS cublas; done
-line conv2d_64x32x28x28_k3 "$(value conv2d_64x32x28x28_k3 "$ours")" "$(value conv2d_64x32x28x28_k3 "$peer")" GFLOPS cudnn
+# conv2d: torch's default runs cuDNN on TF32 tensor cores; ours is IEEE fp32 unless ALLOW_TF32=1 (tinygrad's knob).
+# Both precisions are printed, each against the peer in the same precision (_fp32: cudnn.allow_tf32 off).
+conv=conv2d_64x32x28x28_k3
+ours_tf32=$(ALLOW_TF32=1 "$B/bench_gpu" $conv 2>&1)
+line $conv "$(value $conv "$ours")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
+line ${conv}_fp32 "$(value $conv "$ours")" "$(value ${conv}_fp32 "$peer")" GFLOPS cudnn_fp32
+line ${conv}_tf32 "$(value $conv "$ours_tf32")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
 if [ "${BENCH_BEAM:-1}" != 0 ]; then
   # the BEAM search's first call (fresh cache: the search itself), then the figure from the cache
   cache=$(mktemp -d)
@@ -59,6 +65,9 @@ train=$("$B/bench_train" 5 0 0 2>&1)
 echo "$train" | grep -E "bench_train:" | sed 's/^/bench: ours: /'
 line train_cnn "$(value train_cnn "$train")" "$(value train_cnn "$peer")" steps/s torch
 line train_cnn_jit "$(value train_cnn_jit "$train")" "$(value train_cnn "$peer")" steps/s torch
+line train_cnn_jit_fp32 "$(value train_cnn_jit "$train")" "$(value train_cnn_fp32 "$peer")" steps/s torch_fp32
+train_tf32=$(ALLOW_TF32=1 "$B/bench_train" 5 0 0 2>&1)
+line train_cnn_jit_tf32 "$(value train_cnn_jit "$train_tf32")" "$(value train_cnn "$peer")" steps/s torch
 line train_cnn_jit_vs_eager "$(value train_cnn_jit "$train")" "$(value train_cnn "$train")" steps/s eager
 echo "bench train_cnn_jit_overhead ours=$(value train_cnn_jit_overhead "$train") ms/step"
 # the JIT's replay on CUDA: CUDA graphs (JIT=1) against one launch per kernel (JIT=2), per kernel (a time: the ratio
