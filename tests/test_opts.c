@@ -1612,6 +1612,15 @@ static void test_gpu_heuristic_steps(void) {
   gpu_step("matmul 64x256x64", tg_matmul(fl(64, 256), fl(256, 64)),
            "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16,GROUPTOP:0:4", "GPU_LATE_GROUP",
            "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16");
+  /* a conv with several reduce axes on tensor cores under ALLOW_TF32=1 (GPU_CONV_TC): tinygrad's choices 0-2 pair
+   * the one N axis (cout 8) with the last output axis (ox 4, no multiple of M = 16); every choice is tried, and the
+   * first that applies takes M = batch 16, K = cin 8: TC, then the M upcast, then the N local */
+  int64_t none2[2] = {0, 0};
+  test_setenv("ALLOW_TF32", "1");
+  gpu_step("conv 16x8x6x6 k3 tf32", tg_conv2d(mk(TG_FLOAT32, 16, 8, 6, 6), mk(TG_FLOAT32, 8, 8, 3, 3), NULL, 1, NULL,
+                                              none2, NULL),
+           "TC:8:65792", "GPU_CONV_TC", "UPCAST:3:4,UNROLL:2:0,UNROLL:1:0,LOCAL:0:4,LOCAL:1:8,LOCAL:1:4,GROUPTOP:0:8");
+  test_unsetenv("ALLOW_TF32");
   tg_scope_end(ts);
 }
 

@@ -3,12 +3,17 @@
  * and lowered, one line each: the kernel name, its shape before opts (axis sizes, r = reduce), and the opts chosen.
  * Matches the names DEBUG=2 prints on the GPU, so a profile taken there can be read and the heuristic changed here.
  * Usage: gpu_opts [batch] (default 512); gpu_opts llm [T]: the 1B llama's projections instead (T tokens, default 1,
- * float32 activations, float16 weights: RMSNorm into Q and gate/up, silu(gate) * up into down). */
+ * float32 activations, float16 weights: RMSNorm into Q and gate/up, silu(gate) * up into down).
+ * On a machine with a CUDA device, GPU_OPTS_BEAM=n (a beam width) also runs BEAM search on each kernel of at least
+ * GPU_OPTS_BEAM_MITERS (default 100) million iterations (the product of its axes), once per name, and prints what it found after the heuristic's
+ * line ("  beam: <opts>"; BEAM_DEBUG=1 adds the winner's and the heuristic's times): what BEAM=2 picks for the big
+ * kernels without running the whole step under BEAM. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tensor/tensor.h" /* first: render.h renames its own ShapeCache after it */
+#include "codegen/beam.h"
 #include "codegen/codegen.h"
 #include "codegen/linearize.h"
 #include "codegen/opt.h"
@@ -25,6 +30,16 @@ static void on_cuda(tg_tensor **t, bool trainable) {
   *t = c;
 }
 
+/* GPU_OPTS_BEAM: each kernel name searched once */
+static bool beam_seen(const char *name) {
+  static char seen[64][64];
+  static int n;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(seen[i], name)) return true;
+  if (n < 64) snprintf(seen[n++], sizeof seen[0], "%s", name);
+  return false;
+}
+
 static void print_kernel(UOp *ast, const Renderer *ren) {
   UOpScope sc = uop_scope_begin();
   UOp *pre = cg_optimize(opt_ast_with_opts(ast, NULL, 0), ren);
@@ -37,10 +52,12 @@ static void print_kernel(UOp *ast, const Renderer *ren) {
   opt_sched_init(&s, pre, ren);
   char shape[256] = "";
   int n = opt_sched_len(&s);
+  double iters = 1;
   if (n <= 64) {
     int64_t sz[64];
     AxisType ty[64];
     opt_sched_shape(&s, sz, ty);
+    for (int i = 0; i < n; i++) iters *= (double)sz[i];
     size_t at = 0;
     for (int i = 0; i < n && at + 24 < sizeof shape; i++)
       at += (size_t)snprintf(shape + at, sizeof shape - at, "%s%s%lld", i ? "," : "",
@@ -56,7 +73,26 @@ static void print_kernel(UOp *ast, const Renderer *ren) {
   }
   UOp *low = cg_lower(opt_ast_with_opts(ast, s.applied, s.napplied), ren);
   UOp *lin = low ? cg_linearize(low) : NULL;
-  printf("%-34s [%s] %s\n", lin ? render_kernel_name(lin) : "(lowering failed)", shape, opts);
+  const char *name = lin ? render_kernel_name(lin) : "(lowering failed)";
+  printf("%-34s [%s] %s\n", name, shape, opts);
+  fflush(stdout);
+  int64_t beam = tg_getenv_int("GPU_OPTS_BEAM", 0);
+  if (beam > 0 && lin && iters >= 1e6 * (double)tg_getenv_int("GPU_OPTS_BEAM_MITERS", 100) && !beam_seen(name)) {
+    Opt bo[OPT_LIST_MAX];
+    int nb = 0;
+    if (beam_search(ast, ren, (int)beam, bo, &nb) != TG_OK) {
+      printf("  beam: failed: %s\n", tg_last_error());
+    } else {
+      printf("  beam (%.0f M iterations):", iters / 1e6);
+      for (int i = 0; i < nb; i++) {
+        char o[64];
+        opt_format(bo[i], o, sizeof o);
+        printf(" %s", o);
+      }
+      printf("\n");
+    }
+    fflush(stdout);
+  }
   opt_sched_free(&s);
   uop_scope_end(sc);
 }

@@ -1222,8 +1222,15 @@ static bool hand_coded_tc(OptScheduler *s) {
   opt_sched_shape(s, NULL, types);
   int nred = 0;
   for (int i = 0; i < n; i++) nred += types[i] == AXIS_REDUCE || types[i] == AXIS_GROUP_REDUCE;
-  if (nred != 1 && tc_opt < 1) return false;
-  for (int axis = 0; axis < 3; axis++) {
+  /* a conv (not tinygrad's): a kernel with several reduce axes (cin, ky, kx) is skipped by tinygrad unless TC_OPT >= 1,
+   * and then only axis choices 0-2 are tried, which all pair the one N axis with the input's last output axis (a row
+   * of 24 or 20, no multiple of the M of 16) and differ in K. On a GPU renderer every choice (N, M, K) is tried here
+   * in order, at TC_OPT 1 without padding, the first that applies kept: the CNN's conv2 forward [512, 32, 24, 24, r32,
+   * r5, r5] gets N = cout 32, M = batch 512, K = cin 32 (an implicit GEMM over the batch). GPU_CONV_TC=0: off. */
+  bool conv_tc = nred > 1 && tc_opt < 1 && s->ren->has_local && tg_getenv_int("GPU_CONV_TC", 1);
+  if (nred != 1 && tc_opt < 1 && !conv_tc) return false;
+  if (conv_tc) tc_opt = 1;
+  for (int axis = 0; axis < (conv_tc ? 64 : 3); axis++) {
     OptScheduler tk;
     opt_sched_copy(&tk, s);
     if (opt_apply(&tk, (Opt){OPT_TC, axis, opt_tc_arg(tc_select, tc_opt, use_tc)}) != TG_OK) {
