@@ -1612,14 +1612,30 @@ static void test_gpu_heuristic_steps(void) {
   gpu_step("matmul 64x256x64", tg_matmul(fl(64, 256), fl(256, 64)),
            "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16,GROUPTOP:0:4", "GPU_LATE_GROUP",
            "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16");
-  /* a conv with several reduce axes on tensor cores under ALLOW_TF32=1 (GPU_CONV_TC): tinygrad's choices 0-2 pair
-   * the one N axis (cout 8) with the last output axis (ox 4, no multiple of M = 16); every choice is tried, and the
-   * first that applies takes M = batch 16, K = cin 8: TC, then the M upcast, then the N local */
+  /* gpu_conv: a conv forward [2, 8, 8, 8 | r4, r3, r3] takes ox by 4, co by 4, kx unrolled, a block of co x ox x 4
+   * rows; its weight gradient [8, 4, 3, 3 | r2, r8, r8] kx whole, ci by 2, co by 4, x unrolled by 4, a block of co x ci
+   * and GROUP 4 on y (few threads) */
+  int64_t nopad[2] = {0, 0};
+  tg_tensor *cx = mk(TG_FLOAT32, 2, 4, 10, 10), *cw = mk(TG_FLOAT32, 8, 4, 3, 3), *cg = mk(TG_FLOAT32, 2, 8, 8, 8);
+  gpu_step("conv 2x4x10x10 k3 (8 out)", tg_conv2d(cx, cw, NULL, 1, NULL, nopad, NULL),
+           "UPCAST:3:4,UPCAST:1:4,UNROLL:2:0,LOCAL:1:2,LOCAL:2:2,LOCAL:1:4", "GPU_CONV",
+           "UPCAST:3:4,UNROLL:2:0,UNROLL:1:0,LOCAL:1:8,LOCAL:1:8,LOCAL:1:2,GROUPTOP:0:4");
+  const tg_tensor *cwrt[1] = {cw};
+  tg_tensor *dw = NULL;
+  if (tg_gradient(tg_sum(tg_mul(tg_conv2d(cx, cw, NULL, 1, NULL, nopad, NULL), cg), NULL, 0, false), cwrt, 1, &dw) ==
+      TG_OK)
+    gpu_step("its weight gradient", dw, "UPCAST:3:3,UPCAST:1:2,UPCAST:0:4,UNROLL:2:4,LOCAL:0:2,LOCAL:0:2,GROUP:1:4",
+             "GPU_CONV", "UNROLL:2:0,LOCAL:1:4,LOCAL:1:3,LOCAL:1:3,GROUPTOP:1:8");
+  /* a conv with several reduce axes on tensor cores under ALLOW_TF32=1 and GPU_CONV_TC=1 (opt-in): tinygrad's
+   * choices 0-2 pair the one N axis (cout 8) with the last output axis (ox 4, no multiple of M = 16); every choice is
+   * tried, and the first that applies takes M = batch 16, K = cin 8: TC alone (N and M have no rest to upcast) */
   int64_t none2[2] = {0, 0};
   test_setenv("ALLOW_TF32", "1");
+  test_setenv("GPU_CONV_TC", "1");
   gpu_step("conv 16x8x6x6 k3 tf32", tg_conv2d(mk(TG_FLOAT32, 16, 8, 6, 6), mk(TG_FLOAT32, 8, 8, 3, 3), NULL, 1, NULL,
                                               none2, NULL),
            "TC:8:65792", "GPU_CONV_TC", "UPCAST:3:4,UNROLL:2:0,UNROLL:1:0,LOCAL:0:4,LOCAL:1:8,LOCAL:1:4,GROUPTOP:0:8");
+  test_unsetenv("GPU_CONV_TC");
   test_unsetenv("ALLOW_TF32");
   tg_scope_end(ts);
 }
