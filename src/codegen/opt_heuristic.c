@@ -12,21 +12,13 @@
  * GPU for reduces with few outputs (a wider small-output GROUPTOP, gpu_group_first, gpu_late_group), flat ids for elementwise
  * kernels with a narrow inner axis. beautiful_mnist's CNN train step (bench_train on DEV=CUDA, JIT): with the
  * multi-axis row reduce, the two group steps and the flat ids 197 steps/s against 151 with all four off (same run),
- * the step's kernel time (JIT=2 DEBUG=2) 8.32 -> 5.06 ms. */
-#include "cg_internal.h"
-#include "opt.h"
+ * the step's kernel time (JIT=2 DEBUG=2) 8.32 -> 5.06 ms. The direct-convolution steps live in opt_conv.c (GPU_CONV:
+ * the CNN step 386-393 steps/s against 247-257 without; GPU_CONV_TC: convs on tensor cores). */
+#include "opt_heuristic.h"
 
 #include <stdio.h>
 
-typedef struct Shape {
-  UOpVec rngs;
-  int n;
-  int64_t size[64];
-  bool known[64]; /* the size is a constant */
-  AxisType type[64];
-} Shape;
-
-static void shape_load(const OptScheduler *s, Shape *sh) {
+void opt_shape_load(const OptScheduler *s, Shape *sh) {
   sh->rngs.len = 0;
   opt_sched_rngs(s, &sh->rngs);
   sh->n = (int)TG_MIN(sh->rngs.len, 64);
@@ -39,14 +31,6 @@ static void shape_load(const OptScheduler *s, Shape *sh) {
   }
 }
 
-static bool is_upcastable(const Shape *sh, int i) {
-  return (sh->type[i] == AXIS_GLOBAL || sh->type[i] == AXIS_LOCAL || sh->type[i] == AXIS_WEAK) && sh->known[i] &&
-         sh->size[i] > 1;
-}
-static bool is_unrollable(const Shape *sh, int i) {
-  return (sh->type[i] == AXIS_GROUP_REDUCE || sh->type[i] == AXIS_REDUCE) && sh->known[i] && sh->size[i] > 1;
-}
-static bool is_reduce_type(AxisType t) { return t == AXIS_REDUCE || t == AXIS_UNROLL || t == AXIS_GROUP_REDUCE; }
 
 static int64_t upcastable_output_prod(const Shape *sh) {
   int64_t p = 1;
@@ -60,11 +44,6 @@ static int64_t upcast_size(const Shape *sh) {
     if (sh->type[i] == AXIS_UPCAST || sh->type[i] == AXIS_UNROLL) p *= sh->size[i];
   return p;
 }
-static int count_type(const Shape *sh, AxisType a, AxisType b) {
-  int c = 0;
-  for (int i = 0; i < sh->n; i++) c += sh->type[i] == a || sh->type[i] == b;
-  return c;
-}
 static int unrollable_count(const Shape *sh) {
   int c = 0;
   for (int i = 0; i < sh->n; i++) c += is_unrollable(sh, i);
@@ -77,10 +56,6 @@ static int last_unrollable(const Shape *sh) {
   return last;
 }
 
-static bool try_opt(OptScheduler *s, OptOp op, int axis, int arg) {
-  Opt o = {(int32_t)op, axis, arg};
-  return opt_apply(s, o) == TG_OK;
-}
 
 /* the INDEX nodes of the kernel (tinygrad Scheduler.bufs) and their index expressions */
 static void buffer_indexes(UOp *ast, UOpVec *out) {
@@ -112,7 +87,6 @@ static void where_gate_ranges(UOp *ast, UOpVec *out) {
   tg_vec_free(&topo);
 }
 
-static bool in_slice(UOp *root, UOp *x) { return uop_in_backward_slice(root, x); }
 
 /* The greedy upcast choice (num_strides, sum_strides, axis, amount), smallest first. */
 typedef struct UpChoice { int64_t num, sum; int axis, amt; } UpChoice;
@@ -241,7 +215,7 @@ static int largest_divisor(int64_t n, const int *cands, int ncands) {
 
 /* a matmul-like kernel: its first REDUCE adds a product of two loads (through a CAST or not); the indexes of the two
  * loads (ia, ib) in mul's source order */
-static bool sum_of_product(const OptScheduler *s, UOp **red, UOp **mul, UOp **ia, UOp **ib) {
+bool opt_sum_of_product(const OptScheduler *s, UOp **red, UOp **mul, UOp **ia, UOp **ib) {
   *red = opt_first_reduce(s->ast);
   if (!*red || (*red)->arg.red.op != TG_OP_ADD) return false;
   *mul = strip_cast((*red)->src[0]);
@@ -263,7 +237,7 @@ static int axis_of(const Shape *sh, const RangeArg *ra) {
 }
 
 /* the coefficient of rng in an index that is a sum of (constant) multiples of ranges, 0 when absent or not linear */
-static int64_t term_coef(UOp *idx, UOp *rng) {
+int64_t opt_term_coef(UOp *idx, UOp *rng) {
   UOpVec terms = {0};
   uop_split(idx, TG_OP_ADD, &terms);
   int64_t c = 0;
@@ -1020,189 +994,6 @@ static bool gpu_group_first(OptScheduler *s, Shape *sh) {
   return ok;
 }
 
-/* GPU direct convolutions (not tinygrad's). A conv kernel (a REDUCE-ADD of a product of two loads) reads its input
- * through a sliding window: the input's index holds an output range and a reduce range with the same coefficient
- * (x + kx). In the forward conv and the input gradient the window is reduced ((ox, kx): ox an output axis of 20-24,
- * kx a reduce of 3-5); in the weight gradient it is an output axis ((kx, x): kx an output of 3-5, x a reduce over
- * the pixels). tinygrad's upcasts never take a window of 5 (only 3 or 4 divide), and its locals skip an axis of 5 or
- * 6, so a block spans the batch, whose lanes share nothing. Measured on the H200 (gpu_opts GPU_OPTS_TRY, the CNN
- * step's kernels, batch 512, us):
- * - weight gradient [co 32, ci 32, ky 5, kx 5, 128 | r4, y 20, x 20] (the batch split in 128 x 4): upcast kx whole
- *   (each input row load serves 5 outputs), ci by 2 and co by 4 (40 accumulators), x unrolled by 4, a block of co's
- *   rest x 8 of ci: 310 us, tinygrad's heuristic 983 (kx5 ci4 co4: 347, kx5 co4: 594; BEAM=2 found 303). The conv1
- *   weight gradient [co 32, ky 5, kx 5, 256 | r2, y 24, x 24] (one input channel: no ci), the block co's rest x ky,
- *   GROUP 4 on the largest reduce axis while under 16384 threads: 60 us, tinygrad's 346 (93 without the GROUP).
- * - forward [b 512, co 32, oy 20, ox 20 | ci 32, ky 5, kx 5]: ox upcast by 4 (or 3, 2), the channel the weights
- *   read by 4, kx unrolled whole, a block of the channel's rest x ox's rest x 4 rows of oy (the input's window rows
- *   shared in L1, the weights broadcast): 313 us, tinygrad's 452 (BEAM=2: 268 with swapped grid axes).
- * Applied on a copy, all or nothing; GPU_CONV=0 turns it off (tinygrad's choice is back). */
-
-static int axis_of_id(const OptScheduler *s, int64_t id, int64_t *size);
-
-/* an (output axis, reduce axis) pair the index reads with one coefficient, the smallest such; false when none.
- * skip_out: an output axis not to pair (-1: none) */
-static bool window_pair(const Shape *sh, UOp *idx, int skip_out, int *out_ax, int *red_ax, int64_t *coef) {
-  bool found = false;
-  for (int i = 0; i < sh->n; i++) {
-    if (i == skip_out || !is_upcastable(sh, i) || sh->type[i] != AXIS_GLOBAL) continue;
-    int64_t ci = term_coef(idx, sh->rngs.data[i]);
-    if (ci <= 0) continue;
-    for (int j = 0; j < sh->n; j++) {
-      if (sh->type[j] != AXIS_REDUCE || !sh->known[j] || term_coef(idx, sh->rngs.data[j]) != ci) continue;
-      if (!found || ci < *coef) *out_ax = i, *red_ax = j, *coef = ci, found = true;
-    }
-  }
-  return found;
-}
-
-/* the first output axis (constant size, a multiple of mult) that `in` reads and `notin` does not, not in a window
- * of `in`'s (a conv's channel axis); -1 when none */
-static int channel_axis(const Shape *sh, UOp *in, UOp *notin, int64_t mult) {
-  for (int i = 0; i < sh->n; i++) {
-    if (!is_upcastable(sh, i) || sh->type[i] != AXIS_GLOBAL || sh->size[i] % mult) continue;
-    UOp *rng = sh->rngs.data[i];
-    if (!in_slice(in, rng) || in_slice(notin, rng)) continue;
-    int64_t c = term_coef(in, rng);
-    bool windowed = false;
-    for (int j = 0; j < sh->n && !windowed && c > 0; j++)
-      windowed = sh->type[j] == AXIS_REDUCE && term_coef(in, sh->rngs.data[j]) == c;
-    if (!windowed) return i;
-  }
-  return -1;
-}
-
-/* the index among the unrollable axes (UNROLL's axis) / the REDUCE axes (GROUP's) of the range with this id */
-static int reduce_axis_index(const OptScheduler *s, int64_t id, bool unrollable) {
-  Shape t;
-  memset(&t, 0, sizeof t);
-  shape_load(s, &t);
-  int k = 0, at = -1;
-  for (int i = 0; i < t.n && at < 0; i++) {
-    bool counts = unrollable ? is_unrollable(&t, i) : t.type[i] == AXIS_REDUCE;
-    if (counts && t.rngs.data[i]->arg.range->axis_id == id) at = k;
-    k += counts;
-  }
-  tg_vec_free(&t.rngs);
-  return at;
-}
-
-static int64_t range_id(const Shape *sh, int i) { return sh->rngs.data[i]->arg.range->axis_id; }
-
-/* UPCAST / LOCAL the axis with this id by amt (0: its whole size) */
-static bool opt_on_id(OptScheduler *s, OptOp op, int64_t id, int64_t amt) {
-  int64_t sz = 0;
-  int ax = axis_of_id(s, id, &sz);
-  return ax >= 0 && try_opt(s, op, ax, (int)(amt ? amt : sz));
-}
-
-/* the size of the range with this id now (0: gone) */
-static int64_t size_of_id(const OptScheduler *s, int64_t id) {
-  int64_t sz = 0;
-  return axis_of_id(s, id, &sz) >= 0 ? sz : 0;
-}
-
-static int64_t largest_dividing(int64_t n, int64_t cap) {
-  for (int64_t d = cap; d > 1; d /= 2)
-    if (n % d == 0) return d;
-  return 1;
-}
-
-/* threads of the launch: GLOBAL x LOCAL sizes */
-static int64_t launch_threads(const OptScheduler *s) {
-  Shape t;
-  memset(&t, 0, sizeof t);
-  shape_load(s, &t);
-  int64_t n = 1;
-  for (int i = 0; i < t.n; i++)
-    if (t.type[i] == AXIS_GLOBAL || t.type[i] == AXIS_LOCAL || t.type[i] == AXIS_GROUP_REDUCE) n *= t.size[i];
-  tg_vec_free(&t.rngs);
-  return n;
-}
-
-static bool conv_weight_grad(OptScheduler *t, const Shape *sh, UOp *win, UOp *grad, int kx, int x) {
-  int co = channel_axis(sh, grad, win, 4), ci = channel_axis(sh, win, grad, 2);
-  int ky = -1, yr = -1;
-  int64_t c2;
-  window_pair(sh, win, kx, &ky, &yr, &c2);
-  if (co < 0 || (ci < 0 && (ky < 0 || sh->size[ky] > 8))) return false;
-  int64_t kx_id = range_id(sh, kx), x_id = range_id(sh, x), co_id = range_id(sh, co);
-  int64_t ci_id = ci >= 0 ? range_id(sh, ci) : -1, ky_id = ky >= 0 ? range_id(sh, ky) : -1;
-  if (!opt_on_id(t, OPT_UPCAST, kx_id, 0) || (ci >= 0 && !opt_on_id(t, OPT_UPCAST, ci_id, 2)) ||
-      !opt_on_id(t, OPT_UPCAST, co_id, 4))
-    return false;
-  int64_t xs = size_of_id(t, x_id);
-  int xu = reduce_axis_index(t, x_id, true);
-  if (xu < 0 || !try_opt(t, OPT_UNROLL, xu, xs % 4 == 0 ? 4 : xs <= 8 ? (int)xs : 1)) return false;
-  if (!opt_on_id(t, OPT_LOCAL, co_id, largest_dividing(size_of_id(t, co_id), 32))) return false;
-  if (ci >= 0 ? !opt_on_id(t, OPT_LOCAL, ci_id, largest_dividing(size_of_id(t, ci_id), 8))
-              : !opt_on_id(t, OPT_LOCAL, ky_id, 0))
-    return false;
-  if (launch_threads(t) < 16384) { /* too few threads to fill the GPU: 4 lanes share the largest reduce */
-    Shape ts;
-    memset(&ts, 0, sizeof ts);
-    shape_load(t, &ts);
-    int best = -1;
-    for (int i = 0; i < ts.n; i++)
-      if (ts.type[i] == AXIS_REDUCE && ts.known[i] && ts.size[i] % 4 == 0 && (best < 0 || ts.size[i] > ts.size[best]))
-        best = i;
-    int g = best >= 0 ? reduce_axis_index(t, range_id(&ts, best), false) : -1;
-    tg_vec_free(&ts.rngs);
-    if (g >= 0) try_opt(t, OPT_GROUP, g, 4);
-  }
-  return true;
-}
-
-static bool conv_forward(OptScheduler *t, const Shape *sh, UOp *win, UOp *wts, int ox, int kx) {
-  int ch = channel_axis(sh, wts, win, 4);
-  int oy = -1, ky = -1;
-  int64_t c2;
-  window_pair(sh, win, ox, &oy, &ky, &c2);
-  if (ch < 0) return false;
-  int64_t ox_id = range_id(sh, ox), kx_id = range_id(sh, kx), ch_id = range_id(sh, ch);
-  int64_t oy_id = oy >= 0 ? range_id(sh, oy) : -1;
-  int up = sh->size[ox] % 4 == 0 ? 4 : sh->size[ox] % 3 == 0 ? 3 : sh->size[ox] % 2 == 0 ? 2 : 0;
-  if (!up || !opt_on_id(t, OPT_UPCAST, ox_id, up) || !opt_on_id(t, OPT_UPCAST, ch_id, 4)) return false;
-  int ku = reduce_axis_index(t, kx_id, true);
-  if (ku < 0 || !try_opt(t, OPT_UNROLL, ku, 0)) return false;
-  int64_t chs = size_of_id(t, ch_id), oxs = size_of_id(t, ox_id);
-  int64_t block = largest_dividing(chs, 32);
-  if (!opt_on_id(t, OPT_LOCAL, ch_id, block)) return false;
-  if (oxs > 1 && oxs <= 8 && opt_on_id(t, OPT_LOCAL, ox_id, 0)) block *= oxs;
-  if (oy >= 0) {
-    int64_t ys = size_of_id(t, oy_id), r = ys % 4 == 0 && block * 4 <= 256 ? 4 : ys % 2 == 0 && block * 2 <= 256 ? 2 : 1;
-    if (r > 1) opt_on_id(t, OPT_LOCAL, oy_id, r);
-  }
-  return true;
-}
-
-static bool gpu_conv(OptScheduler *s, Shape *sh) {
-  if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_CONV", 1))
-    return false;
-  shape_load(s, sh);
-  if (count_type(sh, AXIS_UPCAST, AXIS_UNROLL) || count_type(sh, AXIS_GROUP_REDUCE, AXIS_LOCAL)) return false;
-  UOp *red, *mul, *ia, *ib;
-  if (!sum_of_product(s, &red, &mul, &ia, &ib)) return false;
-  int o = -1, r = -1, o2 = -1, r2 = -1;
-  int64_t c = 0, c2 = 0;
-  UOp *win = NULL, *other = NULL;
-  if (window_pair(sh, ia, -1, &o, &r, &c)) win = ia, other = ib;
-  if (window_pair(sh, ib, -1, &o2, &r2, &c2) && (!win || c2 < c)) win = ib, other = ia, o = o2, r = r2;
-  if (!win) return false;
-  OptScheduler t;
-  opt_sched_copy(&t, s);
-  bool ok = sh->size[o] <= 8 && sh->size[r] >= 8   ? conv_weight_grad(&t, sh, win, other, o, r)
-            : sh->size[r] <= 8 && sh->size[o] >= 8 ? conv_forward(&t, sh, win, other, o, r)
-                                                   : false;
-  if (ok) {
-    opt_sched_free(s);
-    *s = t;
-  } else {
-    opt_sched_free(&t);
-  }
-  tg_clear_error();
-  return ok;
-}
-
 /* GPU late group (not tinygrad's): a reduce kernel whose threads after the upcasts and locals cannot fill the GPU
  * (fewer than 16384; the H200 keeps 2048 per SM on 132 SMs) splits its largest reduce axis over a group of threads
  * too: GROUP when every load reads that axis contiguously (neighbouring lanes, neighbouring bytes), else GROUPTOP,
@@ -1375,7 +1166,7 @@ static void cpu_threads(OptScheduler *s, Shape *sh, bool tiled) {
 }
 
 /* the opt axis of the range with this id, -1 when gone */
-static int axis_of_id(const OptScheduler *s, int64_t id, int64_t *size) {
+int opt_axis_of_id(const OptScheduler *s, int64_t id, int64_t *size) {
   UOpVec r = {0};
   opt_sched_rngs(s, &r);
   int k = -1;
@@ -1405,18 +1196,9 @@ static bool hand_coded_tc(OptScheduler *s) {
   opt_sched_shape(s, NULL, types);
   int nred = 0;
   for (int i = 0; i < n; i++) nred += types[i] == AXIS_REDUCE || types[i] == AXIS_GROUP_REDUCE;
-  /* a conv on tensor cores (not tinygrad's; GPU_CONV_TC=1, off by default): a kernel with several reduce axes (cin,
-   * ky, kx) is skipped by tinygrad unless TC_OPT >= 1, and then only axis choices 0-2 are tried, which all pair the
-   * one N axis with the input's last output axis (a row of 24 or 20, no multiple of M = 16) and differ in K. Here
-   * every choice (N, M, K) is tried in order at TC_OPT 1 (no padding), the first that applies kept: the CNN's conv2
-   * forward [512, 32, 20, 20, r32, r5, r5] gets N = cout 32, M = batch 512, K = cin 32. Off by default: measured on
-   * the H200 (ALLOW_TF32=1), these kernels run 2-20x slower than the fp32 ones (conv2 forward 1355 us against 313,
-   * its input gradient 1587 against 383, conv3/4's weight gradient 1960 against 91: each lane's fragment loads from
-   * 16 images, nothing staged in shared memory), and the CNN step 116 steps/s against 267 without them. */
-  bool conv_tc = nred > 1 && tc_opt < 1 && s->ren->has_local && tg_getenv_int("GPU_CONV_TC", 0);
-  if (nred != 1 && tc_opt < 1 && !conv_tc) return false;
-  if (conv_tc) tc_opt = 1;
-  for (int axis = 0; axis < (conv_tc ? 64 : 3); axis++) {
+  if (nred > 1 && tc_opt < 1 && opt_gpu_conv_tc(s, tc_select, use_tc)) return true;
+  if (nred != 1 && tc_opt < 1) return false;
+  for (int axis = 0; axis < 3; axis++) {
     OptScheduler tk;
     opt_sched_copy(&tk, s);
     if (opt_apply(&tk, (Opt){OPT_TC, axis, opt_tc_arg(tc_select, tc_opt, use_tc)}) != TG_OK) {
@@ -1498,7 +1280,7 @@ void opt_hand_coded(OptScheduler *s) {
     for (int i = nup; i-- > 0;) try_opt(s, OPT_UPCAST, to_upcast[i], 0);
   }
 
-  if (gpu_row_reduce(s, &sh, 2048, 128) || gpu_group_first(s, &sh) || gpu_conv(s, &sh)) goto out;
+  if (gpu_row_reduce(s, &sh, 2048, 128) || gpu_group_first(s, &sh) || opt_gpu_conv(s)) goto out;
   if (cpu_int8_dot(s, &sh)) goto threads;
   tiled = cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh) || cpu_column_reduce(s, &sh);
   if (tiled) goto threads;
