@@ -1647,7 +1647,8 @@ static void test_gpu_heuristic_steps(void) {
   test_setenv("ALLOW_TF32", "1");
   UOpScope tsc = uop_scope_begin();
   gpu_step_ast("conv 4x8x4x22 k3 (32 out) tf32",
-               last_kernel_of(tg_conv2d(mk(TG_FLOAT32, 4, 8, 4, 22), mk(TG_FLOAT32, 32, 8, 3, 3), NULL, 1, NULL, nopad, NULL)),
+               last_kernel_of(
+                   tg_conv2d(mk(TG_FLOAT32, 4, 8, 4, 22), mk(TG_FLOAT32, 32, 8, 3, 3), NULL, 1, NULL, nopad, NULL)),
                "TC:2:66048,UPCAST:0:4,UPCAST:0:4", "GPU_CONV_TC",
                "UPCAST:3:4,UPCAST:1:4,UNROLL:2:0,LOCAL:1:8,LOCAL:2:5,LOCAL:1:2");
   uop_scope_end(tsc);

@@ -5,12 +5,12 @@
  * Usage: gpu_opts [batch] (default 512); gpu_opts llm [T]: the 1B llama's projections instead (T tokens, default 1,
  * float32 activations, float16 weights: RMSNorm into Q and gate/up, silu(gate) * up into down).
  * On a machine with a CUDA device, GPU_OPTS_BEAM=n (a beam width) also runs BEAM search on each kernel of at least
- * GPU_OPTS_BEAM_MITERS (default 100) million iterations (the product of its axes), once per name, and prints what it found after the heuristic's
- * line ("  beam: <opts>"; BEAM_DEBUG=1 adds the winner's and the heuristic's times): what BEAM=2 picks for the big
- * kernels without running the whole step under BEAM. GPU_OPTS_TRY=file times hand-picked opt lists: each line of the
- * file is "<shape as printed, without brackets> <opts: UPCAST:0:4,LOCAL:1:8,...; TC:axis:select:opt:use>"; a kernel
- * of that shape (its first one) is timed with the heuristic's opts and with every list of its shape, one line each
- * ("  try <us> us <opts>"). */
+ * GPU_OPTS_BEAM_MITERS (default 100) million iterations (the product of its axes), once per name, and prints what it
+ * found after the heuristic's line ("  beam: <opts>"; BEAM_DEBUG=1 adds the winner's and the heuristic's times): what
+ * BEAM=2 picks for the big kernels without running the whole step under BEAM. GPU_OPTS_TRY=file times hand-picked opt
+ * lists: each line of the file is "<shape as printed, without brackets> <opts: UPCAST:0:4,LOCAL:1:8,...;
+ * TC:axis:select:opt:use>"; a kernel of that shape (its first one) is timed with the heuristic's opts and with every
+ * list of its shape, one line each ("  try <us> us <opts>"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -158,7 +158,8 @@ static bool conv_forward(OptScheduler *t, const Shape *sh, UOp *win, UOp *wts, i
   if (!opt_on_id(t, OPT_LOCAL, ch_id, block)) return false;
   if (oxs > 1 && oxs <= 8 && opt_on_id(t, OPT_LOCAL, ox_id, 0)) block *= oxs;
   if (oy >= 0) {
-    int64_t ys = size_of_id(t, oy_id), r = ys % 4 == 0 && block * 4 <= 256 ? 4 : ys % 2 == 0 && block * 2 <= 256 ? 2 : 1;
+    int64_t ys = size_of_id(t, oy_id);
+    int64_t r = ys % 4 == 0 && block * 4 <= 256 ? 4 : ys % 2 == 0 && block * 2 <= 256 ? 2 : 1;
     if (r > 1) opt_on_id(t, OPT_LOCAL, oy_id, r);
   }
   return true;
