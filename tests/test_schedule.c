@@ -8,6 +8,7 @@
 #include "test.h"
 #include "schedule/schedule.h"
 #include "uop/parse.h"
+#include "uop/pattern.h"
 #include "uop/uop.h"
 
 #include "schedule_cases.h"
@@ -167,6 +168,76 @@ static UOp *test_buffer(const char *device, const DType *dtype, int64_t numel, v
 #define VIEW48(b) "(RESHAPE.float " b " (STACK.weakint (CONST.weakint=i:4) (CONST.weakint=i:8)))"
 /* x - x.mean(1, keepdim=True) written the way tinygrad builds it; the root of mean is a view: RESHAPE(REDUCE) */
 #define MEAN_KEEPDIM(b) "(RESHAPE.float (REDUCE.float=red:ADD:1 (PERMUTE.float=perm:1,0 " VIEW48(b) ")) (STACK.weakint (CONST.weakint=i:4) (CONST.weakint=i:1)))"
+
+/* ---- the schedule memo (src/schedule/memo.c): a hit gives what callify gives ---- */
+
+static bool is_new(const SchedResult *r, const UOp *b, size_t *at) {
+  for (size_t i = 0; i < r->nnew; i++)
+    if (r->new_buffers[i] == b) return *at = i, true;
+  return false;
+}
+
+/* a (through the memo) and b (SCHED_MEMO=0) are the same schedule up to which fresh buffers they made */
+static bool same_schedule(const SchedResult *a, const SchedResult *b) {
+  if (!a->linear || !b->linear || a->linear->nsrc != b->linear->nsrc || a->nnew != b->nnew || a->nmap != b->nmap ||
+      a->nintermediate != b->nintermediate)
+    return false;
+  for (uint32_t i = 0; i < a->linear->nsrc; i++) {
+    UOp *ca = a->linear->src[i], *cb = b->linear->src[i];
+    if (ca->nsrc != cb->nsrc || ca->src[0] != cb->src[0]) return false;
+    for (uint32_t k = 1; k < ca->nsrc; k++) {
+      size_t ia, ib;
+      bool na = is_new(a, ca->src[k], &ia), nb = is_new(b, cb->src[k], &ib);
+      if (na != nb || (na ? ia != ib : ca->src[k] != cb->src[k])) return false;
+    }
+  }
+  for (size_t i = 0; i < a->nmap; i++)
+    if (a->map_from[i] != b->map_from[i] ||
+        uop_substitute(a->map_to[i], a->new_buffers, b->new_buffers, a->nnew) != b->map_to[i])
+      return false;
+  return true;
+}
+
+static void check_memo(void) {
+  UOpScope sc = uop_scope_begin();
+  sched_cache_clear();
+  g_nbufs = 0;
+  static const struct { const char *prime, *graph; bool hit; } cases[] = {
+    /* the same graph over other buffers: a hit */
+    {"(ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")", "(ADD.float " VIEW48(BUF(1, 32)) " " VIEW48(BUF(2, 32)) ")", true},
+    /* the buffers swapped: a hit, the arguments swapped */
+    {"(ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")", "(ADD.float " VIEW48(BUF(2, 32)) " " VIEW48(BUF(1, 32)) ")", true},
+    /* x+x is not x+y: a miss (one argument fewer) */
+    {"(ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")", "(ADD.float " VIEW48(BUF(1, 32)) " " VIEW48(BUF(1, 32)) ")", false},
+    /* a view of a larger buffer in place of a buffer: a miss */
+    {"(ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")",
+     "(ADD.float " VIEW48(BUF(1, 32)) " " VIEW48("(SHRINK.float " BUF(2, 64) " (CONST.weakint=i:0) (CONST.weakint=i:32))") ")", false},
+    /* a reduce whose root is a view, and a CONTIGUOUS inside the graph (two map entries) */
+    {"(SUB.float " VIEW48(BUF(11, 32)) " " MEAN_KEEPDIM(BUF(11, 32)) ")", "(SUB.float " VIEW48(BUF(3, 32)) " " MEAN_KEEPDIM(BUF(3, 32)) ")", true},
+    {"(MUL.float (CONTIGUOUS.float (ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")) " VIEW48(BUF(13, 32)) ")",
+     "(MUL.float (CONTIGUOUS.float (ADD.float " VIEW48(BUF(1, 32)) " " VIEW48(BUF(2, 32)) ")) " VIEW48(BUF(1, 32)) ")", false},
+    {"(MUL.float (CONTIGUOUS.float (ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")) " VIEW48(BUF(13, 32)) ")",
+     "(MUL.float (CONTIGUOUS.float (ADD.float " VIEW48(BUF(1, 32)) " " VIEW48(BUF(2, 32)) ")) " VIEW48(BUF(3, 32)) ")", true},
+  };
+  for (size_t i = 0; i < TG_ARRAY_LEN(cases); i++) {
+    UOp *p = uop_parse(cases[i].prime), *g = uop_parse(cases[i].graph);
+    SchedResult a, b;
+    CHECK(sched_linear(uop_sink(&p, 1), test_buffer, NULL, &a) == TG_OK);
+    sched_result_free(&a);
+    size_t before = sched_memo_size();
+    CHECK(sched_linear(uop_sink(&g, 1), test_buffer, NULL, &a) == TG_OK);
+    CHECK_MSG((sched_memo_size() == before) == cases[i].hit, "case %zu: memo %zu -> %zu", i, before, sched_memo_size());
+    test_setenv("SCHED_MEMO", "0");
+    CHECK(sched_linear(uop_sink(&g, 1), test_buffer, NULL, &b) == TG_OK);
+    test_unsetenv("SCHED_MEMO");
+    CHECK_MSG(same_schedule(&a, &b), "case %zu: the memo's schedule differs from callify's", i);
+    sched_result_free(&a);
+    sched_result_free(&b);
+  }
+  sched_cache_clear();
+  CHECK_EQ_INT(sched_memo_size(), 0);
+  uop_scope_end(sc);
+}
 
 static void check_sched_linear(void) {
   UOpScope sc = uop_scope_begin();
@@ -574,6 +645,7 @@ void suite_schedule(void) {
             suite.reordered, suite.unsupported, suite.failed);
   if (only) return;
   check_sched_linear();
+  check_memo();
   check_memory_plan();
   check_kernel_count_table();
   check_matmul_panels();

@@ -44,6 +44,22 @@ typedef struct CallifyResult {
 tg_status sched_callify(UOp *sink, SchedNewBuffer nb, void *nbctx, CallifyResult *out);
 void sched_callify_free(CallifyResult *r);
 
+/* The schedule memo (memo.c): the tensor graph's key from one walk (buffers and bound values abstracted), and per key
+ * what callify made of it and the LINEAR, so a repeated realize skips callify and the body's key. */
+typedef struct SchedMemoWalk {
+  UOpKey key;
+  UOpVec nodes;  /* post-order */
+  UOpVec leaves; /* global BUFFERs and binds, in walk order */
+} SchedMemoWalk;
+void sched_memo_walk(UOp *sink, SchedMemoWalk *w);
+void sched_memo_walk_free(SchedMemoWalk *w);
+/* A hit: cr filled as callify would (body NULL; fresh buffers from nb) and the LINEAR returned (kept by the memo).
+ * NULL on a miss (st TG_OK) or an error (st set). */
+UOp *sched_memo_get(const SchedMemoWalk *w, UOpKey key, SchedNewBuffer nb, void *ctx, CallifyResult *cr, tg_status *st);
+/* Record callify's result cr and the LINEAR for the graph of walk w (w must be the latest walk). */
+void sched_memo_put(const SchedMemoWalk *w, UOpKey key, const CallifyResult *cr, UOp *lin);
+void sched_memo_clear(void);
+
 UOp *sched_earliest_rewrites(UOp *sink);
 UOp *sched_run_rangeify(UOp *sink);
 /* The movement op of x applied to index expressions (tinygrad apply_movement_op): in[...] of x's input from the

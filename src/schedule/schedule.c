@@ -202,6 +202,7 @@ void sched_cache_clear(void) {
   for (size_t i = 0; i < g_cache.len; i++) uop_drop(g_cache.data[i].linear);
   tg_vec_free(&g_cache);
   resolved_clear();
+  sched_memo_clear();
 }
 
 static double now_ms(void) {
@@ -318,6 +319,17 @@ UOp *sched_copy_calls(UOp *lin) {
   return ret;
 }
 
+/* tinygrad's line: DEBUG>=1 when more than one kernel, DEBUG>=3 always */
+static void print_scheduled(const UOp *lin, UOpKey key, double start, bool hit) {
+  if (lin && ((tg_debug_level() >= 1 && lin->nsrc > 1) || tg_debug_level() >= 3)) {
+    char hex[33];
+    uop_key_hex(key, hex);
+    hex[8] = 0;
+    printf("scheduled %5u kernels in %8.2f ms | %s %s | %7zu uops in cache\n", lin->nsrc, now_ms() - start,
+           hit ? " cache hit" : "CACHE MISS", hex, uop_live_count());
+  }
+}
+
 static UOp *schedule_body(UOp *body, bool *hit) {
   double start = now_ms();
   UOpKey key = with_schedule_knobs(uop_key(body));
@@ -346,14 +358,7 @@ static UOp *schedule_body(UOp *body, bool *hit) {
     CacheEntry e = {key, uop_keep(lin)};
     tg_vec_push(&g_cache, e);
   }
-  /* tinygrad's line: DEBUG>=1 when more than one kernel, DEBUG>=3 always */
-  if (lin && ((tg_debug_level() >= 1 && lin->nsrc > 1) || tg_debug_level() >= 3)) {
-    char hex[33];
-    uop_key_hex(key, hex);
-    hex[8] = 0;
-    printf("scheduled %5u kernels in %8.2f ms | %s %s | %7zu uops in cache\n", lin->nsrc, now_ms() - start,
-           *hit ? " cache hit" : "CACHE MISS", hex, uop_live_count());
-  }
+  print_scheduled(lin, key, start, *hit);
   return lin;
 }
 
@@ -538,12 +543,36 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   memset(out, 0, sizeof *out);
   if (!sink || sink->op != TG_OP_SINK) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "sched_linear: expected a SINK");
   CallifyResult cr;
-  tg_status st = sched_callify(sink, nb, ctx, &cr);
-  if (st != TG_OK) return st;
+  tg_status st = TG_OK;
+  /* the memo (memo.c): a graph scheduled before, over any buffers, skips callify and the body's key */
+  bool memo = tg_getenv_int("SCACHE", 1) != 0 && tg_getenv_int("SCHED_MEMO", 1) != 0;
+  double start = now_ms();
+  SchedMemoWalk walk;
+  UOpKey mkey = {0, 0};
+  UOp *mlin = NULL;
+  if (memo) {
+    sched_memo_walk(sink, &walk);
+    mkey = with_schedule_knobs(walk.key);
+    mlin = sched_memo_get(&walk, mkey, nb, ctx, &cr, &st);
+  }
+  if (!mlin && st == TG_OK) st = sched_callify(sink, nb, ctx, &cr);
+  if (st != TG_OK) {
+    if (memo) sched_memo_walk_free(&walk);
+    return st;
+  }
   UOpScope sc = uop_scope_begin();
   bool hit = false;
-  UOp *lin = cr.args.len || cr.body->nsrc ? schedule_body(cr.body, &hit) : uop_new(TG_OP_LINEAR, DT_VOID, NULL, 0, arg_none());
-  if (lin) lin = sched_copy_calls(lin);
+  UOp *lin = mlin;
+  if (mlin) {
+    hit = true;
+    g_cache_stats.hits++;
+    print_scheduled(lin, mkey, start, true);
+  } else {
+    lin = cr.args.len || cr.body->nsrc ? schedule_body(cr.body, &hit) : uop_new(TG_OP_LINEAR, DT_VOID, NULL, 0, arg_none());
+    if (lin) lin = sched_copy_calls(lin);
+    if (lin && memo) sched_memo_put(&walk, mkey, &cr, lin);
+  }
+  if (memo) sched_memo_walk_free(&walk);
   if (!lin) {
     uop_scope_end(sc);
     sched_callify_free(&cr);

@@ -163,6 +163,8 @@ struct UOp {
   const DType *dtype;
   Arg arg;
   uint64_t hash;      /* intern hash (in-process) */
+  uint64_t lhash;     /* hash of op, dtype, arg and tag without the sources (in-process): the schedule memo's label */
+  uint32_t walk, walk_idx; /* scratch of the schedule memo's walk (epoch, post-order index); not identity */
   uint64_t serial;    /* creation number, for deterministic tie-breaks within one run */
   UOp *next;          /* intern chain */
   i128 vmin, vmax;    /* cached bounds, valid when UOP_F_BOUNDS */
