@@ -88,8 +88,9 @@ void sched_memo_walk_free(SchedMemoWalk *w) {
 /* ---------------------------------------------------------------------------------------------------------------
  * entries */
 
-/* A map value as a template: its nodes in post-order, each either argument `arg` (>= 0) or a node rebuilt from the
- * template's earlier nodes (src indices), or kept as it is when nothing under it is an argument. */
+/* A map value as a template over the graph's inputs (the walk's leaves, then the fresh buffers): its nodes in
+ * post-order, each input `arg` (>= 0), or a node rebuilt from the template's earlier nodes (src indices), or kept as
+ * it is when no input is under it. A zero-copy view (CONTIGUOUS of a buffer's range) reads a leaf no kernel takes. */
 typedef struct TNode { UOp *u; int32_t arg; bool varies; uint32_t nsrc; uint32_t *src; } TNode;
 typedef struct Template { uint32_t n; TNode *nodes; } Template;
 
@@ -133,24 +134,39 @@ void sched_memo_clear(void) {
   tg_vec_free(&g_memo);
 }
 
-static bool template_make(UOp *v, const UOpVec *args, Template *t) {
+/* The template keeps no input: a node over one is kept rebuilt over a placeholder PARAM (so an entry pins no buffer,
+ * and so no device memory, of the call it was made from). */
+static UOp *placeholder(const UOp *in, size_t i) {
+  ParamArg p;
+  memset(&p, 0, sizeof p);
+  p.slot = (int64_t)i;
+  p.multiple_of = 1;
+  p.axis = -1;
+  p.dtype = in->dtype;
+  snprintf(p.name, sizeof p.name, "memo.in");
+  return uop_new(TG_OP_PARAM, in->dtype, NULL, 0, arg_param(&p));
+}
+
+static bool template_make(UOp *v, UOp *const *ins, size_t nins, Template *t) {
   memset(t, 0, sizeof *t);
   UOpMap idx, argi;
   uopmap_init(&idx);
   uopmap_init(&argi);
-  for (size_t i = 0; i < args->len; i++) uopmap_put(&argi, args->data[i], (void *)(uintptr_t)(i + 1));
+  for (size_t i = 0; i < nins; i++) uopmap_put(&argi, ins[i], (void *)(uintptr_t)(i + 1));
   UOpVec topo = {0};
   uop_toposort(v, NULL, NULL, &topo);
   bool ok = topo.len <= TEMPLATE_MAX_NODES;
   if (ok) {
+    UOpScope sc = uop_scope_begin();
+    UOp **ph = tg_calloc(topo.len, sizeof *ph); /* each node over placeholders */
     t->nodes = tg_calloc(topo.len, sizeof *t->nodes);
-    for (size_t i = 0; i < topo.len; i++) {
+    for (size_t i = 0; i < topo.len && ok; i++) {
       UOp *u = topo.data[i];
       TNode *n = &t->nodes[t->n++];
-      n->u = uop_keep(u);
       void **a = uopmap_get(&argi, u);
       n->arg = a ? (int32_t)((uintptr_t)*a - 1) : -1;
       n->varies = a != NULL;
+      if (!a && is_leaf(u)) ok = false; /* a buffer that is not an input of the graph: not describable */
       if (!a && u->nsrc) {
         n->nsrc = u->nsrc;
         n->src = tg_malloc(u->nsrc * sizeof *n->src);
@@ -159,8 +175,19 @@ static bool template_make(UOp *v, const UOpVec *args, Template *t) {
           n->varies |= t->nodes[n->src[s]].varies;
         }
       }
+      if (a) ph[i] = placeholder(u, (size_t)n->arg);
+      else if (!n->varies) ph[i] = u;
+      else {
+        UOp *ss[16], **src = n->nsrc <= 16 ? ss : tg_malloc(n->nsrc * sizeof *src);
+        for (uint32_t s = 0; s < n->nsrc; s++) src[s] = ph[n->src[s]];
+        ph[i] = uop_replace_src(u, src, n->nsrc);
+        if (src != ss) tg_free(src);
+      }
+      n->u = a ? NULL : uop_keep(ph[i]);
       uopmap_put(&idx, u, (void *)(uintptr_t)(i + 1));
     }
+    tg_free(ph);
+    uop_scope_end(sc);
   }
   tg_vec_free(&topo);
   uopmap_free(&idx);
@@ -213,10 +240,14 @@ static tg_status instantiate(const MemoEntry *e, const SchedMemoWalk *w, SchedNe
     int64_t s = e->arg_src[i];
     tg_vec_push(&cr->args, uop_keep(s >= 0 ? w->leaves.data[s] : cr->new_buffers.data[-1 - s]));
   }
+  UOp **ins = tg_malloc((w->leaves.len + e->nnew + 1) * sizeof *ins);
+  memcpy(ins, w->leaves.data, w->leaves.len * sizeof *ins);
+  memcpy(ins + w->leaves.len, cr->new_buffers.data, e->nnew * sizeof *ins);
   for (size_t i = 0; i < e->nmap; i++) {
     tg_vec_push(&cr->map_from, uop_keep(w->nodes.data[e->map_from[i]]));
-    tg_vec_push(&cr->map_to, uop_keep(template_apply(&e->map_to[i], cr->args.data)));
+    tg_vec_push(&cr->map_to, uop_keep(template_apply(&e->map_to[i], ins)));
   }
+  tg_free(ins);
   return TG_OK;
 }
 
@@ -268,12 +299,16 @@ void sched_memo_put(const SchedMemoWalk *w, UOpKey key, const CallifyResult *cr,
     ok = s != INT64_MIN;
     e->arg_src[i] = s;
   }
+  UOp **ins = tg_malloc((w->leaves.len + e->nnew + 1) * sizeof *ins);
+  memcpy(ins, w->leaves.data, w->leaves.len * sizeof *ins);
+  memcpy(ins + w->leaves.len, cr->new_buffers.data, e->nnew * sizeof *ins);
   for (size_t i = 0; i < e->nmap && ok; i++) {
     UOp *m = cr->map_from.data[i];
     ok = m->walk == g_epoch && m->walk_idx < w->nodes.len && w->nodes.data[m->walk_idx] == m;
     e->map_from[i] = ok ? m->walk_idx : 0;
-    ok = ok && template_make(cr->map_to.data[i], &cr->args, &e->map_to[i]);
+    ok = ok && template_make(cr->map_to.data[i], ins, w->leaves.len + e->nnew, &e->map_to[i]);
   }
+  tg_free(ins);
   if (ok) { /* the self-check: the record gives back what callify gave */
     CallifyResult again;
     UOpScope sc = uop_scope_begin();

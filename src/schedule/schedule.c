@@ -215,7 +215,8 @@ static double now_ms(void) {
  * not reuse a schedule made under these (tests flip them within one process). */
 static UOpKey with_schedule_knobs(UOpKey key) {
   static const char *const knobs[] = {"SPLIT_REDUCEOP", "REDUCEOP_SPLIT_THRESHOLD", "REDUCEOP_SPLIT_SIZE",
-                                      "CPU_SPLIT_MIN_OUTPUT", "MATMUL_PACK", "MATMUL_TRANSPOSE", "MAX_KERNEL_BUFFERS"};
+                                      "CPU_SPLIT_MIN_OUTPUT", "MATMUL_PACK", "MATMUL_TRANSPOSE", "MAX_KERNEL_BUFFERS",
+                                      "CONTIG_HINTS"};
   uint64_t h = 0x9e3779b97f4a7c15u;
   for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) h = tg_hash_mix(h, (uint64_t)tg_getenv_int(knobs[i], INT64_MIN));
   key.lo = tg_hash_mix(key.lo, h);
@@ -539,6 +540,32 @@ static tg_status collect_var_vals(const CallifyResult *cr, const Binds *binds, u
   return st;
 }
 
+/* SCHED_MEMO=2 (debugging): every memo hit is checked against callify (given the hit's fresh buffers, in order) and
+ * the schedule cache; a difference is an error of the realize. */
+typedef struct SameBuffers { const CallifyResult *hit; size_t next; } SameBuffers;
+static UOp *same_buffer(const char *device, const DType *dtype, int64_t numel, void *ctx) {
+  TG_UNUSED(device), TG_UNUSED(dtype), TG_UNUSED(numel);
+  SameBuffers *sb = ctx;
+  return sb->next < sb->hit->new_buffers.len ? sb->hit->new_buffers.data[sb->next++] : NULL;
+}
+
+static tg_status memo_verify(UOp *sink, const CallifyResult *hit, UOp *lin) {
+  SameBuffers sb = {hit, 0};
+  CallifyResult cr;
+  tg_status st = sched_callify(sink, same_buffer, &sb, &cr);
+  if (st != TG_OK) return st;
+  bool same = cr.args.len == hit->args.len && cr.map_from.len == hit->map_from.len;
+  for (size_t i = 0; same && i < cr.args.len; i++) same = cr.args.data[i] == hit->args.data[i];
+  for (size_t i = 0; same && i < cr.map_from.len; i++)
+    same = cr.map_from.data[i] == hit->map_from.data[i] && cr.map_to.data[i] == hit->map_to.data[i];
+  bool h;
+  UOp *l2 = same ? schedule_body(cr.body, &h) : NULL;
+  if (l2) l2 = sched_copy_calls(l2);
+  same = same && l2 == lin;
+  sched_callify_free(&cr);
+  return same ? TG_OK : tg_set_error(TG_ERR_RUNTIME, "schedule memo: a hit differs from callify (SCHED_MEMO=2)");
+}
+
 tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out) {
   memset(out, 0, sizeof *out);
   if (!sink || sink->op != TG_OP_SINK) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "sched_linear: expected a SINK");
@@ -567,6 +594,7 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
     hit = true;
     g_cache_stats.hits++;
     print_scheduled(lin, mkey, start, true);
+    if (tg_getenv_int("SCHED_MEMO", 1) == 2) st = memo_verify(sink, &cr, mlin);
   } else {
     lin = cr.args.len || cr.body->nsrc ? schedule_body(cr.body, &hit) : uop_new(TG_OP_LINEAR, DT_VOID, NULL, 0, arg_none());
     if (lin) lin = sched_copy_calls(lin);
