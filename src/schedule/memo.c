@@ -213,6 +213,14 @@ static UOp *template_apply(const Template *t, UOp *const *args) {
   return r;
 }
 
+/* The graph's inputs, as templates index them: the walk's leaves, then the fresh buffers. Caller frees. */
+static UOp **inputs(const SchedMemoWalk *w, const UOpVec *fresh) {
+  UOp **ins = tg_malloc((w->leaves.len + fresh->len + 1) * sizeof *ins);
+  for (size_t i = 0; i < w->leaves.len; i++) ins[i] = w->leaves.data[i];
+  for (size_t i = 0; i < fresh->len; i++) ins[w->leaves.len + i] = fresh->data[i];
+  return ins;
+}
+
 static MemoEntry *find(UOpKey key) {
   for (size_t i = g_memo.len; i-- > 0;)
     if (g_memo.data[i]->key.lo == key.lo && g_memo.data[i]->key.hi == key.hi) return g_memo.data[i];
@@ -240,9 +248,7 @@ static tg_status instantiate(const MemoEntry *e, const SchedMemoWalk *w, SchedNe
     int64_t s = e->arg_src[i];
     tg_vec_push(&cr->args, uop_keep(s >= 0 ? w->leaves.data[s] : cr->new_buffers.data[-1 - s]));
   }
-  UOp **ins = tg_malloc((w->leaves.len + e->nnew + 1) * sizeof *ins);
-  memcpy(ins, w->leaves.data, w->leaves.len * sizeof *ins);
-  memcpy(ins + w->leaves.len, cr->new_buffers.data, e->nnew * sizeof *ins);
+  UOp **ins = inputs(w, &cr->new_buffers);
   for (size_t i = 0; i < e->nmap; i++) {
     tg_vec_push(&cr->map_from, uop_keep(w->nodes.data[e->map_from[i]]));
     tg_vec_push(&cr->map_to, uop_keep(template_apply(&e->map_to[i], ins)));
@@ -299,9 +305,7 @@ void sched_memo_put(const SchedMemoWalk *w, UOpKey key, const CallifyResult *cr,
     ok = s != INT64_MIN;
     e->arg_src[i] = s;
   }
-  UOp **ins = tg_malloc((w->leaves.len + e->nnew + 1) * sizeof *ins);
-  memcpy(ins, w->leaves.data, w->leaves.len * sizeof *ins);
-  memcpy(ins + w->leaves.len, cr->new_buffers.data, e->nnew * sizeof *ins);
+  UOp **ins = inputs(w, &cr->new_buffers);
   for (size_t i = 0; i < e->nmap && ok; i++) {
     UOp *m = cr->map_from.data[i];
     ok = m->walk == g_epoch && m->walk_idx < w->nodes.len && w->nodes.data[m->walk_idx] == m;
