@@ -14,7 +14,8 @@
  * schedule cache gave. A hit rebuilds callify's result from that with new buffers, no rewrite and no graph copy.
  * An entry is stored only after it reproduced the callify result it was made from (every argument and map value the
  * same node), so a graph the record cannot describe keeps taking the callify path.
- * SCACHE=0 turns it off with the schedule cache; SCHED_MEMO=0 turns off the memo alone. */
+ * SCACHE=0 turns it off with the schedule cache; SCHED_MEMO=0 turns off the memo alone; SCHED_MEMO=2 checks every
+ * hit against callify and the schedule cache (schedule.c memo_verify; the quick tier passed under it). */
 #include "schedule/sched_internal.h"
 
 #include <stdio.h>
