@@ -172,26 +172,14 @@ static UOp *test_buffer(const char *device, const DType *dtype, int64_t numel, v
 
 /* ---- the schedule memo (src/schedule/memo.c): a hit gives what callify gives ---- */
 
-static bool is_new(const SchedResult *r, const UOp *b, size_t *at) {
-  for (size_t i = 0; i < r->nnew; i++)
-    if (r->new_buffers[i] == b) return *at = i, true;
-  return false;
-}
-
-/* a (through the memo) and b (SCHED_MEMO=0) are the same schedule up to which fresh buffers they made */
-static bool same_schedule(const SchedResult *a, const SchedResult *b) {
-  if (!a->linear || !b->linear || a->linear->nsrc != b->linear->nsrc || a->nnew != b->nnew || a->nmap != b->nmap ||
-      a->nintermediate != b->nintermediate)
+/* a (through the memo) and b (SCHED_MEMO=0), both through the memory planner, are the same schedule up to which
+ * fresh buffers they made (the memo's hit lays its intermediates out itself: memory.c's layout at its first hit) */
+static bool same_schedule(SchedResult *a, SchedResult *b) {
+  if (sched_memory_plan(a, test_buffer, NULL) != TG_OK || sched_memory_plan(b, test_buffer, NULL) != TG_OK) return false;
+  if (!a->linear || !b->linear || a->nnew != b->nnew || a->nmap != b->nmap || a->nintermediate != b->nintermediate ||
+      a->planned != b->planned)
     return false;
-  for (uint32_t i = 0; i < a->linear->nsrc; i++) {
-    UOp *ca = a->linear->src[i], *cb = b->linear->src[i];
-    if (ca->nsrc != cb->nsrc || ca->src[0] != cb->src[0]) return false;
-    for (uint32_t k = 1; k < ca->nsrc; k++) {
-      size_t ia, ib;
-      bool na = is_new(a, ca->src[k], &ia), nb = is_new(b, cb->src[k], &ib);
-      if (na != nb || (na ? ia != ib : ca->src[k] != cb->src[k])) return false;
-    }
-  }
+  if (uop_substitute(a->linear, a->new_buffers, b->new_buffers, a->nnew) != b->linear) return false;
   for (size_t i = 0; i < a->nmap; i++)
     if (a->map_from[i] != b->map_from[i] ||
         uop_substitute(a->map_to[i], a->new_buffers, b->new_buffers, a->nnew) != b->map_to[i])

@@ -13,7 +13,9 @@
  * size), which walked node each map entry is and its new value as a template over the arguments; plus the LINEAR the
  * schedule cache gave. A hit rebuilds callify's result from that with new buffers, no rewrite and no graph copy.
  * An entry is stored only after it reproduced the callify result it was made from (every argument and map value the
- * same node), so a graph the record cannot describe keeps taking the callify path.
+ * same node), so a graph the record cannot describe keeps taking the callify path. An entry also keeps the memory
+ * planner's layout of its LINEAR's intermediates (memory.c sched_plan_layout, made at its first hit): a hit's
+ * intermediates are views of fresh arenas at once, with no buffer each and no second LINEAR (schedule.c).
  * SCACHE=0 turns it off with the schedule cache; SCHED_MEMO=0 turns off the memo alone; SCHED_MEMO=2 checks every
  * hit against callify and the schedule cache (schedule.c memo_verify; the quick tier passed under it). */
 #include "schedule/sched_internal.h"
@@ -105,6 +107,8 @@ typedef struct MemoEntry {
   NewBuf *newbufs;
   uint32_t *map_from; /* walk positions */
   Template *map_to;
+  int plan_state;     /* the memory planner's layout of lin's intermediates: 0 not made yet, 1 made, -1 none */
+  SchedPlan plan;
 } MemoEntry;
 
 #define MEMO_MAX 512
@@ -121,6 +125,7 @@ static void template_free(Template *t) {
 
 static void entry_free(MemoEntry *e) {
   if (!e) return;
+  if (e->plan_state == 1) sched_plan_free(&e->plan);
   uop_drop(e->lin);
   for (size_t i = 0; i < e->nmap; i++) template_free(&e->map_to[i]);
   tg_free(e->arg_src);
@@ -258,10 +263,15 @@ static tg_status instantiate(const MemoEntry *e, const SchedMemoWalk *w, SchedNe
   return TG_OK;
 }
 
-UOp *sched_memo_get(const SchedMemoWalk *w, UOpKey key, SchedNewBuffer nb, void *ctx, CallifyResult *cr, tg_status *st) {
+UOp *sched_memo_get(const SchedMemoWalk *w, UOpKey key, SchedNewBuffer nb, void *ctx, CallifyResult *cr,
+                    const SchedPlan **plan, tg_status *st) {
   MemoEntry *e = find(key);
   *st = TG_OK;
+  *plan = NULL;
   if (!e) return NULL;
+  /* the layout depends on the LINEAR alone: made at the first hit, then every hit's intermediates are arena views */
+  if (e->plan_state == 0) e->plan_state = sched_plan_layout(e->lin, NULL, &e->plan) ? 1 : -1;
+  if (e->plan_state == 1) *plan = &e->plan;
   *st = instantiate(e, w, nb, ctx, NULL, cr);
   return *st == TG_OK ? e->lin : NULL;
 }

@@ -500,6 +500,25 @@ done:
   return ret;
 }
 
+/* A memo hit's intermediates as views of fresh arenas, laid out as the memory planner did at the entry's first hit
+ * (sched_memory_plan then has nothing left to do): no buffer per intermediate, no second LINEAR. */
+static tg_status planned_intermediates(const SchedPlan *p, UOpMap *fresh, SchedNewBuffer nb, void *ctx, SchedResult *out) {
+  UOp *arenas[SCHED_PLAN_LANES];
+  for (int d = 0; d < p->nlanes; d++) {
+    arenas[d] = nb(p->device[d][0] ? p->device[d] : tg_default_device(), DT_INT8, p->size[d], ctx);
+    if (!arenas[d])
+      return tg_set_error(TG_ERR_OUT_OF_MEMORY, "memory planner: could not create an arena of %lld bytes", (long long)p->size[d]);
+    out->new_buffers = tg_realloc(out->new_buffers, (out->nnew + 1) * sizeof(UOp *));
+    out->new_buffers[out->nnew++] = uop_keep(arenas[d]);
+    out->intermediates = tg_realloc(out->intermediates, (out->nintermediate + 1) * sizeof(UOp *));
+    out->intermediates[out->nintermediate++] = arenas[d];
+  }
+  for (size_t i = 0; i < p->n; i++) uopmap_put(fresh, p->bufs[i], sched_plan_view(arenas[p->lane[i]], p, i));
+  sched_plan_print(p, arenas);
+  out->planned = true;
+  return TG_OK;
+}
+
 /* Does a kernel of the schedule read the Variable PARAM `var`? (binds past the 64 that resolve_ast tracks) */
 static bool var_used(UOp *const *calls, size_t n, UOp *var) {
   bool used = false;
@@ -577,10 +596,14 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   SchedMemoWalk walk;
   UOpKey mkey = {0, 0};
   UOp *mlin = NULL;
+  const SchedPlan *mplan = NULL;
   if (memo) {
     sched_memo_walk(sink, &walk);
     mkey = with_schedule_knobs(walk.key);
-    mlin = sched_memo_get(&walk, mkey, nb, ctx, &cr, &st);
+    /* a value without a device is stored on the default device: a record made under another default is not reused */
+    const char *dflt = tg_default_device();
+    mkey.hi = tg_hash_bytes(dflt, strlen(dflt), mkey.hi);
+    mlin = sched_memo_get(&walk, mkey, nb, ctx, &cr, &mplan, &st);
   }
   if (!mlin && st == TG_OK) st = sched_callify(sink, nb, ctx, &cr);
   if (st != TG_OK) {
@@ -610,6 +633,7 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   for (size_t i = 0; i < cr.new_buffers.len; i++) out->new_buffers[out->nnew++] = uop_keep(cr.new_buffers.data[i]);
   UOpMap fresh;
   uopmap_init(&fresh);
+  if (mlin && mplan && !tg_getenv_int("NO_MEMORY_PLANNER", 0)) st = planned_intermediates(mplan, &fresh, nb, ctx, out);
   UOpVec calls = {0};
   Binds binds;
   binds_init(&binds, &cr);
