@@ -217,8 +217,12 @@ static UOpKey with_schedule_knobs(UOpKey key) {
   static const char *const knobs[] = {"SPLIT_REDUCEOP", "REDUCEOP_SPLIT_THRESHOLD", "REDUCEOP_SPLIT_SIZE",
                                       "CPU_SPLIT_MIN_OUTPUT", "MATMUL_PACK", "MATMUL_TRANSPOSE", "MAX_KERNEL_BUFFERS",
                                       "CONTIG_HINTS"};
-  uint64_t h = 0x9e3779b97f4a7c15u;
-  for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) h = tg_hash_mix(h, (uint64_t)tg_getenv_int(knobs[i], INT64_MIN));
+  static uint64_t h, generation; /* per knob reload, not per realize */
+  if (generation != tg_knobs_generation()) {
+    h = 0x9e3779b97f4a7c15u;
+    for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) h = tg_hash_mix(h, (uint64_t)tg_getenv_int(knobs[i], INT64_MIN));
+    generation = tg_knobs_generation();
+  }
   key.lo = tg_hash_mix(key.lo, h);
   key.hi = tg_hash_mix(key.hi, ~h);
   return key;
@@ -672,6 +676,8 @@ bool sched_var_value(const SchedResult *r, const char *name, int64_t *value) {
 }
 
 UOp *sched_apply_map(const SchedResult *r, UOp *u) {
+  for (size_t i = r->nmap; i-- > 0;) /* a root the map has (the common case): no walk of its graph (the last wins, */
+    if (r->map_from[i] == u) return r->map_to[i]; /* as in uop_substitute's map) */
   return r->nmap ? uop_substitute(u, r->map_from, r->map_to, r->nmap) : u;
 }
 
