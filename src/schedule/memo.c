@@ -100,7 +100,7 @@ typedef struct Template { uint32_t n; TNode *nodes; } Template;
 typedef struct NewBuf { char device[TG_NAME_MAX]; const DType *dtype; int64_t numel; } NewBuf;
 
 typedef struct MemoEntry {
-  UOpKey key;
+  UOpKey key, body_key; /* the walk's; the callified body's (the schedule cache's, for DEBUG's line) */
   UOp *lin;
   size_t nargs, nnew, nmap;
   int64_t *arg_src;  /* >= 0: that leaf of the walk; -1-j: fresh buffer j */
@@ -264,11 +264,12 @@ static tg_status instantiate(const MemoEntry *e, const SchedMemoWalk *w, SchedNe
 }
 
 UOp *sched_memo_get(const SchedMemoWalk *w, UOpKey key, SchedNewBuffer nb, void *ctx, CallifyResult *cr,
-                    const SchedPlan **plan, tg_status *st) {
+                    const SchedPlan **plan, UOpKey *body_key, tg_status *st) {
   MemoEntry *e = find(key);
   *st = TG_OK;
   *plan = NULL;
   if (!e) return NULL;
+  *body_key = e->body_key;
   /* the layout depends on the LINEAR alone: made at the first hit, then every hit's intermediates are arena views */
   if (e->plan_state == 0) e->plan_state = sched_plan_layout(e->lin, NULL, &e->plan) ? 1 : -1;
   if (e->plan_state == 1) *plan = &e->plan;
@@ -286,10 +287,11 @@ static bool same_result(const CallifyResult *a, const CallifyResult *b) {
   return true;
 }
 
-void sched_memo_put(const SchedMemoWalk *w, UOpKey key, const CallifyResult *cr, UOp *lin) {
+void sched_memo_put(const SchedMemoWalk *w, UOpKey key, const CallifyResult *cr, UOp *lin, UOpKey body_key) {
   if (find(key)) return;
   MemoEntry *e = tg_calloc(1, sizeof *e);
   e->key = key;
+  e->body_key = body_key;
   e->nargs = cr->args.len;
   e->nnew = cr->new_buffers.len;
   e->nmap = cr->map_from.len;

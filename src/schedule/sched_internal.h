@@ -73,11 +73,12 @@ typedef struct SchedMemoWalk {
 void sched_memo_walk(UOp *sink, SchedMemoWalk *w);
 void sched_memo_walk_free(SchedMemoWalk *w);
 /* A hit: cr filled as callify would (body NULL; fresh buffers from nb) and the LINEAR returned (kept by the memo),
- * with the memory planner's layout of its intermediates (NULL: none). NULL on a miss (st TG_OK) or an error (st set). */
+ * with the memory planner's layout of its intermediates (NULL: none) and the body's key it was recorded with. NULL on
+ * a miss (st TG_OK) or an error (st set). */
 UOp *sched_memo_get(const SchedMemoWalk *w, UOpKey key, SchedNewBuffer nb, void *ctx, CallifyResult *cr,
-                    const SchedPlan **plan, tg_status *st);
-/* Record callify's result cr and the LINEAR for the graph of walk w (w must be the latest walk). */
-void sched_memo_put(const SchedMemoWalk *w, UOpKey key, const CallifyResult *cr, UOp *lin);
+                    const SchedPlan **plan, UOpKey *body_key, tg_status *st);
+/* Record callify's result cr, the LINEAR and the body's key for the graph of walk w (w must be the latest walk). */
+void sched_memo_put(const SchedMemoWalk *w, UOpKey key, const CallifyResult *cr, UOp *lin, UOpKey body_key);
 void sched_memo_clear(void);
 
 UOp *sched_earliest_rewrites(UOp *sink);

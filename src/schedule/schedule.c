@@ -335,9 +335,10 @@ static void print_scheduled(const UOp *lin, UOpKey key, double start, bool hit) 
   }
 }
 
-static UOp *schedule_body(UOp *body, bool *hit) {
+static UOp *schedule_body(UOp *body, bool *hit, UOpKey *key_out) {
   double start = now_ms();
   UOpKey key = with_schedule_knobs(uop_key(body));
+  if (key_out) *key_out = key;
   bool use_cache = tg_getenv_int("SCACHE", 1) != 0;
   UOp *lin = use_cache ? cache_get(key) : NULL;
   *hit = lin != NULL;
@@ -392,7 +393,7 @@ UOp *sched_kernels(UOp *sink) {
   if (sched_callify(sink, placeholder_buffer, &bc, &cr) != TG_OK) return NULL;
   UOpScope sc = uop_scope_begin();
   bool hit;
-  UOp *lin = schedule_body(cr.body, &hit);
+  UOp *lin = schedule_body(cr.body, &hit, NULL);
   lin = uop_scope_end_keep(sc, lin);
   sched_callify_free(&cr);
   return lin;
@@ -582,7 +583,7 @@ static tg_status memo_verify(UOp *sink, const CallifyResult *hit, UOp *lin) {
   for (size_t i = 0; same && i < cr.map_from.len; i++)
     same = cr.map_from.data[i] == hit->map_from.data[i] && cr.map_to.data[i] == hit->map_to.data[i];
   bool h;
-  UOp *l2 = same ? schedule_body(cr.body, &h) : NULL;
+  UOp *l2 = same ? schedule_body(cr.body, &h, NULL) : NULL;
   if (l2) l2 = sched_copy_calls(l2);
   same = same && l2 == lin;
   sched_callify_free(&cr);
@@ -601,13 +602,14 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   UOpKey mkey = {0, 0};
   UOp *mlin = NULL;
   const SchedPlan *mplan = NULL;
+  UOpKey bkey = mkey; /* the body's key (the schedule cache's), printed by DEBUG as on a miss */
   if (memo) {
     sched_memo_walk(sink, &walk);
     mkey = with_schedule_knobs(walk.key);
     /* a value without a device is stored on the default device: a record made under another default is not reused */
     const char *dflt = tg_default_device();
     mkey.hi = tg_hash_bytes(dflt, strlen(dflt), mkey.hi);
-    mlin = sched_memo_get(&walk, mkey, nb, ctx, &cr, &mplan, &st);
+    mlin = sched_memo_get(&walk, mkey, nb, ctx, &cr, &mplan, &bkey, &st);
   }
   if (!mlin && st == TG_OK) st = sched_callify(sink, nb, ctx, &cr);
   if (st != TG_OK) {
@@ -620,12 +622,13 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   if (mlin) {
     hit = true;
     g_cache_stats.hits++;
-    print_scheduled(lin, mkey, start, true);
+    print_scheduled(lin, bkey, start, true);
     if (tg_getenv_int("SCHED_MEMO", 1) == 2) st = memo_verify(sink, &cr, mlin);
   } else {
-    lin = cr.args.len || cr.body->nsrc ? schedule_body(cr.body, &hit) : uop_new(TG_OP_LINEAR, DT_VOID, NULL, 0, arg_none());
+    lin = cr.args.len || cr.body->nsrc ? schedule_body(cr.body, &hit, &bkey)
+                                       : uop_new(TG_OP_LINEAR, DT_VOID, NULL, 0, arg_none());
     if (lin) lin = sched_copy_calls(lin);
-    if (lin && memo) sched_memo_put(&walk, mkey, &cr, lin);
+    if (lin && memo) sched_memo_put(&walk, mkey, &cr, lin, bkey);
   }
   if (memo) sched_memo_walk_free(&walk);
   if (!lin) {
