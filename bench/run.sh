@@ -67,6 +67,14 @@ if [ -n "$line" ]; then
   fi
 fi
 
+# the host time of a cache-hit realize (tools/realize_host.c: a small conv2d and a softmax realized over and over,
+# their kernels ~0.1 us of work): the per-call work of schedule lookup, buffers and launches; target 10 us (issue 16)
+rh=$("$B/realize_host" all 2000) || { echo "bench: $B/realize_host failed"; rh=""; }
+for name in conv softmax; do
+  o=$(echo "$rh" | awk -v n="realize_host_$name" '$1 == n { print $2 }')
+  [ -n "$o" ] && echo "bench realize_host_$name ours=$o us target=10"
+done
+
 # the training issue's figures: steps/s of the demo CNN and of a 784-128-10 MLP (batch 512, Adam) against PyTorch
 # (Debian's python3-torch on 2 threads, same models, batch, loss, optimizer; bench/peer_torch_train.py). The peer is
 # installed with apt-get when missing. BENCH_TRAIN_CNN_STEPS / BENCH_TRAIN_MLP_STEPS set the timed steps (2 / 200;

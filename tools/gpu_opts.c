@@ -3,7 +3,8 @@
  * and lowered, one line each: the kernel name, its shape before opts (axis sizes, r = reduce), and the opts chosen.
  * Matches the names DEBUG=2 prints on the GPU, so a profile taken there can be read and the heuristic changed here.
  * Usage: gpu_opts [batch] (default 512); gpu_opts llm [T]: the 1B llama's projections instead (T tokens, default 1,
- * float32 activations, float16 weights: RMSNorm into Q and gate/up, silu(gate) * up into down).
+ * float32 activations, float16 weights: RMSNorm into Q and gate/up, silu(gate) * up into down); gpu_opts conv [bw]:
+ * bench_gpu's conv2d (64x32x28x28, 64 3x3 filters, padding 1), or its input and weight gradients.
  * On a machine with a CUDA device, GPU_OPTS_BEAM=n (a beam width) also runs BEAM search on each kernel of at least
  * GPU_OPTS_BEAM_MITERS (default 100) million iterations (the product of its axes), once per name, and prints what it
  * found after the heuristic's line ("  beam: <opts>"; BEAM_DEBUG=1 adds the winner's and the heuristic's times): what
@@ -204,9 +205,32 @@ static int llm_kernels(const Renderer *ren, int64_t T) {
   return 0;
 }
 
+/* bench_gpu's conv2d figure (64x32x28x28, 64 3x3 filters, padding 1): forward, and with `bw` its two gradients */
+static int conv_kernels(const Renderer *ren, bool bw) {
+  tg_tensor *x = tg_empty_on(TG_SHAPE(64, 32, 28, 28), TG_FLOAT32, "CUDA");
+  tg_tensor *w = tg_empty_on(TG_SHAPE(64, 32, 3, 3), TG_FLOAT32, "CUDA");
+  tg_requires_grad(x, true);
+  tg_requires_grad(w, true);
+  const int64_t one[2] = {1, 1};
+  tg_tensor *y = tg_conv2d(x, w, NULL, 1, one, one, one), *g[2] = {NULL, NULL}, *wrt[2] = {x, w};
+  tg_tensor *r = tg_empty_on(TG_SHAPE(64, 64, 28, 28), TG_FLOAT32, "CUDA");
+  if (!y || (bw && tg_gradient(tg_sum(tg_mul(y, r), NULL, 0, false), (const tg_tensor *const *)wrt, 2, g) != TG_OK))
+    return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
+  UOpScope sc = uop_scope_begin();
+  UOp *roots[2] = {bw ? g[0]->uop : y->uop, bw ? g[1]->uop : NULL};
+  UOp *lin = sched_kernels(uop_sink(roots, bw ? 2 : 1));
+  if (!lin) return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
+  printf("%u kernels\n", lin->nsrc);
+  for (uint32_t i = 0; i < lin->nsrc; i++)
+    if (lin->src[i]->src[0]->op == TG_OP_SINK) print_kernel(lin->src[i]->src[0], ren);
+  uop_scope_end(sc);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const Renderer *ren = renderer_cuda();
   if (argc > 1 && !strcmp(argv[1], "llm")) return llm_kernels(ren, argc > 2 ? atoll(argv[2]) : 1);
+  if (argc > 1 && !strcmp(argv[1], "conv")) return conv_kernels(ren, argc > 2 && !strcmp(argv[2], "bw"));
   int64_t bs = argc > 1 ? atoll(argv[1]) : 512;
   tg_manual_seed(0);
   const int64_t k5[2] = {5, 5}, k3[2] = {3, 3}, k2[2] = {2, 2};
