@@ -120,8 +120,9 @@ static void build_cases(void) {
   add1("conv_2x3x9x9_k3_p1", tg_conv2d(mk(TG_FLOAT32, 2, 3, 9, 9), mk(TG_FLOAT32, 4, 3, 3, 3), mk(TG_FLOAT32, 4, 0, 0, 0),
                                        1, one, one, one));
   add1("conv_1x4x10x10_k3_s2", tg_conv2d(mk(TG_FLOAT32, 1, 4, 10, 10), mk(TG_FLOAT32, 6, 4, 3, 3), NULL, 1, two, zero, one));
-  /* a conv whose padded input and weight the CPU copies first (32 x 3 x 3 reads of each input element: uop.h
-   * ContigHint), built on CUDA: one kernel there, its loads masked by the padding (schedule/callify.c) */
+  /* a conv whose padded input and weight are copied first by default (32 x 3 x 3 reads of each input element: uop.h
+   * ContigHint), built on CUDA with CONTIG_HINTS=0: one kernel, its loads masked by the padding (schedule/callify.c) */
+  test_setenv("CONTIG_HINTS", "0");
   tg_tensor *cuda_conv = tg_conv2d(tg_empty_on(TG_SHAPE(1, 2, 6, 6), TG_FLOAT32, "CUDA"),
                                    tg_empty_on(TG_SHAPE(32, 2, 3, 3), TG_FLOAT32, "CUDA"), NULL, 1, one, one, one);
   UOpScope csc = uop_scope_begin();
@@ -129,6 +130,7 @@ static void build_cases(void) {
   CHECK_MSG(clin && clin->nsrc == 1, "a padded conv on CUDA: %d kernels, expected 1", clin ? (int)clin->nsrc : -1);
   uop_scope_end(csc);
   add1("conv_cuda_1x2x6x6_k3_p1", cuda_conv);
+  test_unsetenv("CONTIG_HINTS");
   /* reductions */
   int ax0 = 0, ax1 = 1;
   tg_tensor *r = fl(24, 40);

@@ -273,8 +273,13 @@ const Renderer *renderer_cuda(void) {
   r.shared_max = 49152;
   r.vector_bytes = 16;
   r.reduce_vectorize_hint = false;
-  r.gated_loads_expensive = false; /* a masked load is one predicated load */
-  r.channel_inner_vectors = false; /* output channels are upcast in registers whatever the operand's layout */
+  /* The conv's hinted copies are made on CUDA too. Measured on the H200 (2026-12-04, main 663ef85, `DEV=CUDA
+   * build/bench_gpu conv2d_64x32x28x28_k3` and `build/bench_train 5 0 0`): without them (the conv's loads masked by
+   * the padding, 1 kernel) conv2d 3.6 TFLOPS and the CNN step 184-186 steps/s through the JIT; with them (3 kernels)
+   * 20.9 TFLOPS and 397.5 steps/s: the GPU conv heuristic (opt_conv.c) was tuned on the unmasked, channel-inner
+   * operands. CONTIG_HINTS=0 drops them (tinygrad's single kernel). */
+  r.gated_loads_expensive = true;
+  r.channel_inner_vectors = true;
   r.pointer_plus_terms = false;
   /* CStyleLanguage.code_for_op with CUDA's transcendentals; no MAX (a WHERE), no MULACC, no FDIV */
   static const TgOp ops[] = {TG_OP_SQRT, TG_OP_RECIPROCAL, TG_OP_NEG, TG_OP_EXP2, TG_OP_LOG2, TG_OP_SIN, TG_OP_TRUNC,
