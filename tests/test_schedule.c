@@ -282,6 +282,7 @@ static void check_sched_linear(void) {
 static void check_memory_plan(void) {
   UOpScope sc = uop_scope_begin();
   sched_cache_clear();
+  test_setenv("FUSE_ROWS", "0"); /* the row rule would make the chain one kernel, with no intermediate to plan */
   UOp *root = uop_parse("(ADD.float " VIEW48(BUF(9, 32)) " " COL(STEP(STEP(RED1(VIEW48(BUF(9, 32)))))) ")");
   CHECK(root != NULL);
   SchedResult r;
@@ -303,18 +304,20 @@ static void check_memory_plan(void) {
   }
   sched_result_free(&r);
   sched_cache_clear();
+  test_unsetenv("FUSE_ROWS");
   uop_scope_end(sc);
 }
 
 /* reference 6.5's forward rows built through the public API (tests/kernel_counts.h, shared with test_ops.c): the
  * scheduler must schedule as many kernels as tinygrad for the graphs the tensor layer really builds */
-static void check_kernel_count_table(void) {
+static void check_kernel_count_table_with(bool fuse_rows) {
   size_t n;
   const kc_case *kc = kernel_count_cases(&n);
+  test_setenv("FUSE_ROWS", fuse_rows ? "16384" : "0"); /* no cache clear: the schedule cache key includes the knob */
   for (size_t i = 0; i < n; i++) {
     /* rand assigns its device RNG counter as tinygrad's does (one kernel of the count); a fresh counter per row, as a
      * fresh tinygrad process has */
-    int want = kc[i].kernels;
+    int want = fuse_rows && kc[i].fused ? kc[i].fused : kc[i].kernels;
     tg_manual_seed(0);
     tg_scope s = tg_scope_begin();
     UOpScope sc = uop_scope_begin();
@@ -332,6 +335,13 @@ static void check_kernel_count_table(void) {
     tg_scope_end(s);
   }
   sched_cache_clear();
+  test_unsetenv("FUSE_ROWS");
+}
+
+/* tinygrad's counts with the row rule off (FUSE_ROWS=0), ours with it on (fewer for row reduces under a broadcast) */
+static void check_kernel_count_table(void) {
+  check_kernel_count_table_with(false);
+  check_kernel_count_table_with(true);
 }
 
 /* ---- pack_matmul_operand (schedule/earliest.c), a CPU adaptation tinygrad does not have ----
@@ -549,6 +559,9 @@ static void check_contiguous_backward_root(void) {
 
 void suite_schedule(void) {
   const char *only = getenv("SCHED_CASE");
+  /* tinygrad's kernels are those of its default schedule: the row rule (FUSE_ROWS, a fusion tinygrad does not make by
+   * default) is off for the comparison; test_fuse_rows checks it */
+  test_setenv("FUSE_ROWS", "0");
   CaseStats table = {0}, suite = {0};
   for (size_t i = 0; i < TG_ARRAY_LEN(schedule_cases); i++)
     if (!only || strcmp(only, schedule_cases[i].name) == 0)
@@ -566,6 +579,7 @@ void suite_schedule(void) {
   if (saved_split) test_setenv("SPLIT_REDUCEOP", saved_split);
   else test_unsetenv("SPLIT_REDUCEOP");
   free(saved_split);
+  test_unsetenv("FUSE_ROWS");
   sched_cache_clear();
   if (verbose() || getenv("SCHED_STATS"))
     fprintf(stderr, "schedule: expression table %d exact + %d up to weak consts, %d failed; tinygrad's test_schedule.py "

@@ -329,6 +329,27 @@ UOp *opt_first_reduce(UOp *ast) {
   return r;
 }
 
+/* A row kernel (schedule/rangeify.c's row rule, FUSE_ROWS): some REDUCE is used across an output range it does not
+ * depend on — per row, the reductions run before the loop over the row (softmax in one kernel). */
+bool opt_row_kernel(UOp *ast) {
+  UOpVec topo = {0};
+  uop_backward_slice(ast, &topo);
+  bool row = false;
+  for (size_t i = 0; i < topo.len && !row; i++) {
+    UOp *x = topo.data[i];
+    if (x->op != TG_OP_REDUCE) continue;
+    for (size_t j = 0; j < topo.len && !row; j++) {
+      UOp *r = topo.data[j];
+      if (r->op != TG_OP_RANGE || r->arg.kind != ARG_RANGE) continue;
+      AxisType t = cg_axis_type(r);
+      if (t == AXIS_REDUCE || t == AXIS_UNROLL || t == AXIS_GROUP_REDUCE) continue;
+      row = !uop_in_backward_slice(x, r);
+    }
+  }
+  tg_vec_free(&topo);
+  return row;
+}
+
 static tg_status apply_split(OptScheduler *s, Opt o, UOp *rng, const UOpVec *rngs) {
   static const AxisType to_type[OPT_OP_COUNT] = {
       [OPT_LOCAL] = AXIS_LOCAL, [OPT_UPCAST] = AXIS_UPCAST, [OPT_UNROLL] = AXIS_UNROLL,

@@ -9,4 +9,7 @@
  * (earliest.c, the kernel buffer limit) apply there only. NULL or "" (no device) is not. */
 bool sched_device_is_cpu(const char *device);
 
+/* The device runs a row fused with its row reductions well (rangeify's row rule, FUSE_ROWS): the CPU renderer. */
+bool sched_device_row_fuse(const char *device);
+
 #endif

@@ -214,7 +214,8 @@ static double now_ms(void) {
  * not reuse a schedule made under these (tests flip them within one process). */
 static UOpKey with_schedule_knobs(UOpKey key) {
   static const char *const knobs[] = {"SPLIT_REDUCEOP", "REDUCEOP_SPLIT_THRESHOLD", "REDUCEOP_SPLIT_SIZE",
-                                      "CPU_SPLIT_MIN_OUTPUT", "MATMUL_PACK", "MATMUL_TRANSPOSE", "MAX_KERNEL_BUFFERS"};
+                                      "CPU_SPLIT_MIN_OUTPUT", "MATMUL_PACK", "MATMUL_TRANSPOSE", "MAX_KERNEL_BUFFERS",
+                                      "FUSE_ROWS"};
   uint64_t h = 0x9e3779b97f4a7c15u;
   for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) h = tg_hash_mix(h, (uint64_t)tg_getenv_int(knobs[i], INT64_MIN));
   key.lo = tg_hash_mix(key.lo, h);
