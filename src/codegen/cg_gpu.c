@@ -361,6 +361,36 @@ static UOp *core_id_for(UOp *r, const Renderer *ren) {
   return uop_cast(uop_new(TG_OP_PARAM, DT_INT32, NULL, 0, arg_param(&p)), r->dtype);
 }
 
+/* Local ranges that no value lives in together can share one thread index: every value needs the threads of at most
+ * one of them, and each of those threads exists once. A row kernel's store loop (LOCAL) and its reductions' GROUP
+ * ranges (opt_heuristic.c gpu_row_kernel) are such ranges: merged, the block has T threads, not T^3, and the loops
+ * read the same element in the same thread. Only when every local range has the same extent and no value lives in two
+ * of them (all merge into one); cls[k] = 0 then. Returns the number of classes (locals->len when nothing merges). */
+static size_t merge_independent_locals(const UOpVec *topo, const UOpVec *locals, int *cls) {
+  for (size_t k = 0; k < locals->len; k++) cls[k] = (int)k;
+  if (locals->len < 2 || !tg_getenv_int("GPU_ROW_KERNEL", 1)) return locals->len;
+  int64_t n0;
+  for (size_t k = 0; k < locals->len; k++) {
+    int64_t n;
+    if (!uop_ssimplify_int(locals->data[k]->src[0], &n) || (k && n != n0)) return locals->len;
+    n0 = n;
+  }
+  bool independent = true, grouped = false;
+  CgRanges rr;
+  cg_ranges_init(&rr);
+  for (size_t i = 0; i < topo->len && independent; i++) {
+    const UOpVec *have = cg_ranges_of(&rr, topo->data[i]);
+    int c = 0;
+    for (size_t k = 0; k < locals->len; k++) c += cg_vec_has(have, locals->data[k]);
+    independent = c < 2;
+  }
+  cg_ranges_free(&rr);
+  for (size_t k = 0; k < locals->len; k++) grouped |= cg_axis_type(locals->data[k]) == AXIS_GROUP_REDUCE;
+  if (!independent || !grouped) return locals->len;
+  for (size_t k = 0; k < locals->len; k++) cls[k] = 0;
+  return 1;
+}
+
 UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
   UOpVec topo = {0}, globals = {0}, locals = {0}, from = {0}, to = {0};
   uop_toposort(sink, NULL, NULL, &topo);
@@ -387,6 +417,10 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
   if (globals.len) qsort(globals.data, globals.len, sizeof(UOp *), range_key_cmp);
   if (locals.len) qsort(locals.data, locals.len, sizeof(UOp *), range_key_cmp);
   const KernelInfo *ki = sink->arg.kind == ARG_KERNEL ? sink->arg.kernel : NULL;
+  int cls[GPU_DIMS_MAX];
+  size_t ncls = ren->has_local && !ren->has_threads ? merge_independent_locals(&topo, &locals, cls) : locals.len;
+  if (ncls != locals.len) for (size_t k = 0; k < locals.len; k++) cls[k] = 0;
+  else for (size_t k = 0; k < locals.len; k++) cls[k] = (int)k;
   UOp *idxs[2 * GPU_DIMS_MAX], *gsym[GPU_DIMS_MAX];
   int64_t gshape[GPU_DIMS_MAX], lshape[GPU_DIMS_MAX];
   bool symbolic = false; /* a GLOBAL extent that is an expression of Variables: grouped_dims_sym */
@@ -425,7 +459,7 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
     if (!(symbolic ? grouped_dims_sym("idx", gsym, globals.len, ren->global_max, true, idxs)
                    : grouped_dims("idx", gshape, globals.len, ren->global_max, true, idxs))) { ret = NULL; goto done; }
   } else {
-    if (!grouped_dims("lidx", lshape, locals.len, ren->local_max, false, idxs + globals.len) ||
+    if (!grouped_dims("lidx", lshape, ncls, ren->local_max, false, idxs + globals.len) ||
         !(symbolic ? grouped_dims_sym("gidx", gsym, globals.len, ren->global_max, true, idxs)
                    : grouped_dims("gidx", gshape, globals.len, ren->global_max, true, idxs))) {
       ret = NULL;
@@ -442,7 +476,9 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
     const UOpVec *have = cg_ranges_of(&rr, idx);
     UOp *mask = NULL;
     for (size_t k = 0; k < locals.len; k++) {
-      if (cg_vec_has(have, locals.data[k])) continue;
+      bool in_class = false; /* a merged local range: the store has its thread index when it has any of the class */
+      for (size_t j = 0; j < locals.len; j++) in_class |= cls[j] == cls[k] && cg_vec_has(have, locals.data[j]);
+      if (in_class || (ncls != locals.len && k > 0)) continue;
       UOp *eq = uop_alu2(TG_OP_CMPEQ, locals.data[k], uop_const_int(locals.data[k]->dtype, 0));
       mask = mask ? uop_and(mask, eq) : eq;
     }
@@ -460,7 +496,7 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
     UOp *r = k < globals.len ? globals.data[k] : locals.data[k - globals.len];
     if (cg_axis_type(r) == AXIS_REDUCE) continue;
     tg_vec_push(&from, r);
-    tg_vec_push(&to, idxs[k]);
+    tg_vec_push(&to, k < globals.len ? idxs[k] : idxs[globals.len + (size_t)cls[k - globals.len]]);
   }
   if (from.len) ret = uop_substitute(ret, from.data, to.data, from.len);
 done:

@@ -11,4 +11,12 @@ bool sched_device_is_cpu(const char *device) {
   return r == renderer_clang();
 }
 
-bool sched_device_row_fuse(const char *device) { return sched_device_is_cpu(device); }
+int sched_device_row_fuse(const char *device) {
+  if (!device || !*device) return 0;
+  bool had_error = tg_last_status() != TG_OK;
+  const Renderer *r = renderer_for_device(device);
+  if (!r && !had_error) tg_clear_error();
+  if (!r) return 0;
+  if (r == renderer_clang()) return 1;
+  return r->has_local && r->has_shared && !r->has_threads ? 2 : 0;
+}

@@ -310,11 +310,12 @@ static bool axis_in(const RealizeEntry *re, int i) {
 
 static int64_t fuse_rows_max(void) { return tg_getenv_int("FUSE_ROWS", 16384); }
 
-static bool row_device_ok(IndexingCtx *c, UOp *x) {
+static int row_device(IndexingCtx *c, UOp *x) {
   const char *dev = sched_device(x);
   if (!dev) dev = c->sink_device;
   return sched_device_row_fuse(dev);
 }
+static bool row_device_ok(IndexingCtx *c, UOp *x) { return row_device(c, x) != 0; }
 
 static bool row_fuse_keeps(IndexingCtx *c, UOp *x, const UOpVec *ending, UOp *const *outr, size_t nout) {
   int64_t lim = fuse_rows_max();
@@ -342,12 +343,23 @@ static bool row_fuse_keeps(IndexingCtx *c, UOp *x, const UOpVec *ending, UOp *co
   int64_t red = 1;
   for (int i = 0; i < x->arg.red.naxes; i++) red *= ps.max.d[i];
   if (red > lim || row > red) return false;
+  int dev = row_device(c, x);
+  if (dev == 0) return false;
+  if (dev == 2) { /* a GPU: one row axis, reduced whole by this reduce */
+    size_t distinct = 0;
+    for (size_t j = 0; j < ending->len; j++) {
+      bool dup = false;
+      for (size_t k = 0; k < j; k++) dup |= ending->data[k] == ending->data[j];
+      distinct += !dup;
+    }
+    if (x->arg.red.naxes != 1 || distinct != 1 || row != red) return false;
+  }
   UOpVec rs = {0};
   ranges_of_exprs(outr, nout, &rs);
   bool outer = true;
   for (size_t j = 0; j < rs.len && outer; j++) outer = rs.data[j]->arg.range->axis_id < min_end;
   tg_vec_free(&rs);
-  return outer && row_device_ok(c, x);
+  return outer;
 }
 
 static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
