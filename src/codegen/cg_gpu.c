@@ -57,12 +57,21 @@ static void group_reduce_lanes(UOp *const *xs, size_t n, int64_t *local_num, UOp
       if (topo.data[i]->op == TG_OP_RANGE && cg_axis_type(topo.data[i]) == AXIS_LOCAL && !cg_vec_has(&locals, topo.data[i]))
         tg_vec_push(&locals, topo.data[i]);
   }
-  /* the second reduce's ranges: the group ranges again, as REDUCE ranges with id + 100 */
+  /* the second reduce's ranges: the group ranges again, as REDUCE ranges with id + 100. A single group of 64 or more
+   * threads (a small output's wide GROUPTOP, a fused row's block: opt_heuristic.c) is read 8 partials an iteration,
+   * combined as a tree, not one: the loop every thread runs over the partials is a chain of dependent shared-memory
+   * loads, and 8 independent ones per step keep it an eighth as long (measured on the H200, softmax 4096x4096 in one
+   * kernel, 256 threads a row: 57 us with the plain loop). Not tinygrad's (its loop reads one). */
+  int64_t step = 1;
+  if (n == 1 && gfr.len == 1 && range_extent(gfr.data[0]) >= 64 && range_extent(gfr.data[0]) % 8 == 0 &&
+      gfr.data[0]->src[0]->op == TG_OP_CONST && tg_getenv_int("GROUP_READ8", 1))
+    step = 8;
   for (size_t i = 0; i < gfr.len; i++) {
     RangeArg a = *gfr.data[i]->arg.range;
     a.axis_id += 100;
     a.axis_type = AXIS_REDUCE;
-    tg_vec_push(&loops, uop_new(TG_OP_RANGE, gfr.data[i]->dtype, gfr.data[i]->src, gfr.data[i]->nsrc, arg_range(&a)));
+    UOp *end = step > 1 ? uop_const_int(gfr.data[i]->src[0]->dtype, range_extent(gfr.data[i]) / step) : gfr.data[i]->src[0];
+    tg_vec_push(&loops, uop_new(TG_OP_RANGE, gfr.data[i]->dtype, &end, 1, arg_range(&a)));
   }
   size_t nd = locals.len + gfr.len;
   UOp **store_idx = tg_malloc(nd * sizeof(UOp *)), **load_idx = tg_malloc(nd * sizeof(UOp *));
@@ -120,7 +129,15 @@ static void group_reduce_lanes(UOp *const *xs, size_t n, int64_t *local_num, UOp
     UOp *at = n > 1 ? uop_add(lbase, uop_const_int(lbase->dtype, (int64_t)k)) : lbase;
     UOp *li[2] = {written, at};
     UOpVec red = {0};
-    tg_vec_push(&red, uop_new(TG_OP_INDEX, x->dtype, li, 2, arg_none()));
+    UOp *val = uop_new(TG_OP_INDEX, x->dtype, li, 2, arg_none());
+    for (int64_t j = 0; j < step && step > 1; j++) { /* partials loop*8 + j, a tree of the reduce's op */
+      UOp *g = loops.data[0];
+      load_idx[nd - 1] = uop_add(uop_mul(g, uop_const_int(g->dtype, step)), uop_const_int(g->dtype, j));
+      UOp *lj[2] = {written, flat_index(load_idx, dims, nd)};
+      UOp *v = uop_new(TG_OP_INDEX, x->dtype, lj, 2, arg_none());
+      val = j == 0 ? v : uop_alu2((TgOp)x->arg.red.op, val, v);
+    }
+    tg_vec_push(&red, val);
     for (size_t i = 0; i < loops.len; i++) tg_vec_push(&red, loops.data[i]);
     out[k] = uop_new_tagged(TG_OP_REDUCE, x->dtype, red.data, red.len, ra, xs[k]->tag);
     tg_vec_free(&red);
