@@ -1590,6 +1590,42 @@ static void gpu_step(const char *name, tg_tensor *t, const char *want, const cha
   uop_scope_end(sc);
 }
 
+/* the CUDA source of a fused row (gpu_row_kernel): the row on one block's threads, one thread index for the store loop
+ * and both reductions, each element of the row loaded once (u loads a thread), two barriers, and NVRTC takes it */
+static int count_of(const char *s, const char *what) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what)) n++;
+  return n;
+}
+
+static void check_row_kernel_source(tg_tensor *t, int u) {
+  const Renderer *cuda = renderer_cuda();
+  UOpScope sc = uop_scope_begin();
+  UOp *ast = kernel_of(t);
+  OptScheduler s;
+  if (!ast || !sched_of(&s, ast, cuda)) {
+    uop_scope_end(sc);
+    return;
+  }
+  opt_hand_coded(&s);
+  UOp *lin = lower_linear(ast, s.applied, s.napplied, cuda);
+  char *src = lin ? render_cuda(cuda, lin) : NULL;
+  CHECK_MSG(src != NULL, "softmax row kernel: %s", tg_last_error());
+  if (src) {
+    bool ok = count_of(src, "threadIdx.") == 1 && count_of(src, "blockIdx.") == 1 && count_of(src, "__syncthreads()") == 2 &&
+              count_of(src, "(*(data1_") == u && count_of(src, "*(data0_") == u && count_of(src, "__shared__") == 2;
+    CHECK_MSG(ok, "softmax row kernel: not a block-cooperative row of %d elements a thread:\n%s", u, src);
+    const char *why = NULL;
+    const NvrtcApi *nvrtc = nvrtc_api(&why);
+    char *log = NULL;
+    if (nvrtc) CHECK_MSG(nvrtc_compiles(nvrtc, src, &log), "NVRTC rejects the row kernel:\n%s\n%s", log ? log : "", src);
+    free(log);
+    tg_free(src);
+  }
+  opt_sched_free(&s);
+  uop_scope_end(sc);
+}
+
 static void test_gpu_heuristic_steps(void) {
   tg_scope ts = tg_scope_begin();
   int ax1 = 1;
@@ -1620,6 +1656,7 @@ static void test_gpu_heuristic_steps(void) {
   gpu_step("softmax 8x1024", tg_softmax(fl(8, 1024), -1), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
   gpu_step("log_softmax 8x1024", tg_log_softmax(fl(8, 1024), -1), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
   gpu_step("layernorm 8x1024", tg_layernorm(fl(8, 1024), &axm1, 1, 1e-5), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
+  check_row_kernel_source(tg_softmax(fl(8, 4096), -1), 16);
   tg_scope_end(ts);
 }
 

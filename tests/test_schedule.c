@@ -557,6 +557,87 @@ static void check_contiguous_backward_root(void) {
   tg_scope_end(ts);
 }
 
+/* ---- the row rule (FUSE_ROWS, schedule/rangeify.c) ----
+ * softmax, log_softmax and layernorm over the last axis are one kernel each on the CPU, with the values of plain C
+ * loops; on CUDA (scheduled here without a GPU: tensors on the device, not realized) one kernel too, while a row of
+ * two axes (the block-cooperative row takes one) and attention's softmax consumed by the matmul with v keep theirs. */
+static int row_kernels_of(tg_tensor *t) {
+  if (!t) return -1;
+  UOpScope sc = uop_scope_begin();
+  UOp *root = t->uop, *lin = sched_kernels(uop_sink(&root, 1));
+  int n = lin ? (int)lin->nsrc : -1;
+  uop_scope_end(sc);
+  return n;
+}
+
+static void check_row_rule_values(int op, int64_t rows, int64_t n) {
+  tg_scope ts = tg_scope_begin();
+  float *x = malloc((size_t)(rows * n) * sizeof(float)), *got = malloc((size_t)(rows * n) * sizeof(float));
+  uint32_t seed = 7;
+  for (int64_t i = 0; i < rows * n; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    x[i] = (float)(seed >> 9) / (float)(1u << 23) * 8.0f - 4.0f;
+  }
+  int64_t sh[2] = {rows, n};
+  int axm1 = -1;
+  tg_tensor *t = tg_from_floats(x, sh, 2);
+  tg_tensor *y = op == 0 ? tg_softmax(t, -1) : op == 1 ? tg_log_softmax(t, -1) : tg_layernorm(t, &axm1, 1, 1e-5);
+  const char *name = op == 0 ? "softmax" : op == 1 ? "log_softmax" : "layernorm";
+  CHECK_MSG(row_kernels_of(y) == 1, "%s (%lld, %lld): %d kernels, 1 with the row rule", name, (long long)rows,
+            (long long)n, row_kernels_of(y));
+  tg_status st = tg_to_host(y, got, (size_t)(rows * n) * sizeof(float));
+  CHECK_MSG(st == TG_OK, "%s: %s", name, tg_last_error());
+  double worst = 0;
+  for (int64_t r = 0; r < rows && st == TG_OK; r++) {
+    const float *xr = x + r * n;
+    double mx = -INFINITY, sum = 0, mean = 0, var = 0;
+    for (int64_t j = 0; j < n; j++) mx = fmax(mx, xr[j]), mean += xr[j];
+    mean /= (double)n;
+    for (int64_t j = 0; j < n; j++) sum += exp(xr[j] - mx), var += (xr[j] - mean) * (xr[j] - mean);
+    var /= (double)n;
+    for (int64_t j = 0; j < n; j++) {
+      double want = op == 0 ? exp(xr[j] - mx) / sum : op == 1 ? xr[j] - mx - log(sum) : (xr[j] - mean) / sqrt(var + 1e-5);
+      worst = fmax(worst, fabs(got[r * n + j] - want) / (fabs(want) + 1e-3));
+    }
+  }
+  CHECK_MSG(worst < 1e-4, "%s (%lld, %lld): relative error %g against plain C", name, (long long)rows, (long long)n, worst);
+  free(x);
+  free(got);
+  tg_scope_end(ts);
+}
+
+static void check_row_rule(void) {
+  sched_cache_clear();
+  for (int op = 0; op < 3; op++) {
+    check_row_rule_values(op, 6, 300);
+    check_row_rule_values(op, 3, 4096);
+  }
+  tg_scope ts = tg_scope_begin();
+  int64_t sh[2] = {64, 1024}, sh3[3] = {8, 16, 64};
+  int axm1 = -1, ax12[2] = {1, 2};
+  tg_tensor *c = tg_empty_on(sh, 2, TG_FLOAT32, "CUDA");
+  CHECK_EQ_INT(row_kernels_of(tg_softmax(c, -1)), 1);
+  CHECK_EQ_INT(row_kernels_of(tg_log_softmax(c, -1)), 1);
+  CHECK_EQ_INT(row_kernels_of(tg_layernorm(c, &axm1, 1, 1e-5)), 1);
+  /* x - x.mean((1, 2)): a row of two axes is one kernel on the CPU, two on CUDA */
+  tg_tensor *c3 = tg_empty_on(sh3, 3, TG_FLOAT32, "CUDA"), *h3 = tg_empty(TG_SHAPE(8, 16, 64), TG_FLOAT32);
+  CHECK_EQ_INT(row_kernels_of(tg_sub(c3, tg_mean(c3, ax12, 2, true))), 2);
+  CHECK_EQ_INT(row_kernels_of(tg_sub(h3, tg_mean(h3, ax12, 2, true))), 1);
+  /* attention: the softmax of the scores is one kernel, the scores and the product with v each their own */
+  int64_t qs[4] = {1, 2, 16, 8};
+  tg_tensor *q = tg_empty(qs, 4, TG_FLOAT32), *k = tg_empty(qs, 4, TG_FLOAT32), *v = tg_empty(qs, 4, TG_FLOAT32);
+  CHECK_EQ_INT(row_kernels_of(tg_scaled_dot_product_attention(q, k, v, NULL, 0, false)), 3);
+  test_setenv("FUSE_ROWS", "0"); /* no cache clear: the schedule cache key includes the knob */
+  CHECK_EQ_INT(row_kernels_of(tg_softmax(c, -1)), 3);
+  CHECK_EQ_INT(row_kernels_of(tg_layernorm(c, &axm1, 1, 1e-5)), 3);
+  CHECK_EQ_INT(row_kernels_of(tg_scaled_dot_product_attention(q, k, v, NULL, 0, false)), 4);
+  test_setenv("FUSE_ROWS", "512"); /* rows longer than the knob keep tinygrad's kernels */
+  CHECK_EQ_INT(row_kernels_of(tg_softmax(c, -1)), 3);
+  test_unsetenv("FUSE_ROWS");
+  tg_scope_end(ts);
+  sched_cache_clear();
+}
+
 void suite_schedule(void) {
   const char *only = getenv("SCHED_CASE");
   /* tinygrad's kernels are those of its default schedule: the row rule (FUSE_ROWS, a fusion tinygrad does not make by
@@ -590,6 +671,7 @@ void suite_schedule(void) {
   check_sched_linear();
   check_memory_plan();
   check_kernel_count_table();
+  check_row_rule();
   check_matmul_panels();
   check_matmul_transposed();
   check_cpu_split();
