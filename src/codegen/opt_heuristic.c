@@ -726,7 +726,11 @@ static bool cpu_row_kernel(OptScheduler *s, Shape *sh) {
  * threads read consecutive floats (coalesced). gpudims gives the LOCAL range and the reduces' GROUP ranges one thread
  * index (cg_gpu.c: ranges no value depends on together), so the block has T threads, and the three loops read the
  * same element at the same (thread, lane): one load, kept in registers across the loops. The other output axes (the
- * rows) stay GLOBAL: a block per row. Applied on a copy: all or nothing; GPU_ROW_KERNEL=0 turns it off. */
+ * rows) stay GLOBAL: a block per row. Applied on a copy: all or nothing; GPU_ROW_KERNEL=0 turns it off (a GPU row
+ * kernel then runs gpu_row_reduce on one reduce, the others looped by every thread: keep FUSE_ROWS=0 with it).
+ * Measured on the H200 (DEBUG=2, softmax 4096x4096 float32): this kernel 55-57 us, against 25 + 22 + 35 = 82 us for
+ * tinygrad's 3 kernels (FUSE_ROWS=0) and ~65 us for torch's softmax; bench_gpu's figure (with the host's time per
+ * realize) 1567-1850 GB/s against 1372 with FUSE_ROWS=0. */
 static int axis_of_id(const OptScheduler *s, int64_t id, int64_t *size);
 static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
   if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_ROW_KERNEL", 1) ||

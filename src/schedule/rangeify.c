@@ -304,9 +304,11 @@ static bool axis_in(const RealizeEntry *re, int i) {
  * The cost rule, for the REDUCE: it reads at most FUSE_ROWS elements per output (default 16384 = 64 KiB of float32:
  * the row stays in the core's L2 between the loops), and its consumer iterates no more elements per row than that
  * (the broadcast is the row itself: attention's softmax, consumed by the matmul with v, iterates rows x head dim and
- * stays realized); the device's renderer must run such a row well (sched_device_row_fuse: the CPU, one core per row).
- * FUSE_ROWS=0 turns the rule off (tinygrad's schedule: softmax is 3 kernels). kernelize.c's remove_bufferize has the
- * second half: a row stage (realized for its multiple consumers only) is recomputed with its row reductions. */
+ * stays realized); the device's renderer must run such a row well (sched_device_row_fuse: the CPU, a core per row;
+ * a GPU with shared memory, the row on one block's threads (codegen's gpu_row_kernel), when the row is one axis that
+ * the reduce reduces whole). FUSE_ROWS=0 turns the rule off (tinygrad's schedule: softmax is 3 kernels).
+ * kernelize.c's remove_bufferize has the second half: a row stage (realized for its several consumers only) is
+ * recomputed with its row reductions. */
 
 static int64_t fuse_rows_max(void) { return tg_getenv_int("FUSE_ROWS", 16384); }
 
