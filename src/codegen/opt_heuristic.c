@@ -765,8 +765,9 @@ static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
   if (!ok || nred == 0 || nrow != 1 || !sh->known[row] || sh->size[row] != n) return false;
   row_id = sh->rngs.data[row]->arg.range->axis_id;
   int64_t lmax = s->ren->local_max[0] > 0 ? s->ren->local_max[0] : 1024, t = 0, u = 0;
+  int64_t want = tg_getenv_int("GPU_ROW_THREADS", 256); /* the most threads a row takes when 16 lanes or fewer do */
   for (int64_t cu = 1; cu <= 16 && !t; cu++)
-    if (n % cu == 0 && n / cu <= 256) t = n / cu, u = cu;
+    if (n % cu == 0 && n / cu <= want) t = n / cu, u = cu;
   for (int64_t cu = 1; cu <= 16 && !t; cu++)
     if (n % cu == 0 && n / cu <= lmax) t = n / cu, u = cu;
   if (!t) return false;
