@@ -1648,15 +1648,15 @@ static void test_gpu_heuristic_steps(void) {
   gpu_step("matmul 64x256x64", tg_matmul(fl(64, 256), fl(256, 64)),
            "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16,GROUPTOP:0:4", "GPU_LATE_GROUP",
            "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16");
-  /* gpu_row_kernel: softmax, log_softmax, layernorm over rows of 1024 in one kernel (the row rule): the row on 256
-   * threads of a block, 4 elements a thread, in the store loop and each reduce alike */
+  /* gpu_row_kernel: softmax, log_softmax, layernorm over rows of 1024 in one kernel (the row rule): the row on 128
+   * threads of a block, 8 elements a thread, in the store loop and each reduce alike */
   int axm1 = -1;
-#define ROW_OPTS "LOCAL:1:256,UPCAST:1:0,GROUP:0:256,UNROLL:1:0,GROUP:0:256,UNROLL:2:0"
+#define ROW_OPTS "LOCAL:1:128,UPCAST:1:0,GROUP:0:128,UNROLL:1:0,GROUP:0:128,UNROLL:2:0"
 #define ROW_OPTS_OFF "UNROLL:1:4,GROUP:1:32,LOCAL:1:4" /* gpu_row_reduce on one reduce, every thread loops the other */
   gpu_step("softmax 8x1024", tg_softmax(fl(8, 1024), -1), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
   gpu_step("log_softmax 8x1024", tg_log_softmax(fl(8, 1024), -1), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
   gpu_step("layernorm 8x1024", tg_layernorm(fl(8, 1024), &axm1, 1, 1e-5), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
-  check_row_kernel_source(tg_softmax(fl(8, 4096), -1), 16);
+  check_row_kernel_source(tg_softmax(fl(8, 4096), -1), 32); /* 128 threads, 32 lanes (two UPCASTs: 16 and 2) */
   tg_scope_end(ts);
 }
 

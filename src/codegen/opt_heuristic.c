@@ -720,17 +720,20 @@ static bool cpu_row_kernel(OptScheduler *s, Shape *sh) {
 
 /* ---- GPU: a fused row on one block's threads (opt_row_kernel: softmax, log_softmax, layernorm in one kernel) ----
  * The row axis of length N (the output axis the reductions do not depend on, every reduce axis N long) is split the
- * same way in each of its loops: element u*T + t, thread t of T, lane u of U = N/T (U <= 16, T <= 256 where it can,
- * else up to the device's local size). The store loop gets LOCAL T then UPCAST U; each reduce GROUP T then UNROLL U:
+ * same way in each of its loops: element u*T + t, thread t of T, lane u of U = N/T (U <= 32, T <= 128 where it can,
+ * GPU_ROW_THREADS, else up to the device's local size). The store loop gets LOCAL T then UPCAST U (two UPCASTs past
+ * 16 lanes); each reduce GROUP T then UNROLL U:
  * a partial per thread over its U lanes, the partials through shared memory, the result in every thread. Consecutive
  * threads read consecutive floats (coalesced). gpudims gives the LOCAL range and the reduces' GROUP ranges one thread
  * index (cg_gpu.c: ranges no value depends on together), so the block has T threads, and the three loops read the
  * same element at the same (thread, lane): one load, kept in registers across the loops. The other output axes (the
  * rows) stay GLOBAL: a block per row. Applied on a copy: all or nothing; GPU_ROW_KERNEL=0 turns it off (a GPU row
  * kernel then runs gpu_row_reduce on one reduce, the others looped by every thread: keep FUSE_ROWS=0 with it).
- * Measured on the H200 (DEBUG=2, softmax 4096x4096 float32): this kernel 55-57 us, against 25 + 22 + 35 = 82 us for
- * tinygrad's 3 kernels (FUSE_ROWS=0) and ~65 us for torch's softmax; bench_gpu's figure (with the host's time per
- * realize) 1567-1850 GB/s against 1372 with FUSE_ROWS=0. */
+ * Each thread reduces all T partials from shared memory after the barrier (cg_gpu.c), T*T/8 reads a block: fewer
+ * threads with more lanes each is faster. Measured on the H200 (DEBUG=2, softmax 4096x4096 float32, one kernel):
+ * T=128 x 32 lanes 37.9 us (3.5 TB/s), T=256 x 16 56 us, T=512 x 8 189 us, T=1024 x 4 868 us; tinygrad's 3 kernels
+ * (FUSE_ROWS=0) 25 + 22 + 35 = 82 us, torch's softmax ~65 us. bench_gpu's figure (with the host's time per realize)
+ * 2074-2392 GB/s at T=128 against 1372 with FUSE_ROWS=0 and torch's 2052. */
 static int axis_of_id(const OptScheduler *s, int64_t id, int64_t *size);
 static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
   if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_ROW_KERNEL", 1) ||
@@ -765,10 +768,10 @@ static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
   if (!ok || nred == 0 || nrow != 1 || !sh->known[row] || sh->size[row] != n) return false;
   row_id = sh->rngs.data[row]->arg.range->axis_id;
   int64_t lmax = s->ren->local_max[0] > 0 ? s->ren->local_max[0] : 1024, t = 0, u = 0;
-  int64_t want = tg_getenv_int("GPU_ROW_THREADS", 256); /* the most threads a row takes when 16 lanes or fewer do */
-  for (int64_t cu = 1; cu <= 16 && !t; cu++)
+  int64_t want = tg_getenv_int("GPU_ROW_THREADS", 128); /* the most threads a row takes when 32 lanes or fewer do */
+  for (int64_t cu = 1; cu <= 32 && !t; cu++)
     if (n % cu == 0 && n / cu <= want) t = n / cu, u = cu;
-  for (int64_t cu = 1; cu <= 16 && !t; cu++)
+  for (int64_t cu = 1; cu <= 32 && !t; cu++)
     if (n % cu == 0 && n / cu <= lmax) t = n / cu, u = cu;
   if (!t) return false;
   OptScheduler c;
@@ -776,9 +779,16 @@ static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
   int64_t sz;
   int ax = axis_of_id(&c, row_id, &sz);
   ok = ax >= 0 && try_opt(&c, OPT_LOCAL, ax, (int)t);
+  if (ok && u > 16) { /* an UPCAST takes 16 lanes at most: the rest in a second one */
+    int first = 0;
+    for (int d = 16; d > 1 && !first; d--)
+      if (u % d == 0) first = d;
+    ax = axis_of_id(&c, row_id, &sz);
+    ok = first && ax >= 0 && try_opt(&c, OPT_UPCAST, ax, first);
+  }
   if (ok && u > 1) {
     ax = axis_of_id(&c, row_id, &sz);
-    ok = ax >= 0 && try_opt(&c, OPT_UPCAST, ax, 0);
+    ok = ax >= 0 && (sz == 1 || try_opt(&c, OPT_UPCAST, ax, 0));
   }
   for (int k = 0; k < nred && ok; k++) {
     /* GROUP counts the REDUCE axes, UNROLL the GROUP_REDUCE and REDUCE ones (of size > 1) */
