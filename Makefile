@@ -13,7 +13,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 LIB_SRC := $(sort $(wildcard src/*/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
 GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
-TOOLS := fuzz_symbolic demo_symbolic demo_tensor gemm_probe gpu_opts
+TOOLS := fuzz_symbolic demo_symbolic demo_tensor gemm_probe gpu_opts realize_host
 BENCHES := bench_rewrite bench_tensor bench_train
 BENCHES += bench_matmul
 BENCHES += bench_tokenizer
@@ -87,7 +87,7 @@ check-symbols: $(B)/libtinygrad.a
 demo: $(B)/fuzz_symbolic $(B)/demo_symbolic $(B)/demo_tensor $(B)/beautiful_mnist
 	@bash tools/demo.sh $(B)
 
-bench: $(BENCHES:%=$(B)/%)
+bench: $(BENCHES:%=$(B)/%) $(B)/realize_host
 	@bash bench/run.sh $(B)
 
 # the GPU figures (bench/run_gpu.sh): ours on DEV=CUDA against PyTorch on CUDA, in one run; needs an NVIDIA GPU

@@ -68,6 +68,14 @@ if [ -n "$line" ]; then
   fi
 fi
 
+# the host time of a cache-hit realize (tools/realize_host.c: a small conv2d and a softmax realized over and over,
+# their kernels ~0.1 us of work): the per-call work of schedule lookup, buffers and launches; target 10 us (issue 16)
+rh=$("$B/realize_host" all 2000) || { echo "bench: $B/realize_host failed"; rh=""; }
+for name in conv softmax; do
+  o=$(echo "$rh" | awk -v n="realize_host_$name" '$1 == n { print $2 }')
+  [ -n "$o" ] && echo "bench realize_host_$name ours=$o us target=10"
+done
+
 # the training issue's figures: steps/s of the demo CNN and of a 784-128-10 MLP (batch 512, Adam) against PyTorch
 # (Debian's python3-torch on 2 threads, same models, batch, loss, optimizer; bench/peer_torch_train.py). The peer is
 # installed with apt-get when missing. BENCH_TRAIN_CNN_STEPS / BENCH_TRAIN_MLP_STEPS set the timed steps (2 / 200;
@@ -425,50 +433,7 @@ for fig in attn_decode_s4096 attn_prefill_t512 attn_decode_s4096_w128 attn_prefi
   done
 done
 
-# the LLM issue's figures (issue 18): decode and prefill tokens/s of a ~1B-parameter llama-shaped random model
-# (tg-mkmodel --preset 1b: Llama-3.2-1B's shape, tied embeddings) in F16, Q8_0 and Q4_0 (the files are cached under
-# $B/llm), on BENCH_LLM_THREADS (2) threads, decode over BENCH_LLM_NTOK (16) tokens after a 32-token prompt, against
-# llama.cpp's llama-bench on the same file (-p 32 -n NTOK -r 1, same threads) when LLAMA_BENCH points to one; plus
-# bytes/token and the fraction of the measured read bandwidth the decode reaches.
-llm_threads=${BENCH_LLM_THREADS:-2}; llm_ntok=${BENCH_LLM_NTOK:-16}
-lb=${LLAMA_BENCH:-}
-lb_why=""
-if [ -z "$lb" ]; then lb_why="LLAMA_BENCH not set"; elif [ ! -x "$lb" ]; then lb_why="LLAMA_BENCH=$lb is not an executable"; lb=""; fi
-# avg_ts of the llama-bench CSV row whose column $2 (n_prompt or n_gen) is non-zero
-lb_ts() { echo "$1" | awk -F, -v col="$2" 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/"/, "", $i); h[$i] = i }; next }
-  { gsub(/"/, ""); if ((col in h) && $h[col] + 0 > 0) { print $h["avg_ts"]; exit } }'; }
-if [ -x "$B/tg-mkmodel" ] && [ -x "$B/bench_llm" ]; then
-  mkdir -p "$B/llm"
-  for ty in f16 q8_0 q4_0; do
-    f="$B/llm/llama1b_$ty.gguf"
-    if [ ! -f "$f" ]; then
-      "$B/tg-mkmodel" -o "$f.tmp" --preset 1b --type "$ty" >/dev/null 2>&1 && mv "$f.tmp" "$f" ||
-        { echo "bench: tg-mkmodel --preset 1b --type $ty failed"; rm -f "$f.tmp"; continue; }
-    fi
-    out=$("$B/bench_llm" "$f" "$llm_threads" "$llm_ntok" 32 2>&1) ||
-      { echo "bench: bench_llm $ty failed: $(echo "$out" | tail -1)"; continue; }
-    dec=$(value decode_tok_s "$out"); pre=$(value prefill_tok_s "$out")
-    pd=""; pp=""; why="$lb_why"
-    if [ -n "$lb" ]; then
-      csv=$(LD_LIBRARY_PATH="$(dirname "$lb"):${LD_LIBRARY_PATH:-}" "$lb" -m "$f" -t "$llm_threads" -p 32 -n "$llm_ntok" \
-        -r 1 -o csv 2>/dev/null)
-      pd=$(lb_ts "$csv" n_gen); pp=$(lb_ts "$csv" n_prompt)
-      [ -z "$pd" ] && why="llama-bench gave no figures for $f"
-    fi
-    for kind in decode prefill; do
-      if [ $kind = decode ]; then o=$dec; p=$pd; else o=$pre; p=$pp; fi
-      if [ -n "$p" ]; then
-        echo "bench llm_1b_${ty}_$kind ours=$o tok/s llama.cpp=$p ratio=$(awk -v a="$o" -v b="$p" 'BEGIN { printf "%.2f", a / b }')"
-      else
-        echo "bench llm_1b_${ty}_$kind ours=$o tok/s llama.cpp=n/a ratio=n/a ($why)"
-      fi
-    done
-    echo "bench llm_1b_${ty}_bw_fraction ours=$(value bw_fraction "$out") of bandwidth peer=none" \
-      "($(value bytes_per_token "$out") B/token x decode tok/s = $(value decode_gb_s "$out") GB/s;" \
-      "measured read bandwidth $(value bandwidth_gb_s "$out") GB/s on $llm_threads threads)"
-  done
-else
-  echo "bench: LLM figures not run: $B/tg-mkmodel or $B/bench_llm missing"
-fi
+# the LLM issue's figures (issue 18): bench/run_llm.sh (llama.cpp's llama-bench as the peer when LLAMA_BENCH is set)
+bash "$ROOT/bench/run_llm.sh" "$B"
 
 exit 0

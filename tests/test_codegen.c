@@ -201,16 +201,18 @@ static void test_cuda_cases(void) {
     }
     if (cuda_cases[i].heuristic) { /* hand_coded_optimizations' GPU branch picks tinygrad's opts */
       /* with the deliberate deviations that fill the GPU off (opt_heuristic.c: the wider small-output GROUPTOP,
-       * gpu_late_group, flat ids for elementwise kernels with a narrow inner axis; what they pick is checked in test_opts.c test_gpu_heuristic_steps) */
+       * gpu_late_group, flat ids for elementwise kernels with a narrow inner axis, gpu_conv; what they pick is checked in test_opts.c test_gpu_heuristic_steps) */
       test_setenv("GPU_WIDE_GROUPTOP", "0");
       test_setenv("GPU_LATE_GROUP", "0");
       test_setenv("GPU_EW_FLAT", "0");
       test_setenv("GPU_GROUP_FIRST", "0");
+      test_setenv("GPU_CONV", "0");
       UOp *opt = cg_optimize(ast, ren);
       test_unsetenv("GPU_WIDE_GROUPTOP");
       test_unsetenv("GPU_LATE_GROUP");
       test_unsetenv("GPU_EW_FLAT");
       test_unsetenv("GPU_GROUP_FIRST");
+      test_unsetenv("GPU_CONV");
       StrBuf picked;
       sb_init(&picked);
       for (int k = 0; opt && opt->arg.kind == ARG_KERNEL && k < opt->arg.kernel->applied_opts; k++) {

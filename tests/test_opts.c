@@ -120,6 +120,15 @@ static void build_cases(void) {
   add1("conv_2x3x9x9_k3_p1", tg_conv2d(mk(TG_FLOAT32, 2, 3, 9, 9), mk(TG_FLOAT32, 4, 3, 3, 3), mk(TG_FLOAT32, 4, 0, 0, 0),
                                        1, one, one, one));
   add1("conv_1x4x10x10_k3_s2", tg_conv2d(mk(TG_FLOAT32, 1, 4, 10, 10), mk(TG_FLOAT32, 6, 4, 3, 3), NULL, 1, two, zero, one));
+  /* a conv whose padded input and weight the CPU copies first (32 x 3 x 3 reads of each input element: uop.h
+   * ContigHint), built on CUDA: one kernel there, its loads masked by the padding (schedule/callify.c) */
+  tg_tensor *cuda_conv = tg_conv2d(tg_empty_on(TG_SHAPE(1, 2, 6, 6), TG_FLOAT32, "CUDA"),
+                                   tg_empty_on(TG_SHAPE(32, 2, 3, 3), TG_FLOAT32, "CUDA"), NULL, 1, one, one, one);
+  UOpScope csc = uop_scope_begin();
+  UOp *clin = cuda_conv ? sched_kernels(uop_sink(&cuda_conv->uop, 1)) : NULL;
+  CHECK_MSG(clin && clin->nsrc == 1, "a padded conv on CUDA: %d kernels, expected 1", clin ? (int)clin->nsrc : -1);
+  uop_scope_end(csc);
+  add1("conv_cuda_1x2x6x6_k3_p1", cuda_conv);
   /* reductions */
   int ax0 = 0, ax1 = 1;
   tg_tensor *r = fl(24, 40);
@@ -1549,10 +1558,24 @@ static void compact_opts(const OptScheduler *s, char *out, size_t cap) {
                             (int)s->applied[i].axis, (int)s->applied[i].arg);
 }
 
+/* the last kernel of t's schedule (a conv after the copies that lay out its input and weights) */
+static UOp *last_kernel_of(tg_tensor *t) {
+  UOp *lin = t ? sched_kernels(uop_sink(&t->uop, 1)) : NULL;
+  CHECK_MSG(lin && lin->nsrc >= 1, "no kernel: %s", tg_last_error());
+  return lin && lin->nsrc >= 1 ? lin->src[lin->nsrc - 1]->src[0] : NULL;
+}
+
+static void gpu_step_ast(const char *name, UOp *ast, const char *want, const char *knob, const char *want_off);
+
 static void gpu_step(const char *name, tg_tensor *t, const char *want, const char *knob, const char *want_off) {
+  UOpScope sc = uop_scope_begin();
+  gpu_step_ast(name, kernel_of(t), want, knob, want_off);
+  uop_scope_end(sc);
+}
+
+static void gpu_step_ast(const char *name, UOp *ast, const char *want, const char *knob, const char *want_off) {
   const Renderer *cuda = renderer_cuda();
   UOpScope sc = uop_scope_begin();
-  UOp *ast = kernel_of(t);
   OptScheduler s;
   if (!ast || !sched_of(&s, ast, cuda)) {
     uop_scope_end(sc);
@@ -1657,6 +1680,33 @@ static void test_gpu_heuristic_steps(void) {
   gpu_step("log_softmax 8x1024", tg_log_softmax(fl(8, 1024), -1), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
   gpu_step("layernorm 8x1024", tg_layernorm(fl(8, 1024), &axm1, 1, 1e-5), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
   check_row_kernel_source(tg_softmax(fl(8, 4096), -1), 32); /* 128 threads, 32 lanes (two UPCASTs: 16 and 2) */
+  /* gpu_conv: a conv forward [2, 8, 8, 8 | r4, r3, r3] takes ox by 4, co by 4, kx unrolled, a block of co x ox x 4
+   * rows; its weight gradient [8, 4, 3, 3 | r2, r8, r8] kx whole, ci by 2, co by 4, x unrolled by 4, a block of co x ci
+   * and GROUP 4 on y (few threads) */
+  int64_t nopad[2] = {0, 0};
+  tg_tensor *cx = mk(TG_FLOAT32, 2, 4, 10, 10), *cw = mk(TG_FLOAT32, 8, 4, 3, 3), *cg = mk(TG_FLOAT32, 2, 8, 8, 8);
+  gpu_step("conv 2x4x10x10 k3 (8 out)", tg_conv2d(cx, cw, NULL, 1, NULL, nopad, NULL),
+           "UPCAST:3:4,UPCAST:1:4,UNROLL:2:0,LOCAL:1:2,LOCAL:2:2,LOCAL:1:4", "GPU_CONV",
+           "UPCAST:3:4,UNROLL:2:0,UNROLL:1:0,LOCAL:1:8,LOCAL:1:8,LOCAL:1:2,GROUPTOP:0:4");
+  const tg_tensor *cwrt[1] = {cw};
+  tg_tensor *dw = NULL;
+  if (tg_gradient(tg_sum(tg_mul(tg_conv2d(cx, cw, NULL, 1, NULL, nopad, NULL), cg), NULL, 0, false), cwrt, 1, &dw) ==
+      TG_OK)
+    gpu_step("its weight gradient", dw, "UPCAST:3:3,UPCAST:1:2,UPCAST:0:4,UNROLL:2:4,LOCAL:0:2,LOCAL:0:2,GROUP:1:4",
+             "GPU_CONV", "UNROLL:2:0,LOCAL:1:4,LOCAL:1:3,LOCAL:1:3,GROUPTOP:1:8");
+  /* gpu_conv_tc under ALLOW_TF32=1: a forward conv [4, 32, 2, 20 | r8, r3, r3] (the last kernel, after the layout
+   * copies) on tensor cores with N = co, M = ox padded 20 -> 32, K = ci (tinygrad's choices 0-1 pair ox with kx, ky;
+   * choice 2, at TC_OPT 2, is the one taken), then the batch upcast by 4 (whole: the next UPCAST 0 is co's rest by 4);
+   * emulated with the padding lanes masked */
+  test_setenv("ALLOW_TF32", "1");
+  UOpScope tsc = uop_scope_begin();
+  gpu_step_ast("conv 4x8x4x22 k3 (32 out) tf32",
+               last_kernel_of(
+                   tg_conv2d(mk(TG_FLOAT32, 4, 8, 4, 22), mk(TG_FLOAT32, 32, 8, 3, 3), NULL, 1, NULL, nopad, NULL)),
+               "TC:2:66048,UPCAST:0:4,UPCAST:0:4", "GPU_CONV_TC",
+               "UPCAST:3:4,UPCAST:1:4,UNROLL:2:0,LOCAL:1:8,LOCAL:2:5,LOCAL:1:2");
+  uop_scope_end(tsc);
+  test_unsetenv("ALLOW_TF32");
   tg_scope_end(ts);
 }
 

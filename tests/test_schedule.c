@@ -8,12 +8,14 @@
 #include "test.h"
 #include "schedule/schedule.h"
 #include "uop/parse.h"
+#include "uop/pattern.h"
 #include "uop/uop.h"
 
 #include "schedule_cases.h"
 #include "schedule_suite_cases.h"
 #include "kernel_counts.h"
 #include "tensor/tensor.h"
+#include "runtime/runtime.h"
 
 static size_t split_lines(const char *s, char ***out) {
   size_t n = 0, cap = 8;
@@ -167,6 +169,84 @@ static UOp *test_buffer(const char *device, const DType *dtype, int64_t numel, v
 #define VIEW48(b) "(RESHAPE.float " b " (STACK.weakint (CONST.weakint=i:4) (CONST.weakint=i:8)))"
 /* x - x.mean(1, keepdim=True) written the way tinygrad builds it; the root of mean is a view: RESHAPE(REDUCE) */
 #define MEAN_KEEPDIM(b) "(RESHAPE.float (REDUCE.float=red:ADD:1 (PERMUTE.float=perm:1,0 " VIEW48(b) ")) (STACK.weakint (CONST.weakint=i:4) (CONST.weakint=i:1)))"
+
+/* ---- the schedule memo (src/schedule/memo.c): a hit gives what callify gives ---- */
+
+/* a (through the memo) and b (SCHED_MEMO=0), both through the memory planner, are the same schedule up to which
+ * fresh buffers they made (the memo's hit lays its intermediates out itself: memory.c's layout at its first hit) */
+static bool same_schedule(SchedResult *a, SchedResult *b) {
+  if (sched_memory_plan(a, test_buffer, NULL) != TG_OK || sched_memory_plan(b, test_buffer, NULL) != TG_OK) return false;
+  if (!a->linear || !b->linear || a->nnew != b->nnew || a->nmap != b->nmap || a->nintermediate != b->nintermediate ||
+      a->planned != b->planned)
+    return false;
+  if (uop_substitute(a->linear, a->new_buffers, b->new_buffers, a->nnew) != b->linear) return false;
+  for (size_t i = 0; i < a->nmap; i++)
+    if (a->map_from[i] != b->map_from[i] ||
+        uop_substitute(a->map_to[i], a->new_buffers, b->new_buffers, a->nnew) != b->map_to[i])
+      return false;
+  return true;
+}
+
+static void check_memo(void) {
+  UOpScope sc = uop_scope_begin();
+  sched_cache_clear();
+  g_nbufs = 0;
+  static const struct { const char *prime, *graph; bool hit; } cases[] = {
+    /* the same graph over other buffers: a hit */
+    {"(ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")", "(ADD.float " VIEW48(BUF(1, 32)) " " VIEW48(BUF(2, 32)) ")", true},
+    /* the buffers swapped: a hit, the arguments swapped */
+    {"(ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")", "(ADD.float " VIEW48(BUF(2, 32)) " " VIEW48(BUF(1, 32)) ")", true},
+    /* x+x is not x+y: a miss (one argument fewer) */
+    {"(ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")", "(ADD.float " VIEW48(BUF(1, 32)) " " VIEW48(BUF(1, 32)) ")", false},
+    /* a view of a larger buffer in place of a buffer: a miss */
+    {"(ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")",
+     "(ADD.float " VIEW48(BUF(1, 32)) " " VIEW48("(SHRINK.float " BUF(2, 64) " (CONST.weakint=i:0) (CONST.weakint=i:32))") ")", false},
+    /* a zero-copy view (CONTIGUOUS of a buffer's range): no kernel, the map's value is a view of this call's buffer */
+    {"(CONTIGUOUS.float (SHRINK.float " BUF(11, 64) " (CONST.weakint=i:0) (CONST.weakint=i:32)))",
+     "(CONTIGUOUS.float (SHRINK.float " BUF(1, 64) " (CONST.weakint=i:0) (CONST.weakint=i:32)))", true},
+    /* a reduce whose root is a view, and a CONTIGUOUS inside the graph (two map entries) */
+    {"(SUB.float " VIEW48(BUF(11, 32)) " " MEAN_KEEPDIM(BUF(11, 32)) ")", "(SUB.float " VIEW48(BUF(3, 32)) " " MEAN_KEEPDIM(BUF(3, 32)) ")", true},
+    {"(MUL.float (CONTIGUOUS.float (ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")) " VIEW48(BUF(13, 32)) ")",
+     "(MUL.float (CONTIGUOUS.float (ADD.float " VIEW48(BUF(1, 32)) " " VIEW48(BUF(2, 32)) ")) " VIEW48(BUF(1, 32)) ")", false},
+    {"(MUL.float (CONTIGUOUS.float (ADD.float " VIEW48(BUF(11, 32)) " " VIEW48(BUF(12, 32)) ")) " VIEW48(BUF(13, 32)) ")",
+     "(MUL.float (CONTIGUOUS.float (ADD.float " VIEW48(BUF(1, 32)) " " VIEW48(BUF(2, 32)) ")) " VIEW48(BUF(3, 32)) ")", true},
+  };
+  for (size_t i = 0; i < TG_ARRAY_LEN(cases); i++) {
+    UOp *p = uop_parse(cases[i].prime), *g = uop_parse(cases[i].graph);
+    SchedResult a, b;
+    CHECK(sched_linear(uop_sink(&p, 1), test_buffer, NULL, &a) == TG_OK);
+    sched_result_free(&a);
+    size_t before = sched_memo_size();
+    CHECK(sched_linear(uop_sink(&g, 1), test_buffer, NULL, &a) == TG_OK);
+    CHECK_MSG((sched_memo_size() == before) == cases[i].hit, "case %zu: memo %zu -> %zu", i, before, sched_memo_size());
+    test_setenv("SCHED_MEMO", "0");
+    CHECK(sched_linear(uop_sink(&g, 1), test_buffer, NULL, &b) == TG_OK);
+    test_unsetenv("SCHED_MEMO");
+    CHECK_MSG(same_schedule(&a, &b), "case %zu: the memo's schedule differs from callify's", i);
+    sched_result_free(&a);
+    sched_result_free(&b);
+  }
+  sched_cache_clear();
+  CHECK_EQ_INT(sched_memo_size(), 0);
+  uop_scope_end(sc);
+
+  /* an entry pins none of the buffers of the realize it was made from (its map's views are kept over placeholders):
+   * the device memory of a realize's input, output and zero-copy view is back once their tensors are gone */
+  tg_scope warm = tg_scope_begin(); /* the random generator's state buffers live on */
+  CHECK(tg_realize(tg_rand(TG_SHAPE(4), TG_FLOAT32)) == TG_OK);
+  tg_scope_end(warm);
+  size_t before = rt_mem_used();
+  for (int i = 0; i < 2; i++) {
+    tg_scope ts = tg_scope_begin();
+    tg_tensor *x = tg_rand(TG_SHAPE(256, 1024), TG_FLOAT32), *v = tg_contiguous(tg_shrink(x, (const int64_t[]){0, 128, 0, 1024}, 2));
+    tg_tensor *y = tg_mul(x, tg_full_like(x, 2.0, TG_VOID));
+    CHECK(tg_realize(x) == TG_OK && tg_realize(v) == TG_OK && tg_realize(y) == TG_OK);
+    tg_scope_end(ts);
+  }
+  CHECK_MSG(sched_memo_size() > 0, "no memo entry made");
+  CHECK_MSG(rt_mem_used() == before, "%zu bytes still in use after the tensors went", rt_mem_used() - before);
+  sched_cache_clear();
+}
 
 static void check_sched_linear(void) {
   UOpScope sc = uop_scope_begin();
@@ -364,6 +444,97 @@ static float *host_floats(tg_tensor *t, size_t n) {
     return NULL;
   }
   return x;
+}
+
+/* ---- hinted copies (uop.h ContigHint): a conv's CPU-only copies are the scheduler's decision per device ----
+ * mix_conv2d marks the padded input and the channel-inner weight (and the output gradient of the backward pass) as
+ * copies only some renderers want: the CPU gets its 3 forward kernels, CUDA tinygrad's 1 (scheduled here with
+ * placeholder buffers, no GPU needed); CONTIG_HINTS=0 / =1 force them off / on anywhere. The CPU with the copies
+ * dropped computes what CUDA's graph computes: checked, forward and both gradients, against plain C in double. */
+static int conv_kernels(const char *device, const char *hints, bool backward) {
+  if (hints) test_setenv("CONTIG_HINTS", hints);
+  tg_scope ts = tg_scope_begin();
+  tg_tensor *x = tg_empty_on(TG_SHAPE(64, 32, 28, 28), TG_FLOAT32, device);
+  tg_tensor *w = tg_empty_on(TG_SHAPE(64, 32, 3, 3), TG_FLOAT32, device);
+  tg_requires_grad(x, true);
+  tg_requires_grad(w, true);
+  tg_tensor *y = tg_conv2d(x, w, NULL, 1, (const int64_t[]){1, 1}, (const int64_t[]){1, 1}, (const int64_t[]){1, 1});
+  int n = -1;
+  if (!backward) n = kernels_of(y);
+  else {
+    tg_tensor *g[2] = {NULL, NULL}, *wrt[2] = {x, w};
+    if (tg_gradient(tg_sum(y, NULL, 0, false), (const tg_tensor *const *)wrt, 2, g) == TG_OK) {
+      UOpScope sc = uop_scope_begin();
+      UOp *roots[2] = {g[0]->uop, g[1]->uop};
+      UOp *lin = sched_kernels(uop_sink(roots, 2));
+      n = lin ? (int)lin->nsrc : -1;
+      uop_scope_end(sc);
+    }
+  }
+  tg_scope_end(ts);
+  if (hints) test_unsetenv("CONTIG_HINTS");
+  return n;
+}
+
+static void check_conv_hints(void) {
+  CHECK_EQ_INT(conv_kernels("CPU", NULL, false), 3);  /* padded input, weight channel-inner, the conv */
+  CHECK_EQ_INT(conv_kernels("CUDA", NULL, false), 1); /* tinygrad's count */
+  CHECK_EQ_INT(conv_kernels("CPU", "0", false), 1);
+  CHECK_EQ_INT(conv_kernels("CUDA", "1", false), 3);
+  /* the gradients of its sum: the same two copies on either device when asked for (the CPU's default), none on CUDA
+   * (other CPU adaptations, as the split of the weight gradient's reduce, differ between the devices either way) */
+  int cpu_bw = conv_kernels("CPU", NULL, true), cpu_bw0 = conv_kernels("CPU", "0", true);
+  int cuda_bw = conv_kernels("CUDA", NULL, true), cuda_bw1 = conv_kernels("CUDA", "1", true);
+  CHECK_MSG(cpu_bw0 > 0 && cuda_bw > 0 && cpu_bw - cpu_bw0 == 2 && cuda_bw1 - cuda_bw == 2,
+            "the conv's gradients: CPU %d kernels (%d without the copies), CUDA %d (%d with them)", cpu_bw, cpu_bw0,
+            cuda_bw, cuda_bw1);
+
+  enum { B = 2, CI = 16, CO = 32, H = 6, K = 3 }; /* CO x K x K >= 256 reads: the copies are hinted */
+  for (int hints = 0; hints < 2; hints++) {
+    test_setenv("CONTIG_HINTS", hints ? "1" : "0");
+    tg_scope ts = tg_scope_begin();
+    tg_tensor *x = tg_randn(TG_SHAPE(B, CI, H, H), TG_FLOAT32), *w = tg_randn(TG_SHAPE(CO, CI, K, K), TG_FLOAT32);
+    tg_tensor *r = tg_randn(TG_SHAPE(B, CO, H, H), TG_FLOAT32);
+    CHECK(tg_realize(x) == TG_OK && tg_realize(w) == TG_OK && tg_realize(r) == TG_OK);
+    tg_requires_grad(x, true);
+    tg_requires_grad(w, true);
+    tg_tensor *y = tg_conv2d(x, w, NULL, 1, (const int64_t[]){1, 1}, (const int64_t[]){1, 1}, (const int64_t[]){1, 1});
+    tg_tensor *g[2] = {NULL, NULL}, *wrt[2] = {x, w};
+    CHECK(tg_gradient(tg_sum(tg_mul(y, r), NULL, 0, false), (const tg_tensor *const *)wrt, 2, g) == TG_OK);
+    float *hx = host_floats(x, B * CI * H * H), *hw = host_floats(w, CO * CI * K * K), *hr = host_floats(r, B * CO * H * H);
+    float *hy = host_floats(y, B * CO * H * H), *hgx = g[0] ? host_floats(g[0], B * CI * H * H) : NULL;
+    float *hgw = g[1] ? host_floats(g[1], CO * CI * K * K) : NULL;
+    CHECK(hx && hw && hr && hy && hgx && hgw);
+    int bad = 0;
+    if (hx && hw && hr && hy && hgx && hgw) {
+      static double gx[B * CI * H * H], gw[CO * CI * K * K];
+      memset(gx, 0, sizeof gx);
+      memset(gw, 0, sizeof gw);
+      for (int n = 0; n < B; n++)
+        for (int co = 0; co < CO; co++)
+          for (int oy = 0; oy < H; oy++)
+            for (int ox = 0; ox < H; ox++) {
+              double acc = 0, rv = hr[((n * CO + co) * H + oy) * H + ox];
+              for (int ci = 0; ci < CI; ci++)
+                for (int ky = 0; ky < K; ky++)
+                  for (int kx = 0; kx < K; kx++) {
+                    int iy = oy + ky - 1, ix = ox + kx - 1;
+                    if (iy < 0 || iy >= H || ix < 0 || ix >= H) continue;
+                    int xi = ((n * CI + ci) * H + iy) * H + ix, wi = ((co * CI + ci) * K + ky) * K + kx;
+                    acc += (double)hx[xi] * hw[wi];
+                    gx[xi] += rv * hw[wi];
+                    gw[wi] += rv * hx[xi];
+                  }
+              bad += fabs(hy[((n * CO + co) * H + oy) * H + ox] - acc) > 1e-4 * (1 + fabs(acc));
+            }
+      for (int i = 0; i < B * CI * H * H; i++) bad += fabs(hgx[i] - gx[i]) > 1e-4 * (1 + fabs(gx[i]));
+      for (int i = 0; i < CO * CI * K * K; i++) bad += fabs(hgw[i] - gw[i]) > 1e-4 * (1 + fabs(gw[i]));
+    }
+    CHECK_MSG(bad == 0, "conv with CONTIG_HINTS=%d: %d values differ from plain C", hints, bad);
+    free(hx), free(hw), free(hr), free(hy), free(hgx), free(hgw);
+    tg_scope_end(ts);
+    test_unsetenv("CONTIG_HINTS");
+  }
 }
 
 static void check_matmul_panels(void) {
@@ -673,10 +844,12 @@ void suite_schedule(void) {
             suite.reordered, suite.unsupported, suite.failed);
   if (only) return;
   check_sched_linear();
+  check_memo();
   check_memory_plan();
   check_kernel_count_table();
   check_row_rule();
   check_matmul_panels();
+  check_conv_hints();
   check_matmul_transposed();
   check_cpu_split();
   check_contiguous_backward_root();

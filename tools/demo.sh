@@ -14,10 +14,21 @@
 set -e
 B=${1:-build}
 echo "== training: beautiful_mnist on Fashion-MNIST"
+have_dataset() {
+  for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
+    [ -f "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/$f" ] || return 1
+  done
+}
+# the set-up on a fresh machine: Debian's dataset-fashion-mnist (30 MB) installed with apt-get when it is missing
+# (DEMO_INSTALL=0: never; without root or sudo, or offline, the subset in data/ is used and a line says so)
+if ! have_dataset && [ -z "${FASHION_MNIST_DIR:-}" ] && [ "${DEMO_INSTALL:-1}" != 0 ] && command -v apt-get >/dev/null; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo -n"
+  echo "installing Debian's dataset-fashion-mnist with apt-get"
+  { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends \
+      dataset-fashion-mnist; } >/dev/null 2>&1 || echo "could not install dataset-fashion-mnist: training on the subset in data/"
+fi
 missing=0
-for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
-  [ -f "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/$f" ] || missing=1
-done
+have_dataset || missing=1
 if [ $missing -eq 0 ]; then steps=900; every=100; decay=600; else steps=200; every=0; decay=0; fi
 STEPS=${DEMO_STEPS:-${STEPS:-$steps}} BS=${DEMO_BS:-${BS:-512}} EVAL_LIMIT=${DEMO_EVAL:-${EVAL_LIMIT:-0}} \
   EVAL_EVERY=${EVAL_EVERY:-$every} LR_DECAY_STEP=${LR_DECAY_STEP:-$decay} "$B/beautiful_mnist"

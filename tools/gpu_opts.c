@@ -3,12 +3,21 @@
  * and lowered, one line each: the kernel name, its shape before opts (axis sizes, r = reduce), and the opts chosen.
  * Matches the names DEBUG=2 prints on the GPU, so a profile taken there can be read and the heuristic changed here.
  * Usage: gpu_opts [batch] (default 512); gpu_opts llm [T]: the 1B llama's projections instead (T tokens, default 1,
- * float32 activations, float16 weights: RMSNorm into Q and gate/up, silu(gate) * up into down). */
+ * float32 activations, float16 weights: RMSNorm into Q and gate/up, silu(gate) * up into down); gpu_opts conv [bw]:
+ * bench_gpu's conv2d (64x32x28x28, 64 3x3 filters, padding 1), or its input and weight gradients.
+ * On a machine with a CUDA device, GPU_OPTS_BEAM=n (a beam width) also runs BEAM search on each kernel of at least
+ * GPU_OPTS_BEAM_MITERS (default 100) million iterations (the product of its axes), once per name, and prints what it
+ * found after the heuristic's line ("  beam: <opts>"; BEAM_DEBUG=1 adds the winner's and the heuristic's times): what
+ * BEAM=2 picks for the big kernels without running the whole step under BEAM. GPU_OPTS_TRY=file times hand-picked opt
+ * lists: each line of the file is "<shape as printed, without brackets> <opts: UPCAST:0:4,LOCAL:1:8,...;
+ * TC:axis:select:opt:use>"; a kernel of that shape (its first one) is timed with the heuristic's opts and with every
+ * list of its shape, one line each ("  try <us> us <opts>"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tensor/tensor.h" /* first: render.h renames its own ShapeCache after it */
+#include "codegen/beam.h"
 #include "codegen/codegen.h"
 #include "codegen/linearize.h"
 #include "codegen/opt.h"
@@ -25,6 +34,93 @@ static void on_cuda(tg_tensor **t, bool trainable) {
   *t = c;
 }
 
+/* "UPCAST:0:4,LOCAL:1:8" (TC:axis:select:opt:use) into opts; the count */
+static int parse_opts(const char *text, Opt *out, int cap) {
+  int n = 0;
+  const char *p = text;
+  while (*p && n < cap) {
+    char name[16];
+    int axis, arg, used = 0, lvl, use, used_tc = 0;
+    if (sscanf(p, "%15[A-Z]:%d:%d%n", name, &axis, &arg, &used) != 3) break;
+    if (strcmp(name, "TC") == 0 && sscanf(p, "%15[A-Z]:%d:%d:%d:%d%n", name, &axis, &arg, &lvl, &use, &used_tc) == 5) {
+      arg = opt_tc_arg(arg, lvl, use);
+      used = used_tc;
+    }
+    for (int op = 0; op < OPT_OP_COUNT; op++)
+      if (strcmp(opt_op_name((OptOp)op), name) == 0) out[n++] = (Opt){op, axis, arg};
+    p += used;
+    if (*p == ',') p++;
+  }
+  return n;
+}
+
+/* GPU_OPTS_TRY: the lists for kernels of this shape, timed with the heuristic's (once per shape) */
+static void try_lists(UOp *ast, const Renderer *ren, const char *shape, const OptScheduler *base,
+                      const OptScheduler *heur) {
+  static char done[64][256];
+  static int ndone;
+  const char *path = getenv("GPU_OPTS_TRY");
+  FILE *f = path ? fopen(path, "r") : NULL;
+  if (!f) return;
+  for (int i = 0; i < ndone; i++)
+    if (!strcmp(done[i], shape)) {
+      fclose(f);
+      return;
+    }
+  enum { MAXL = 48 };
+  Opt lists[MAXL][OPT_LIST_MAX];
+  int ns[MAXL], n = 1;
+  char line[1024];
+  memcpy(lists[0], heur->applied, (size_t)heur->napplied * sizeof(Opt));
+  ns[0] = heur->napplied;
+  while (n < MAXL && fgets(line, sizeof line, f)) {
+    char *sp = strchr(line, ' ');
+    if (line[0] == '#' || !sp) continue;
+    *sp = 0;
+    if (strcmp(line, shape) != 0) continue;
+    ns[n] = parse_opts(sp + 1, lists[n], OPT_LIST_MAX);
+    n++;
+  }
+  fclose(f);
+  if (n == 1) return;
+  if (ndone < 64) snprintf(done[ndone++], sizeof done[0], "%s", shape);
+  const Opt *ptrs[MAXL];
+  double secs[MAXL];
+  for (int i = 0; i < n; i++) ptrs[i] = lists[i];
+  if (beam_time_opts(ast, ren, ptrs, ns, (size_t)n, secs) != TG_OK) {
+    /* no device: which lists apply at all (-1 us: refused) */
+    printf("  try: not timed: %s\n", tg_last_error());
+    tg_clear_error();
+    for (int i = 0; i < n; i++) {
+      OptScheduler t;
+      opt_sched_copy(&t, base);
+      bool ok = true;
+      for (int k = 0; k < ns[i] && ok; k++) ok = opt_apply(&t, lists[i][k]) == TG_OK;
+      if (!ok) printf("  refused at %d: %s\n", t.napplied, tg_last_error());
+      tg_clear_error();
+      opt_sched_free(&t);
+      secs[i] = ok ? 0 : -1e-6;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    printf("  try %9.1f us %s", secs[i] * 1e6, i ? "" : "(heuristic) ");
+    for (int k = 0; k < ns[i]; k++)
+      printf("%s%s:%d:%d", k ? "," : "", opt_op_name((OptOp)lists[i][k].op), (int)lists[i][k].axis, (int)lists[i][k].arg);
+    printf("\n");
+  }
+  fflush(stdout);
+}
+
+/* GPU_OPTS_BEAM: each kernel name searched once */
+static bool beam_seen(const char *name) {
+  static char seen[64][64];
+  static int n;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(seen[i], name)) return true;
+  if (n < 64) snprintf(seen[n++], sizeof seen[0], "%s", name);
+  return false;
+}
+
 static void print_kernel(UOp *ast, const Renderer *ren) {
   UOpScope sc = uop_scope_begin();
   UOp *pre = cg_optimize(opt_ast_with_opts(ast, NULL, 0), ren);
@@ -37,15 +133,19 @@ static void print_kernel(UOp *ast, const Renderer *ren) {
   opt_sched_init(&s, pre, ren);
   char shape[256] = "";
   int n = opt_sched_len(&s);
+  double iters = 1;
   if (n <= 64) {
     int64_t sz[64];
     AxisType ty[64];
     opt_sched_shape(&s, sz, ty);
+    for (int i = 0; i < n; i++) iters *= (double)sz[i];
     size_t at = 0;
     for (int i = 0; i < n && at + 24 < sizeof shape; i++)
       at += (size_t)snprintf(shape + at, sizeof shape - at, "%s%s%lld", i ? "," : "",
                              ty[i] == AXIS_REDUCE ? "r" : "", (long long)sz[i]);
   }
+  OptScheduler base;
+  opt_sched_copy(&base, &s);
   opt_hand_coded(&s);
   char opts[1024] = "";
   size_t at = 0;
@@ -56,7 +156,28 @@ static void print_kernel(UOp *ast, const Renderer *ren) {
   }
   UOp *low = cg_lower(opt_ast_with_opts(ast, s.applied, s.napplied), ren);
   UOp *lin = low ? cg_linearize(low) : NULL;
-  printf("%-34s [%s] %s\n", lin ? render_kernel_name(lin) : "(lowering failed)", shape, opts);
+  const char *name = lin ? render_kernel_name(lin) : "(lowering failed)";
+  printf("%-34s [%s] %s\n", name, shape, opts);
+  fflush(stdout);
+  try_lists(ast, ren, shape, &base, &s);
+  opt_sched_free(&base);
+  int64_t beam = tg_getenv_int("GPU_OPTS_BEAM", 0);
+  if (beam > 0 && lin && iters >= 1e6 * (double)tg_getenv_int("GPU_OPTS_BEAM_MITERS", 100) && !beam_seen(name)) {
+    Opt bo[OPT_LIST_MAX];
+    int nb = 0;
+    if (beam_search(ast, ren, (int)beam, bo, &nb) != TG_OK) {
+      printf("  beam: failed: %s\n", tg_last_error());
+    } else {
+      printf("  beam (%.0f M iterations):", iters / 1e6);
+      for (int i = 0; i < nb; i++) {
+        char o[64];
+        opt_format(bo[i], o, sizeof o);
+        printf(" %s", o);
+      }
+      printf("\n");
+    }
+    fflush(stdout);
+  }
   opt_sched_free(&s);
   uop_scope_end(sc);
 }
@@ -84,9 +205,32 @@ static int llm_kernels(const Renderer *ren, int64_t T) {
   return 0;
 }
 
+/* bench_gpu's conv2d figure (64x32x28x28, 64 3x3 filters, padding 1): forward, and with `bw` its two gradients */
+static int conv_kernels(const Renderer *ren, bool bw) {
+  tg_tensor *x = tg_empty_on(TG_SHAPE(64, 32, 28, 28), TG_FLOAT32, "CUDA");
+  tg_tensor *w = tg_empty_on(TG_SHAPE(64, 32, 3, 3), TG_FLOAT32, "CUDA");
+  tg_requires_grad(x, true);
+  tg_requires_grad(w, true);
+  const int64_t one[2] = {1, 1};
+  tg_tensor *y = tg_conv2d(x, w, NULL, 1, one, one, one), *g[2] = {NULL, NULL}, *wrt[2] = {x, w};
+  tg_tensor *r = tg_empty_on(TG_SHAPE(64, 64, 28, 28), TG_FLOAT32, "CUDA");
+  if (!y || (bw && tg_gradient(tg_sum(tg_mul(y, r), NULL, 0, false), (const tg_tensor *const *)wrt, 2, g) != TG_OK))
+    return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
+  UOpScope sc = uop_scope_begin();
+  UOp *roots[2] = {bw ? g[0]->uop : y->uop, bw ? g[1]->uop : NULL};
+  UOp *lin = sched_kernels(uop_sink(roots, bw ? 2 : 1));
+  if (!lin) return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
+  printf("%u kernels\n", lin->nsrc);
+  for (uint32_t i = 0; i < lin->nsrc; i++)
+    if (lin->src[i]->src[0]->op == TG_OP_SINK) print_kernel(lin->src[i]->src[0], ren);
+  uop_scope_end(sc);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const Renderer *ren = renderer_cuda();
   if (argc > 1 && !strcmp(argv[1], "llm")) return llm_kernels(ren, argc > 2 ? atoll(argv[2]) : 1);
+  if (argc > 1 && !strcmp(argv[1], "conv")) return conv_kernels(ren, argc > 2 && !strcmp(argv[2], "bw"));
   int64_t bs = argc > 1 ? atoll(argv[1]) : 512;
   tg_manual_seed(0);
   const int64_t k5[2] = {5, 5}, k3[2] = {3, 3}, k2[2] = {2, 2};

@@ -16,6 +16,10 @@ if [ ! -f /usr/include/sqlite3.h ] && [ -f .devdeps/sqlite3.h ]; then
 fi
 export CACHEDB=${CACHEDB:-$PWD/build/cache.db}
 t0=$(date +%s)
+# the device tool sends the checkout the session started in, never a helper's git worktree: a worktree's changes
+# travel only when copied into a folder of that checkout that .git/info/exclude ignores and named in `carry`
+# (e.g. .gpuwt/), with the command run from there (/work/.library/device/README.md)
+echo "== source tree: $PWD (a helper's worktree is not here unless copied into an excluded folder and carried)"
 stamp() { echo "== $1 ($(( $(date +%s) - t0 )) s)"; }
 # what the steps run (not `make all`: tg-llm needs libmicrohttpd and cJSON headers, which the GPU image lacks)
 targets=(lib build/run_tests build/run_tests_gpu build/bench_gpu build/bench_train build/beautiful_mnist build/gemm_probe

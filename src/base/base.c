@@ -219,8 +219,12 @@ int tg_debug_level(void) { return (int)tg_getenv_int("DEBUG", 0); }
 
 const char *tg_getenv_str(const char *name) { return atomic_load_explicit(&knob_of(name)->str, memory_order_acquire); }
 
+static _Atomic uint64_t knob_generation = 1;
+uint64_t tg_knobs_generation(void) { return atomic_load_explicit(&knob_generation, memory_order_acquire); }
+
 void tg_knobs_reload(void) {
   pthread_mutex_lock(&knob_lock);
+  atomic_fetch_add_explicit(&knob_generation, 1, memory_order_acq_rel);
   for (size_t i = 0; i < KNOB_SLOTS; i++) {
     Knob *k = atomic_load_explicit(&knob_table[i], memory_order_acquire);
     if (k) knob_read_env(k);

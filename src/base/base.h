@@ -104,6 +104,9 @@ int64_t tg_getenv_int(const char *name, int64_t dflt);
  * unset or empty. The string stays valid until a tg_knobs_reload() that sees a different value. */
 const char *tg_getenv_str(const char *name);
 int tg_debug_level(void); /* DEBUG */
+/* Changes at every tg_knobs_reload(): a value computed from knobs stays valid while it does not (a knob's value only
+ * changes there). */
+uint64_t tg_knobs_generation(void);
 
 /* The error slot behind tg_last_error(): set by validation code, read by the user. Returns `st`. */
 tg_status tg_set_error(tg_status st, const char *fmt, ...) TG_PRINTF(2, 3);

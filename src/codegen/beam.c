@@ -925,6 +925,53 @@ tg_status beam_search(UOp *ast, const Renderer *ren, int amt, Opt *out_opts, int
   return st;
 }
 
+tg_status beam_time_opts(UOp *ast, const Renderer *ren, const Opt *const *lists, const int *ns, size_t nlists,
+                         double *out_s) {
+  for (size_t i = 0; i < nlists; i++) out_s[i] = INFINITY;
+  if (!ast || !ren || ast->op != TG_OP_SINK)
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "beam_time_opts: a kernel SINK and a renderer are needed");
+  RtDevice *dev;
+  tg_status st = rt_device_open(ren->device ? ren->device : "CPU", &dev);
+  if (st != TG_OK) return st;
+  UOpScope sc = uop_scope_begin();
+  UOp *base_ast = base_ast_of(ast, ren);
+  if (!base_ast) {
+    st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_RUNTIME;
+    uop_scope_end(sc);
+    return st;
+  }
+  OptScheduler base;
+  opt_sched_init(&base, base_ast, ren);
+  bool host = rt_device_is_host(dev);
+  Candidate *cands = tg_calloc(nlists ? nlists : 1, sizeof *cands);
+  Candidate **live = tg_calloc(nlists ? nlists : 1, sizeof *live);
+  size_t nlive = 0;
+  for (size_t i = 0; i < nlists; i++) {
+    opt_sched_copy(&cands[i].s, &base);
+    cands[i].tm = INFINITY;
+    bool ok = true;
+    for (int k = 0; k < ns[i] && ok; k++) ok = opt_apply(&cands[i].s, lists[i][k]) == TG_OK;
+    if (ok && lower_candidate(ast, ren, host, &cands[i], 0)) live[nlive++] = &cands[i];
+    tg_clear_error();
+  }
+  if (nlive) st = compile_candidates(dev, live, nlive);
+  Scratch scratch = {0};
+  for (int round = 0; round < 3 && st == TG_OK; round++)
+    for (size_t i = 0; i < nlive && st == TG_OK; i++) {
+      if (!live[i]->compiled_ok) continue;
+      st = time_candidate(live[i], &scratch, dev, ren->has_local, INFINITY);
+      size_t at = (size_t)(live[i] - cands);
+      if (st == TG_OK && live[i]->tm < out_s[at]) out_s[at] = live[i]->tm;
+    }
+  scratch_free(&scratch);
+  for (size_t i = 0; i < nlists; i++) candidate_free(&cands[i]);
+  tg_free(cands);
+  tg_free(live);
+  opt_sched_free(&base);
+  uop_scope_end(sc);
+  return st;
+}
+
 UOp *beam_kernel_ast(UOp *ast, const Renderer *ren) {
   int64_t amt = tg_getenv_int("BEAM", 0);
   if (amt < 1 || (ast->arg.kind == ARG_KERNEL && ast->arg.kernel->has_opts_to_apply)) return ast;

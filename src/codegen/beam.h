@@ -45,6 +45,14 @@ typedef struct RtProgram RtProgram;
 tg_status beam_optimize_local_size(RtDevice *dev, const RtProgram *prog, const char *name, const RenderParam *params,
                                    size_t nparams, const int64_t global[3], int64_t local[3]);
 
+/* Time given opt lists on the kernel's device as the search times its candidates (each lowered as the engine lowers
+ * it, all compiled in one batch, then 3 rounds of the best of 3 launches on the same scratch buffers, grids over
+ * BEAM_MAX_GLOBAL_SIZE blocks halved and the time scaled back): out_s[i] is list i's best time in seconds, INFINITY
+ * where it does not apply, lower, compile or launch. For tools that compare hand-picked opts (gpu_opts). Errors: no
+ * device, a kernel whose buffers have no known size. */
+tg_status beam_time_opts(UOp *ast, const Renderer *ren, const Opt *const *lists, const int *ns, size_t nlists,
+                         double *out_s);
+
 /* Counters since the process started (tests and tools). */
 typedef struct BeamStats {
   long searches;            /* searches run (not answered by the cache) */

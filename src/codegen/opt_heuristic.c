@@ -12,21 +12,13 @@
  * GPU for reduces with few outputs (a wider small-output GROUPTOP, gpu_group_first, gpu_late_group), flat ids for elementwise
  * kernels with a narrow inner axis. beautiful_mnist's CNN train step (bench_train on DEV=CUDA, JIT): with the
  * multi-axis row reduce, the two group steps and the flat ids 197 steps/s against 151 with all four off (same run),
- * the step's kernel time (JIT=2 DEBUG=2) 8.32 -> 5.06 ms. */
-#include "cg_internal.h"
-#include "opt.h"
+ * the step's kernel time (JIT=2 DEBUG=2) 8.32 -> 5.06 ms. The direct-convolution steps live in opt_conv.c (GPU_CONV:
+ * the CNN step 386-393 steps/s against 247-257 without; GPU_CONV_TC: convs on tensor cores). */
+#include "opt_heuristic.h"
 
 #include <stdio.h>
 
-typedef struct Shape {
-  UOpVec rngs;
-  int n;
-  int64_t size[64];
-  bool known[64]; /* the size is a constant */
-  AxisType type[64];
-} Shape;
-
-static void shape_load(const OptScheduler *s, Shape *sh) {
+void opt_shape_load(const OptScheduler *s, Shape *sh) {
   sh->rngs.len = 0;
   opt_sched_rngs(s, &sh->rngs);
   sh->n = (int)TG_MIN(sh->rngs.len, 64);
@@ -39,14 +31,6 @@ static void shape_load(const OptScheduler *s, Shape *sh) {
   }
 }
 
-static bool is_upcastable(const Shape *sh, int i) {
-  return (sh->type[i] == AXIS_GLOBAL || sh->type[i] == AXIS_LOCAL || sh->type[i] == AXIS_WEAK) && sh->known[i] &&
-         sh->size[i] > 1;
-}
-static bool is_unrollable(const Shape *sh, int i) {
-  return (sh->type[i] == AXIS_GROUP_REDUCE || sh->type[i] == AXIS_REDUCE) && sh->known[i] && sh->size[i] > 1;
-}
-static bool is_reduce_type(AxisType t) { return t == AXIS_REDUCE || t == AXIS_UNROLL || t == AXIS_GROUP_REDUCE; }
 
 static int64_t upcastable_output_prod(const Shape *sh) {
   int64_t p = 1;
@@ -60,11 +44,6 @@ static int64_t upcast_size(const Shape *sh) {
     if (sh->type[i] == AXIS_UPCAST || sh->type[i] == AXIS_UNROLL) p *= sh->size[i];
   return p;
 }
-static int count_type(const Shape *sh, AxisType a, AxisType b) {
-  int c = 0;
-  for (int i = 0; i < sh->n; i++) c += sh->type[i] == a || sh->type[i] == b;
-  return c;
-}
 static int unrollable_count(const Shape *sh) {
   int c = 0;
   for (int i = 0; i < sh->n; i++) c += is_unrollable(sh, i);
@@ -77,10 +56,6 @@ static int last_unrollable(const Shape *sh) {
   return last;
 }
 
-static bool try_opt(OptScheduler *s, OptOp op, int axis, int arg) {
-  Opt o = {(int32_t)op, axis, arg};
-  return opt_apply(s, o) == TG_OK;
-}
 
 /* the INDEX nodes of the kernel (tinygrad Scheduler.bufs) and their index expressions */
 static void buffer_indexes(UOp *ast, UOpVec *out) {
@@ -112,7 +87,6 @@ static void where_gate_ranges(UOp *ast, UOpVec *out) {
   tg_vec_free(&topo);
 }
 
-static bool in_slice(UOp *root, UOp *x) { return uop_in_backward_slice(root, x); }
 
 /* The greedy upcast choice (num_strides, sum_strides, axis, amount), smallest first. */
 typedef struct UpChoice { int64_t num, sum; int axis, amt; } UpChoice;
@@ -241,7 +215,7 @@ static int largest_divisor(int64_t n, const int *cands, int ncands) {
 
 /* a matmul-like kernel: its first REDUCE adds a product of two loads (through a CAST or not); the indexes of the two
  * loads (ia, ib) in mul's source order */
-static bool sum_of_product(const OptScheduler *s, UOp **red, UOp **mul, UOp **ia, UOp **ib) {
+bool opt_sum_of_product(const OptScheduler *s, UOp **red, UOp **mul, UOp **ia, UOp **ib) {
   *red = opt_first_reduce(s->ast);
   if (!*red || (*red)->arg.red.op != TG_OP_ADD) return false;
   *mul = strip_cast((*red)->src[0]);
@@ -263,7 +237,7 @@ static int axis_of(const Shape *sh, const RangeArg *ra) {
 }
 
 /* the coefficient of rng in an index that is a sum of (constant) multiples of ranges, 0 when absent or not linear */
-static int64_t term_coef(UOp *idx, UOp *rng) {
+int64_t opt_term_coef(UOp *idx, UOp *rng) {
   UOpVec terms = {0};
   uop_split(idx, TG_OP_ADD, &terms);
   int64_t c = 0;
@@ -1324,7 +1298,7 @@ static void cpu_threads(OptScheduler *s, Shape *sh, bool tiled) {
 }
 
 /* the opt axis of the range with this id, -1 when gone */
-static int axis_of_id(const OptScheduler *s, int64_t id, int64_t *size) {
+int opt_axis_of_id(const OptScheduler *s, int64_t id, int64_t *size) {
   UOpVec r = {0};
   opt_sched_rngs(s, &r);
   int k = -1;
@@ -1354,6 +1328,7 @@ static bool hand_coded_tc(OptScheduler *s) {
   opt_sched_shape(s, NULL, types);
   int nred = 0;
   for (int i = 0; i < n; i++) nred += types[i] == AXIS_REDUCE || types[i] == AXIS_GROUP_REDUCE;
+  if (nred > 1 && tc_opt < 1 && opt_gpu_conv_tc(s, tc_select, use_tc)) return true;
   if (nred != 1 && tc_opt < 1) return false;
   for (int axis = 0; axis < 3; axis++) {
     OptScheduler tk;
@@ -1438,7 +1413,7 @@ void opt_hand_coded(OptScheduler *s) {
     for (int i = nup; i-- > 0;) try_opt(s, OPT_UPCAST, to_upcast[i], 0);
   }
 
-  if (gpu_row_reduce(s, &sh, 2048, 128) || gpu_group_first(s, &sh)) goto out;
+  if (gpu_row_reduce(s, &sh, 2048, 128) || gpu_group_first(s, &sh) || opt_gpu_conv(s)) goto out;
   if (cpu_int8_dot(s, &sh)) goto threads;
   if (cpu_row_kernel(s, &sh)) goto threads;
   tiled = cpu_matmul_tiles(s, &sh) || cpu_dot_tiles(s, &sh) || cpu_row_reduce(s, &sh) || cpu_column_reduce(s, &sh);

@@ -215,10 +215,14 @@ static uint64_t kernel_knobs(void) {
                                       "ALLOW_TF32", "TRANSCENDENTAL", "DISABLE_FAST_IDIV", "VECTOR_ACC", "DMC",
                                       "EXPAND_SSA", "THREADS", "NUM_CPU_THREADS", "BEAM_UPCAST_MAX", "BEAM_LOCAL_MAX",
                                       "BEAM_PADTO", "GPU_ROW_REDUCE", "GPU_LATE_GROUP", "GPU_WIDE_GROUPTOP",
-                                      "GPU_EW_FLAT", "GPU_GROUP_FIRST", "GPU_MATVEC_ROWS", "GPU_ROW_UPCAST"};
+                                      "GPU_EW_FLAT", "GPU_GROUP_FIRST", "GPU_MATVEC_ROWS", "GPU_ROW_UPCAST", "GPU_CONV",
+                                      "GPU_CONV_TC"};
+  static uint64_t cached, generation; /* 30 lookups per realize otherwise */
+  if (generation == tg_knobs_generation()) return cached;
   uint64_t h = 0x6b65726e656cULL;
   for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) h = tg_hash_mix(h, (uint64_t)tg_getenv_int(knobs[i], INT64_MIN));
-  return h;
+  generation = tg_knobs_generation();
+  return cached = h;
 }
 
 static Kernel *cached_kernel(UOp *ast, uint64_t knobs) {

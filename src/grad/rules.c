@@ -257,7 +257,9 @@ static UOp *grad_pass(RwCtx *rw, UOp *root, UOp **m) {
 
 static UOp *grad_contiguous_backward(RwCtx *rw, UOp *root, UOp **m) {
   TG_UNUSED(m);
-  UOp *g = mix_contiguous(incoming(rw));
+  /* a hinted CONTIGUOUS_BACKWARD (uop.h ContigHint) makes its gradient a copy with the same hint */
+  UOp *in = incoming(rw);
+  UOp *g = root->arg.kind == ARG_INT ? mix_contiguous_hint(in, (ContigHint)root->arg.i) : mix_contiguous(in);
   return grads_of(rw, root, &g, 1);
 }
 

@@ -208,6 +208,8 @@ const Renderer *renderer_clang(void) {
   r.shared_max = 32768;
   r.vector_bytes = cpu_vector_bytes();
   r.reduce_vectorize_hint = true;
+  r.gated_loads_expensive = true;
+  r.channel_inner_vectors = true;
   r.pointer_plus_terms = true;
   r.float_right_parens = true;
 #if defined(__x86_64__)

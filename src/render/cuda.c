@@ -273,6 +273,8 @@ const Renderer *renderer_cuda(void) {
   r.shared_max = 49152;
   r.vector_bytes = 16;
   r.reduce_vectorize_hint = false;
+  r.gated_loads_expensive = false; /* a masked load is one predicated load */
+  r.channel_inner_vectors = false; /* output channels are upcast in registers whatever the operand's layout */
   r.pointer_plus_terms = false;
   /* CStyleLanguage.code_for_op with CUDA's transcendentals; no MAX (a WHERE), no MULACC, no FDIV */
   static const TgOp ops[] = {TG_OP_SQRT, TG_OP_RECIPROCAL, TG_OP_NEG, TG_OP_EXP2, TG_OP_LOG2, TG_OP_SIN, TG_OP_TRUNC,

@@ -49,6 +49,12 @@ struct Renderer {
   bool inline_narrow_ints;     /* tinygrad's text: inline 8/16-bit integer ALU results (C then computes them in int,
                                   unwrapped: c.c inline_it); false (every renderer) gives them a wrapping line */
   RenderCDialect c_dialect;     /* the C renderer's dialect (CPU only) */
+  /* Which hinted copies (uop.h ContigHint) the scheduler makes for this device's kernels (schedule/callify.c); a hint
+   * the renderer does not ask for is dropped, the copy's reader reading the value where it is. */
+  bool gated_loads_expensive;  /* a masked load costs far more than a plain one (CONTIG_HINT_UNMASKED): the C compiler
+                                  turns a masked vector load into per-lane gated scalar loads; a GPU predicates it */
+  bool channel_inner_vectors;  /* the codegen keeps a conv's output channels in one vector accumulator when they are
+                                  innermost in the weight and the output gradient (CONTIG_HINT_LAYOUT; cg_expand) */
   bool dot_u8i8;               /* 4-wide unsigned x signed 8-bit dot products into int32 lanes (x86 AVX-VNNI
                                   vpdpbusd): cg_vectorize renders a vector accumulator's int8 dot lanes with it */
   int dot_u8i8_lanes;          /* the widest such vector: 16 int32 lanes with avx512vnni, else 8 (avxvnni) */

@@ -4,7 +4,8 @@
  *     BUFFER: x -> AFTER(buf, STORE(buf, x)), buf viewed in x's shape; the map records original -> buffer view;
  *   - assigns AFTER(target, STORE(target, value)) whose target is a buffer stay, and are recorded the same way;
  *     an assign into something that is not a buffer is a CONTIGUOUS of the value;
- *   - DETACH / CONTIGUOUS_BACKWARD are dropped;
+ *   - DETACH / CONTIGUOUS_BACKWARD are dropped, and so is a hinted CONTIGUOUS the device's renderer does not ask for
+ *     (uop.h ContigHint: the CPU-only copies of a conv's operands);
  *   - all writes are collected under one SINK, and every global BUFFER in it is replaced by PARAM(slot), slots in
  *     visit order, so the body's key is the same whichever buffers it runs on (the schedule cache key);
  *   - a bound Variable AFTER(var, STORE(var, CONST)) is a call input, not an assign: it gets a slot like a buffer, the
@@ -225,6 +226,11 @@ static UOp *callify_node(CallifyCtx *c, UOp *x, tg_status *st) {
   switch (uop_op(x)) {
   case TG_OP_DETACH: case TG_OP_CONTIGUOUS_BACKWARD: case TG_OP_CUSTOM_GRAD: return y->src[0];
   case TG_OP_CONTIGUOUS:
+    /* a hinted copy (uop.h ContigHint) the device's renderer does not ask for is its source, as tinygrad's graph has
+     * it (a root still gets its buffer below) */
+    if (x->arg.kind == ARG_INT && !uopmap_get(&c->realize_base, x) &&
+        !sched_device_wants_copy(sched_device(x), (int)x->arg.i))
+      return y->src[0];
     if (y->src[0]->op == TG_OP_AFTER && uop_has_buffer_identity(y->src[0]->src[0], false)) {
       /* CONTIGUOUS of an assign into a buffer: the assign's storage already is contiguous; both map to it */
       tg_vec_push(&c->res->map_from, uop_keep(x));

@@ -3,6 +3,21 @@
 
 #include "render/render.h"
 
+/* CONTIG_HINTS=0 drops every hinted copy, =1 makes every one (the H200's A/B of the old graph); unset, the renderer
+ * decides. A device without a renderer (DISK, or one not built) asks for none; the error its lookup set is not kept. */
+bool sched_device_wants_copy(const char *device, int hint) {
+  int64_t knob = tg_getenv_int("CONTIG_HINTS", -1);
+  if (knob >= 0) return knob != 0;
+  if (!device || !*device) return false;
+  bool had_error = tg_last_status() != TG_OK;
+  const Renderer *r = renderer_for_device(device);
+  if (!r && !had_error) tg_clear_error();
+  if (!r) return false;
+  if (hint == CONTIG_HINT_UNMASKED) return r->gated_loads_expensive;
+  if (hint == CONTIG_HINT_LAYOUT) return r->channel_inner_vectors;
+  return true;
+}
+
 bool sched_device_is_cpu(const char *device) {
   if (!device || !*device) return false;
   bool had_error = tg_last_status() != TG_OK;

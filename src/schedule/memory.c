@@ -60,13 +60,6 @@ static void plan_free(SpanVec *free_list, int64_t off, int64_t size) {
   }
 }
 
-typedef struct PlanBuf {
-  UOp *buf;
-  const char *device;
-  int64_t first, last, nbytes, rounded, off;
-  int lane; /* index into the device list */
-} PlanBuf;
-
 typedef struct Event { int64_t t; int open; size_t buf; } Event;
 
 static int event_cmp(const void *a, const void *b) {
@@ -76,92 +69,142 @@ static int event_cmp(const void *a, const void *b) {
   return x->buf < y->buf ? -1 : x->buf > y->buf;
 }
 
-static bool is_intermediate(const SchedResult *r, const UOp *b) {
-  for (size_t i = 0; i < r->nintermediate; i++)
-    if (r->intermediates[i] == b) return true;
-  return false;
+static bool plan_is_global(const UOp *u) {
+  return u->op == TG_OP_BUFFER && u->arg.kind == ARG_PARAM && u->arg.param->addrspace == ADDR_GLOBAL;
 }
 
-tg_status sched_memory_plan(SchedResult *r, SchedNewBuffer nb, void *ctx) {
-  if (!r->linear || r->nintermediate == 0 || tg_getenv_int("NO_MEMORY_PLANNER", 0)) return TG_OK;
-  TG_VEC(PlanBuf) bufs = {0};
+void sched_plan_free(SchedPlan *p) {
+  tg_free(p->bufs);
+  tg_free(p->lane);
+  tg_free(p->off);
+  tg_free(p->nbytes);
+  memset(p, 0, sizeof *p);
+}
+
+bool sched_plan_layout(UOp *lin, const UOpMap *inter, SchedPlan *p) {
+  memset(p, 0, sizeof *p);
+  TG_VEC(int64_t) first = {0}, last = {0}, rounded = {0};
   UOpMap index;
   uopmap_init(&index);
-  for (uint32_t i = 0; i < r->linear->nsrc; i++) {
-    UOp *call = r->linear->src[i];
+  for (uint32_t i = 0; i < lin->nsrc; i++) {
+    UOp *call = lin->src[i];
     for (uint32_t k = 1; k < call->nsrc; k++) {
       UOp *b = call->src[k];
-      if (!is_intermediate(r, b)) continue;
-      void **p = uopmap_get(&index, b);
-      if (p) { bufs.data[(uintptr_t)*p - 1].last = i; continue; }
+      if (inter ? !uopmap_get(inter, b) : !plan_is_global(b)) continue;
+      void **at = uopmap_get(&index, b);
+      if (at) { last.data[(uintptr_t)*at - 1] = i; continue; }
       Shape s;
-      int64_t numel = b->nsrc && uop_as_shape(b->src[0], &s) ? shape_numel(&s) : 1;
-      PlanBuf pb = {b, b->arg.param->device, i, i, numel * dt_itemsize(b->dtype), 0, 0, 0};
-      pb.rounded = (pb.nbytes + PLAN_BLOCK - 1) / PLAN_BLOCK * PLAN_BLOCK;
-      tg_vec_push(&bufs, pb);
-      uopmap_put(&index, b, (void *)(uintptr_t)bufs.len);
+      int64_t numel = b->nsrc && uop_as_shape(b->src[0], &s) ? shape_numel(&s) : 1, nbytes = numel * dt_itemsize(b->dtype);
+      p->bufs = tg_realloc(p->bufs, (p->n + 1) * sizeof *p->bufs);
+      p->nbytes = tg_realloc(p->nbytes, (p->n + 1) * sizeof *p->nbytes);
+      p->bufs[p->n] = b;
+      p->nbytes[p->n++] = nbytes;
+      tg_vec_push(&first, (int64_t)i);
+      tg_vec_push(&last, (int64_t)i);
+      tg_vec_push(&rounded, (nbytes + PLAN_BLOCK - 1) / PLAN_BLOCK * PLAN_BLOCK);
+      uopmap_put(&index, b, (void *)(uintptr_t)p->n);
     }
   }
   uopmap_free(&index);
-  if (bufs.len == 0) { tg_vec_free(&bufs); return TG_OK; }
-  /* one lane per device (CPU only has compute lanes: there are no copy kernels yet) */
-  const char *devices[16];
-  int ndev = 0;
-  for (size_t i = 0; i < bufs.len; i++) {
+  bool ok = p->n > 0;
+  /* one lane per device (its name as the buffer has it; "" is the default device at resolution) */
+  p->lane = tg_calloc(p->n + 1, sizeof *p->lane);
+  p->off = tg_calloc(p->n + 1, sizeof *p->off);
+  for (size_t i = 0; i < p->n && ok; i++) {
+    const char *dev = p->bufs[i]->arg.param->device;
     int d = 0;
-    while (d < ndev && strcmp(devices[d], bufs.data[i].device) != 0) d++;
-    if (d == ndev) {
-      if (ndev == 16) { tg_vec_free(&bufs); return TG_OK; } /* too many devices to plan: leave as is */
-      devices[ndev++] = bufs.data[i].device;
+    while (d < p->nlanes && strcmp(p->device[d], dev) != 0) d++;
+    if (d == p->nlanes) {
+      if (p->nlanes == SCHED_PLAN_LANES) ok = false; /* too many devices to plan: left as is */
+      else p->device[p->nlanes++] = dev;
     }
-    bufs.data[i].lane = d;
+    p->lane[i] = d;
+    p->before += rounded.data[i];
   }
-  Event *ev = tg_malloc(2 * bufs.len * sizeof *ev);
-  for (size_t i = 0; i < bufs.len; i++) {
-    ev[2 * i] = (Event){bufs.data[i].first, 1, i};
-    ev[2 * i + 1] = (Event){bufs.data[i].last + 1, 0, i};
-  }
-  qsort(ev, 2 * bufs.len, sizeof *ev, event_cmp);
-  SpanVec free_lists[16] = {{0}};
-  int64_t ends[16] = {0}, peaks[16] = {0};
-  for (size_t e = 0; e < 2 * bufs.len; e++) {
-    PlanBuf *b = &bufs.data[ev[e].buf];
-    if (ev[e].open) {
-      b->off = plan_alloc(&free_lists[b->lane], &ends[b->lane], b->rounded);
-      peaks[b->lane] = TG_MAX(peaks[b->lane], b->off + b->nbytes);
-    } else {
-      plan_free(&free_lists[b->lane], b->off, b->rounded);
+  if (ok) {
+    Event *ev = tg_malloc(2 * p->n * sizeof *ev);
+    for (size_t i = 0; i < p->n; i++) {
+      ev[2 * i] = (Event){first.data[i], 1, i};
+      ev[2 * i + 1] = (Event){last.data[i] + 1, 0, i};
     }
+    qsort(ev, 2 * p->n, sizeof *ev, event_cmp);
+    SpanVec free_lists[SCHED_PLAN_LANES] = {{0}};
+    int64_t ends[SCHED_PLAN_LANES] = {0};
+    for (size_t e = 0; e < 2 * p->n; e++) {
+      size_t b = ev[e].buf;
+      int l = p->lane[b];
+      if (ev[e].open) {
+        p->off[b] = plan_alloc(&free_lists[l], &ends[l], rounded.data[b]);
+        p->size[l] = TG_MAX(p->size[l], p->off[b] + p->nbytes[b]);
+      } else {
+        plan_free(&free_lists[l], p->off[b], rounded.data[b]);
+      }
+    }
+    for (int d = 0; d < SCHED_PLAN_LANES; d++) tg_vec_free(&free_lists[d]);
+    for (int d = 0; d < p->nlanes; d++) p->size[d] = (p->size[d] + PLAN_BLOCK - 1) / PLAN_BLOCK * PLAN_BLOCK;
+    tg_free(ev);
   }
-  tg_free(ev);
+  tg_vec_free(&first);
+  tg_vec_free(&last);
+  tg_vec_free(&rounded);
+  if (!ok) sched_plan_free(p);
+  return ok;
+}
+
+UOp *sched_plan_view(UOp *arena, const SchedPlan *p, size_t i) {
+  UOp *ss[3] = {arena, sched_weak_int(p->off[i]), sched_weak_int(p->nbytes[i])};
+  UOp *view = uop_new(TG_OP_SHRINK, DT_INT8, ss, 3, arg_none());
+  return uop_new(TG_OP_BITCAST, p->bufs[i]->dtype, &view, 1, arg_none());
+}
+
+void sched_plan_print(const SchedPlan *p, UOp *const *arenas) {
+  if (tg_debug_level() < 1) return;
+  int64_t after = 0;
+  for (int d = 0; d < p->nlanes; d++) after += arenas[d]->src[0]->arg.c.i;
+  if (p->before != after)
+    printf("memory reduced from %.2f MB -> %.2f MB, %zu -> %d bufs\n", (double)p->before / 1e6, (double)after / 1e6, p->n,
+           p->nlanes);
+}
+
+/* the intermediates as a set: looked up for every CALL argument (a train step: ~100 of them in ~120 kernels) */
+static void intermediate_set(const SchedResult *r, UOpMap *set) {
+  uopmap_init(set);
+  for (size_t i = 0; i < r->nintermediate; i++) uopmap_put(set, r->intermediates[i], r->intermediates[i]);
+}
+
+tg_status sched_memory_plan(SchedResult *r, SchedNewBuffer nb, void *ctx) {
+  if (!r->linear || r->nintermediate == 0 || r->planned || tg_getenv_int("NO_MEMORY_PLANNER", 0)) return TG_OK;
+  UOpMap inter;
+  intermediate_set(r, &inter);
+  SchedPlan p;
+  if (!sched_plan_layout(r->linear, &inter, &p)) {
+    uopmap_free(&inter);
+    return TG_OK;
+  }
   tg_status st = TG_OK;
-  UOp *arenas[16];
-  for (int d = 0; d < ndev && st == TG_OK; d++) {
-    int64_t size = (peaks[d] + PLAN_BLOCK - 1) / PLAN_BLOCK * PLAN_BLOCK;
-    arenas[d] = nb(devices[d], DT_INT8, size, ctx);
-    if (!arenas[d]) st = tg_set_error(TG_ERR_OUT_OF_MEMORY, "memory planner: could not create an arena of %lld bytes", (long long)size);
+  UOp *arenas[SCHED_PLAN_LANES];
+  for (int d = 0; d < p.nlanes && st == TG_OK; d++) {
+    arenas[d] = nb(p.device[d], DT_INT8, p.size[d], ctx);
+    if (!arenas[d])
+      st = tg_set_error(TG_ERR_OUT_OF_MEMORY, "memory planner: could not create an arena of %lld bytes", (long long)p.size[d]);
   }
-  for (int d = 0; d < 16; d++) tg_vec_free(&free_lists[d]);
-  if (st != TG_OK) { tg_vec_free(&bufs); return st; }
+  if (st != TG_OK) {
+    sched_plan_free(&p);
+    uopmap_free(&inter);
+    return st;
+  }
   UOpScope sc = uop_scope_begin();
-  UOpVec from = {0}, to = {0};
-  for (size_t i = 0; i < bufs.len; i++) {
-    PlanBuf *b = &bufs.data[i];
-    UOp *ss[3] = {arenas[b->lane], sched_weak_int(b->off), sched_weak_int(b->nbytes)};
-    UOp *view = uop_new(TG_OP_SHRINK, DT_INT8, ss, 3, arg_none());
-    tg_vec_push(&from, b->buf);
-    tg_vec_push(&to, uop_new(TG_OP_BITCAST, b->buf->dtype, &view, 1, arg_none()));
-  }
+  UOpMap to; /* intermediate -> its view of the arena */
+  uopmap_init(&to);
+  for (size_t i = 0; i < p.n; i++) uopmap_put(&to, p.bufs[i], sched_plan_view(arenas[p.lane[i]], &p, i));
   /* the kernel SINKs are not entered: only the CALL arguments change */
   UOpVec calls = {0};
   for (uint32_t i = 0; i < r->linear->nsrc; i++) {
     UOp *call = r->linear->src[i];
     UOpVec src = {0};
     for (uint32_t k = 0; k < call->nsrc; k++) {
-      UOp *s = call->src[k];
-      for (size_t j = 0; k > 0 && j < from.len; j++)
-        if (from.data[j] == s) { s = to.data[j]; break; }
-      tg_vec_push(&src, s);
+      void **v = k > 0 ? uopmap_get(&to, call->src[k]) : NULL;
+      tg_vec_push(&src, v ? (UOp *)*v : call->src[k]);
     }
     tg_vec_push(&calls, uop_replace_src(call, src.data, src.len));
     tg_vec_free(&src);
@@ -169,33 +212,27 @@ tg_status sched_memory_plan(SchedResult *r, SchedNewBuffer nb, void *ctx) {
   UOp *lin = uop_keep(uop_new(TG_OP_LINEAR, DT_VOID, calls.data, calls.len, arg_none()));
   tg_vec_free(&calls);
   uop_scope_end(sc);
-  if (tg_debug_level() >= 1) {
-    int64_t before = 0, after = 0;
-    for (size_t i = 0; i < bufs.len; i++) before += bufs.data[i].rounded;
-    for (int d = 0; d < ndev; d++) after += arenas[d]->src[0]->arg.c.i;
-    if (before != after)
-      printf("memory reduced from %.2f MB -> %.2f MB, %zu -> %d bufs\n", (double)before / 1e6, (double)after / 1e6, bufs.len, ndev);
-  }
+  sched_plan_print(&p, arenas);
   uop_drop(r->linear);
   r->linear = lin;
   /* the arenas replace the planned intermediates in the result's buffer lists */
   size_t k = 0;
   for (size_t i = 0; i < r->nnew; i++) {
-    if (is_intermediate(r, r->new_buffers[i])) uop_drop(r->new_buffers[i]);
+    if (uopmap_get(&inter, r->new_buffers[i])) uop_drop(r->new_buffers[i]);
     else r->new_buffers[k++] = r->new_buffers[i];
   }
   r->nnew = k;
   for (size_t i = 0; i < r->nintermediate; i++) r->intermediates[i] = NULL;
-  r->new_buffers = tg_realloc(r->new_buffers, (r->nnew + (size_t)ndev + 1) * sizeof(UOp *));
-  r->intermediates = tg_realloc(r->intermediates, ((size_t)ndev + 1) * sizeof(UOp *));
-  for (int d = 0; d < ndev; d++) {
+  r->new_buffers = tg_realloc(r->new_buffers, (r->nnew + (size_t)p.nlanes + 1) * sizeof(UOp *));
+  r->intermediates = tg_realloc(r->intermediates, ((size_t)p.nlanes + 1) * sizeof(UOp *));
+  for (int d = 0; d < p.nlanes; d++) {
     r->new_buffers[r->nnew++] = uop_keep(arenas[d]);
     r->intermediates[d] = arenas[d];
   }
-  r->nintermediate = (size_t)ndev;
+  r->nintermediate = (size_t)p.nlanes;
   r->planned = true;
-  tg_vec_free(&from);
-  tg_vec_free(&to);
-  tg_vec_free(&bufs);
+  uopmap_free(&to);
+  uopmap_free(&inter);
+  sched_plan_free(&p);
   return TG_OK;
 }

@@ -8,6 +8,9 @@
 /* The device's kernels are C for the host compiler (the CPU renderer): the CPU-only schedule adaptations
  * (earliest.c, the kernel buffer limit) apply there only. NULL or "" (no device) is not. */
 bool sched_device_is_cpu(const char *device);
+/* The device's renderer asks for the hinted copy `hint` (uop.h ContigHint): callify realizes a CONTIGUOUS with that
+ * hint there, and drops it elsewhere. NULL or "" (no device) does not. */
+bool sched_device_wants_copy(const char *device, int hint);
 
 /* How the device runs a row fused with its row reductions (rangeify's row rule, FUSE_ROWS): 0 not well (keep
  * tinygrad's kernels), 1 any such row (the CPU renderer: a core per row, the loops one after another), 2 a row of one

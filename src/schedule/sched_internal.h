@@ -46,6 +46,43 @@ typedef struct CallifyResult {
 tg_status sched_callify(UOp *sink, SchedNewBuffer nb, void *nbctx, CallifyResult *out);
 void sched_callify_free(CallifyResult *r);
 
+/* The memory planner's layout (memory.c) of a LINEAR's intermediates (`inter`, or NULL: every global BUFFER among the
+ * CALL arguments, as in a schedule before resolution): per buffer its lane (device), byte offset and size; per lane
+ * the arena's size. false when there is nothing to plan (or too many devices). */
+#define SCHED_PLAN_LANES 16
+typedef struct SchedPlan {
+  size_t n;
+  UOp **bufs;
+  int32_t *lane;
+  int64_t *off, *nbytes;
+  int nlanes;
+  const char *device[SCHED_PLAN_LANES]; /* the buffers' own device names (in `lin`, which must outlive the plan) */
+  int64_t size[SCHED_PLAN_LANES];
+  int64_t before; /* bytes the buffers would take unplanned (for DEBUG's line) */
+} SchedPlan;
+bool sched_plan_layout(UOp *lin, const UOpMap *inter, SchedPlan *p);
+void sched_plan_free(SchedPlan *p);
+UOp *sched_plan_view(UOp *arena, const SchedPlan *p, size_t i); /* BITCAST(SHRINK(arena, off, nbytes)) of buffer i */
+void sched_plan_print(const SchedPlan *p, UOp *const *arenas); /* DEBUG>=1: "memory reduced from ..." */
+
+/* The schedule memo (memo.c): the tensor graph's key from one walk (buffers and bound values abstracted), and per key
+ * what callify made of it and the LINEAR, so a repeated realize skips callify and the body's key. */
+typedef struct SchedMemoWalk {
+  UOpKey key;
+  UOpVec nodes;  /* post-order */
+  UOpVec leaves; /* global BUFFERs and binds, in walk order */
+} SchedMemoWalk;
+void sched_memo_walk(UOp *sink, SchedMemoWalk *w);
+void sched_memo_walk_free(SchedMemoWalk *w);
+/* A hit: cr filled as callify would (body NULL; fresh buffers from nb) and the LINEAR returned (kept by the memo),
+ * with the memory planner's layout of its intermediates (NULL: none) and the body's key it was recorded with. NULL on
+ * a miss (st TG_OK) or an error (st set). */
+UOp *sched_memo_get(const SchedMemoWalk *w, UOpKey key, SchedNewBuffer nb, void *ctx, CallifyResult *cr,
+                    const SchedPlan **plan, UOpKey *body_key, tg_status *st);
+/* Record callify's result cr, the LINEAR and the body's key for the graph of walk w (w must be the latest walk). */
+void sched_memo_put(const SchedMemoWalk *w, UOpKey key, const CallifyResult *cr, UOp *lin, UOpKey body_key);
+void sched_memo_clear(void);
+
 UOp *sched_earliest_rewrites(UOp *sink);
 UOp *sched_run_rangeify(UOp *sink);
 /* The movement op of x applied to index expressions (tinygrad apply_movement_op): in[...] of x's input from the

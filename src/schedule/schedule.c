@@ -202,6 +202,7 @@ void sched_cache_clear(void) {
   for (size_t i = 0; i < g_cache.len; i++) uop_drop(g_cache.data[i].linear);
   tg_vec_free(&g_cache);
   resolved_clear();
+  sched_memo_clear();
 }
 
 static double now_ms(void) {
@@ -215,9 +216,13 @@ static double now_ms(void) {
 static UOpKey with_schedule_knobs(UOpKey key) {
   static const char *const knobs[] = {"SPLIT_REDUCEOP", "REDUCEOP_SPLIT_THRESHOLD", "REDUCEOP_SPLIT_SIZE",
                                       "CPU_SPLIT_MIN_OUTPUT", "MATMUL_PACK", "MATMUL_TRANSPOSE", "MAX_KERNEL_BUFFERS",
-                                      "FUSE_ROWS"};
-  uint64_t h = 0x9e3779b97f4a7c15u;
-  for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) h = tg_hash_mix(h, (uint64_t)tg_getenv_int(knobs[i], INT64_MIN));
+                                      "CONTIG_HINTS", "FUSE_ROWS"};
+  static uint64_t h, generation; /* per knob reload, not per realize */
+  if (generation != tg_knobs_generation()) {
+    h = 0x9e3779b97f4a7c15u;
+    for (size_t i = 0; i < TG_ARRAY_LEN(knobs); i++) h = tg_hash_mix(h, (uint64_t)tg_getenv_int(knobs[i], INT64_MIN));
+    generation = tg_knobs_generation();
+  }
   key.lo = tg_hash_mix(key.lo, h);
   key.hi = tg_hash_mix(key.hi, ~h);
   return key;
@@ -319,9 +324,21 @@ UOp *sched_copy_calls(UOp *lin) {
   return ret;
 }
 
-static UOp *schedule_body(UOp *body, bool *hit) {
+/* tinygrad's line: DEBUG>=1 when more than one kernel, DEBUG>=3 always */
+static void print_scheduled(const UOp *lin, UOpKey key, double start, bool hit) {
+  if (lin && ((tg_debug_level() >= 1 && lin->nsrc > 1) || tg_debug_level() >= 3)) {
+    char hex[33];
+    uop_key_hex(key, hex);
+    hex[8] = 0;
+    printf("scheduled %5u kernels in %8.2f ms | %s %s | %7zu uops in cache\n", lin->nsrc, now_ms() - start,
+           hit ? " cache hit" : "CACHE MISS", hex, uop_live_count());
+  }
+}
+
+static UOp *schedule_body(UOp *body, bool *hit, UOpKey *key_out) {
   double start = now_ms();
   UOpKey key = with_schedule_knobs(uop_key(body));
+  if (key_out) *key_out = key;
   bool use_cache = tg_getenv_int("SCACHE", 1) != 0;
   UOp *lin = use_cache ? cache_get(key) : NULL;
   *hit = lin != NULL;
@@ -347,14 +364,7 @@ static UOp *schedule_body(UOp *body, bool *hit) {
     CacheEntry e = {key, uop_keep(lin)};
     tg_vec_push(&g_cache, e);
   }
-  /* tinygrad's line: DEBUG>=1 when more than one kernel, DEBUG>=3 always */
-  if (lin && ((tg_debug_level() >= 1 && lin->nsrc > 1) || tg_debug_level() >= 3)) {
-    char hex[33];
-    uop_key_hex(key, hex);
-    hex[8] = 0;
-    printf("scheduled %5u kernels in %8.2f ms | %s %s | %7zu uops in cache\n", lin->nsrc, now_ms() - start,
-           *hit ? " cache hit" : "CACHE MISS", hex, uop_live_count());
-  }
+  print_scheduled(lin, key, start, *hit);
   return lin;
 }
 
@@ -383,7 +393,7 @@ UOp *sched_kernels(UOp *sink) {
   if (sched_callify(sink, placeholder_buffer, &bc, &cr) != TG_OK) return NULL;
   UOpScope sc = uop_scope_begin();
   bool hit;
-  UOp *lin = schedule_body(cr.body, &hit);
+  UOp *lin = schedule_body(cr.body, &hit, NULL);
   lin = uop_scope_end_keep(sc, lin);
   sched_callify_free(&cr);
   return lin;
@@ -495,6 +505,25 @@ done:
   return ret;
 }
 
+/* A memo hit's intermediates as views of fresh arenas, laid out as the memory planner did at the entry's first hit
+ * (sched_memory_plan then has nothing left to do): no buffer per intermediate, no second LINEAR. */
+static tg_status planned_intermediates(const SchedPlan *p, UOpMap *fresh, SchedNewBuffer nb, void *ctx, SchedResult *out) {
+  UOp *arenas[SCHED_PLAN_LANES];
+  for (int d = 0; d < p->nlanes; d++) {
+    arenas[d] = nb(p->device[d][0] ? p->device[d] : tg_default_device(), DT_INT8, p->size[d], ctx);
+    if (!arenas[d])
+      return tg_set_error(TG_ERR_OUT_OF_MEMORY, "memory planner: could not create an arena of %lld bytes", (long long)p->size[d]);
+    out->new_buffers = tg_realloc(out->new_buffers, (out->nnew + 1) * sizeof(UOp *));
+    out->new_buffers[out->nnew++] = uop_keep(arenas[d]);
+    out->intermediates = tg_realloc(out->intermediates, (out->nintermediate + 1) * sizeof(UOp *));
+    out->intermediates[out->nintermediate++] = arenas[d];
+  }
+  for (size_t i = 0; i < p->n; i++) uopmap_put(fresh, p->bufs[i], sched_plan_view(arenas[p->lane[i]], p, i));
+  sched_plan_print(p, arenas);
+  out->planned = true;
+  return TG_OK;
+}
+
 /* Does a kernel of the schedule read the Variable PARAM `var`? (binds past the 64 that resolve_ast tracks) */
 static bool var_used(UOp *const *calls, size_t n, UOp *var) {
   bool used = false;
@@ -535,16 +564,73 @@ static tg_status collect_var_vals(const CallifyResult *cr, const Binds *binds, u
   return st;
 }
 
+/* SCHED_MEMO=2 (debugging): every memo hit is checked against callify (given the hit's fresh buffers, in order) and
+ * the schedule cache; a difference is an error of the realize. */
+typedef struct SameBuffers { const CallifyResult *hit; size_t next; } SameBuffers;
+static UOp *same_buffer(const char *device, const DType *dtype, int64_t numel, void *ctx) {
+  TG_UNUSED(device), TG_UNUSED(dtype), TG_UNUSED(numel);
+  SameBuffers *sb = ctx;
+  return sb->next < sb->hit->new_buffers.len ? sb->hit->new_buffers.data[sb->next++] : NULL;
+}
+
+static tg_status memo_verify(UOp *sink, const CallifyResult *hit, UOp *lin) {
+  SameBuffers sb = {hit, 0};
+  CallifyResult cr;
+  tg_status st = sched_callify(sink, same_buffer, &sb, &cr);
+  if (st != TG_OK) return st;
+  bool same = cr.args.len == hit->args.len && cr.map_from.len == hit->map_from.len;
+  for (size_t i = 0; same && i < cr.args.len; i++) same = cr.args.data[i] == hit->args.data[i];
+  for (size_t i = 0; same && i < cr.map_from.len; i++)
+    same = cr.map_from.data[i] == hit->map_from.data[i] && cr.map_to.data[i] == hit->map_to.data[i];
+  bool h;
+  UOp *l2 = same ? schedule_body(cr.body, &h, NULL) : NULL;
+  if (l2) l2 = sched_copy_calls(l2);
+  same = same && l2 == lin;
+  sched_callify_free(&cr);
+  return same ? TG_OK : tg_set_error(TG_ERR_RUNTIME, "schedule memo: a hit differs from callify (SCHED_MEMO=2)");
+}
+
 tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out) {
   memset(out, 0, sizeof *out);
   if (!sink || sink->op != TG_OP_SINK) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "sched_linear: expected a SINK");
   CallifyResult cr;
-  tg_status st = sched_callify(sink, nb, ctx, &cr);
-  if (st != TG_OK) return st;
+  tg_status st = TG_OK;
+  /* the memo (memo.c): a graph scheduled before, over any buffers, skips callify and the body's key */
+  bool memo = tg_getenv_int("SCACHE", 1) != 0 && tg_getenv_int("SCHED_MEMO", 1) != 0;
+  double start = now_ms();
+  SchedMemoWalk walk;
+  UOpKey mkey = {0, 0};
+  UOp *mlin = NULL;
+  const SchedPlan *mplan = NULL;
+  UOpKey bkey = mkey; /* the body's key (the schedule cache's), printed by DEBUG as on a miss */
+  if (memo) {
+    sched_memo_walk(sink, &walk);
+    mkey = with_schedule_knobs(walk.key);
+    /* a value without a device is stored on the default device: a record made under another default is not reused */
+    const char *dflt = tg_default_device();
+    mkey.hi = tg_hash_bytes(dflt, strlen(dflt), mkey.hi);
+    mlin = sched_memo_get(&walk, mkey, nb, ctx, &cr, &mplan, &bkey, &st);
+  }
+  if (!mlin && st == TG_OK) st = sched_callify(sink, nb, ctx, &cr);
+  if (st != TG_OK) {
+    if (memo) sched_memo_walk_free(&walk);
+    return st;
+  }
   UOpScope sc = uop_scope_begin();
   bool hit = false;
-  UOp *lin = cr.args.len || cr.body->nsrc ? schedule_body(cr.body, &hit) : uop_new(TG_OP_LINEAR, DT_VOID, NULL, 0, arg_none());
-  if (lin) lin = sched_copy_calls(lin);
+  UOp *lin = mlin;
+  if (mlin) {
+    hit = true;
+    g_cache_stats.hits++;
+    print_scheduled(lin, bkey, start, true);
+    if (tg_getenv_int("SCHED_MEMO", 1) == 2) st = memo_verify(sink, &cr, mlin);
+  } else {
+    lin = cr.args.len || cr.body->nsrc ? schedule_body(cr.body, &hit, &bkey)
+                                       : uop_new(TG_OP_LINEAR, DT_VOID, NULL, 0, arg_none());
+    if (lin) lin = sched_copy_calls(lin);
+    if (lin && memo) sched_memo_put(&walk, mkey, &cr, lin, bkey);
+  }
+  if (memo) sched_memo_walk_free(&walk);
   if (!lin) {
     uop_scope_end(sc);
     sched_callify_free(&cr);
@@ -554,6 +640,7 @@ tg_status sched_linear(UOp *sink, SchedNewBuffer nb, void *ctx, SchedResult *out
   for (size_t i = 0; i < cr.new_buffers.len; i++) out->new_buffers[out->nnew++] = uop_keep(cr.new_buffers.data[i]);
   UOpMap fresh;
   uopmap_init(&fresh);
+  if (mlin && mplan && !tg_getenv_int("NO_MEMORY_PLANNER", 0)) st = planned_intermediates(mplan, &fresh, nb, ctx, out);
   UOpVec calls = {0};
   Binds binds;
   binds_init(&binds, &cr);
@@ -592,6 +679,8 @@ bool sched_var_value(const SchedResult *r, const char *name, int64_t *value) {
 }
 
 UOp *sched_apply_map(const SchedResult *r, UOp *u) {
+  for (size_t i = r->nmap; i-- > 0;) /* a root the map has (the common case): no walk of its graph (the last wins, */
+    if (r->map_from[i] == u) return r->map_to[i]; /* as in uop_substitute's map) */
   return r->nmap ? uop_substitute(u, r->map_from, r->map_to, r->nmap) : u;
 }
 

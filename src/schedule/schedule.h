@@ -90,5 +90,8 @@ size_t sched_cache_size(void);
 typedef struct SchedCacheStats { long hits, misses; } SchedCacheStats;
 SchedCacheStats sched_cache_stats(void);
 void sched_cache_clear(void);
+/* Entries of the schedule memo (memo.c: a repeated graph over other buffers skips callify; SCHED_MEMO=0 turns it off;
+ * sched_cache_clear drops it too). */
+size_t sched_memo_size(void);
 
 #endif

@@ -480,15 +480,21 @@ tg_tensor *tg_eye(int64_t n, int64_t m, tg_dtype dtype) {
 
 /* Every live handle's graph with the nodes of `repl` (UOp -> UOp) replaced: tinygrad's _apply_map_to_tensors. One
  * post-order walk per handle with a memo shared across handles, so the cost is the size of the live graphs. */
-/* a node already rebuilt for an earlier handle: its sources were too, no need to walk them again */
-static bool not_yet_rebuilt(const UOp *u, void *memo) { return uopmap_get(memo, u) == NULL; }
+/* Not walked below: a node already rebuilt for an earlier handle (its sources were too), and a node the map replaces
+ * (what it becomes does not depend on its sources: the realized root's whole graph is not walked). */
+typedef struct WalkGate { UOpMap *memo, *repl; } WalkGate;
+static bool not_yet_rebuilt(const UOp *u, void *ctx) {
+  WalkGate *g = ctx;
+  return uopmap_get(g->memo, u) == NULL && uopmap_get(g->repl, u) == NULL;
+}
 
 static void apply_map_to_handles(UOpMap *repl) {
   UOpMap memo;
   uopmap_init(&memo);
+  WalkGate gate = {&memo, repl};
   for (tg_tensor *h = live_head; h; h = h->next) {
     UOpVec order = {0};
-    uop_toposort(h->uop, not_yet_rebuilt, &memo, &order);
+    uop_toposort(h->uop, not_yet_rebuilt, &gate, &order);
     for (size_t i = 0; i < order.len; i++) {
       UOp *u = order.data[i];
       if (uopmap_get(&memo, u)) continue;

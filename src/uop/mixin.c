@@ -285,6 +285,15 @@ UOp *mix_arange(double start, double stop, double step, const DType *dtype) {
 UOp *mix_contiguous(UOp *x) {
   if (!x) return NULL;
   if (dt_is_weak(x->dtype)) return x;
-  if (x->op == TG_OP_CONTIGUOUS || !mix_has_device(x) || uop_has_buffer_identity(x, false)) return x;
+  if ((x->op == TG_OP_CONTIGUOUS && x->arg.kind == ARG_NONE) || !mix_has_device(x) || uop_has_buffer_identity(x, false))
+    return x;
   return uop_alu1(TG_OP_CONTIGUOUS, x);
+}
+
+/* A copy the scheduler makes only on devices whose renderer profits from it (uop.h ContigHint); else as contiguous. */
+UOp *mix_contiguous_hint(UOp *x, ContigHint hint) {
+  if (!x) return NULL;
+  if (dt_is_weak(x->dtype) || x->op == TG_OP_CONTIGUOUS || !mix_has_device(x) || uop_has_buffer_identity(x, false))
+    return x;
+  return uop_new(TG_OP_CONTIGUOUS, x->dtype, &x, 1, arg_int(hint));
 }

@@ -316,16 +316,21 @@ UOp *mix_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64
    * 171 GFLOPS. Small convs (tinygrad's kernel-count test: 16 x 3 x 3 reads, no padding) keep one kernel.
    * The same holds for an unpadded input computed by elementwise ops (a relu fused into the conv would run once per
    * read: beautiful_mnist's conv2 forward 57.8 -> 35.4 ms per step, all kernels of the step 321 -> 314 ms); on an
-   * input that is already a buffer, CONTIGUOUS adds no kernel. */
+   * input that is already a buffer, CONTIGUOUS adds no kernel.
+   * The copy is a hint (CONTIG_HINT_UNMASKED, uop.h): the scheduler makes it only on a device whose renderer says
+   * gated loads are expensive (the CPU's C), and drops it elsewhere: on CUDA a masked load is one predicated load, and
+   * the copy was a kernel more for nothing (the 64x32x28x28 3x3 pad-1 conv on the H200: 11.5 us + a launch on 73). */
   bool big = groups > 0 && ws.d[0] / groups * ws.d[2] * ws.d[3] >= 256;
-  if (big) padded = mix_contiguous(padded);
+  if (big) padded = mix_contiguous_hint(padded, CONTIG_HINT_UNMASKED);
   /* (not in tinygrad) The weight of such a conv is read with its output channels innermost (a copy of the small weight,
    * one kernel more): the codegen then keeps 16 output channels in one vector accumulator and broadcasts each input
    * pixel (cg_expand's vector accumulators, the heuristic's window rows). Measured (2 cores, AVX-512): the
-   * 64x32x28x28 3x3 pad-1 conv 160-166 GFLOPS (pixels along a row in the vector, 28 of 48 lanes used) -> 248-257. */
+   * 64x32x28x28 3x3 pad-1 conv 160-166 GFLOPS (pixels along a row in the vector, 28 of 48 lanes used) -> 248-257.
+   * A hint too (CONTIG_HINT_LAYOUT): made only where the renderer has such vector accumulators (the CPU); the CUDA
+   * codegen upcasts output channels in registers whatever the weight's layout (6.5 us + a launch on the H200). */
   if (big && groups == 1 && ws.d[0] % 16 == 0) {
     int to_inner[4] = {1, 2, 3, 0}, back[4] = {3, 0, 1, 2};
-    w = mix_permute(mix_contiguous(mix_permute(w, to_inner, 4)), back, 4);
+    w = mix_permute(mix_contiguous_hint(mix_permute(w, to_inner, 4), CONTIG_HINT_LAYOUT), back, 4);
   }
   UOp *p = mix_pool(padded, ws.d + 2, 2, stride, dilation);
   Shape ps;
@@ -346,11 +351,11 @@ UOp *mix_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64
    * 16+ input channels: conv1's (1 input channel) weight gradient is too small to pay for a 9.4M-element transpose.
    * Measured (2 cores, AVX-512, beautiful_mnist at batch 512): conv2's weight gradient 73 -> 55 ms per step, conv3's
    * and conv4's 13 + 21 -> 14 + 15 ms; all kernels of the step 314 -> 266 ms; train_cnn 2.82-3.03 -> 3.06-3.26
-   * steps/s, runs interleaved. */
+   * steps/s, runs interleaved. The gradient's copy is a CONTIG_HINT_LAYOUT hint (made on the CPU only, as above). */
   if (y && big && groups == 1 && cout % 16 == 0 && cin >= 16) {
     int to_inner[4] = {0, 2, 3, 1}, back[4] = {0, 3, 1, 2};
     UOp *yc = mix_permute(y, to_inner, 4);
-    yc = uop_new(TG_OP_CONTIGUOUS_BACKWARD, yc->dtype, &yc, 1, arg_none());
+    yc = uop_new(TG_OP_CONTIGUOUS_BACKWARD, yc->dtype, &yc, 1, arg_int(CONTIG_HINT_LAYOUT));
     y = mix_permute(yc, back, 4);
   }
   return y;

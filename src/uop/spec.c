@@ -398,7 +398,10 @@ static UOp *reject_multi_device(RwCtx *rw, UOp *x, UOp **m) {
 
 static UOp *check_passthrough(RwCtx *rw, UOp *root, UOp **m) {
   UOp *x = m[0];
-  if (root->arg.kind != ARG_NONE) return reject(rw, "%s takes no arg", uop_op_name(uop_op(root)));
+  bool hint = root->op != TG_OP_DETACH && root->arg.kind == ARG_INT &&
+              (root->arg.i == CONTIG_HINT_UNMASKED || root->arg.i == CONTIG_HINT_LAYOUT);
+  if (root->arg.kind != ARG_NONE && !hint)
+    return reject(rw, "%s takes no arg%s", uop_op_name(uop_op(root)), root->op == TG_OP_DETACH ? "" : " but a ContigHint");
   return judge(rw, matches_dtype(x, root->dtype), "it must keep its source's dtype");
 }
 
@@ -620,7 +623,8 @@ static OpShape op_shape(TgOp op) {
   case TG_OP_PAD: case TG_OP_SHRINK: return (OpShape){3, 3, -1};
   case TG_OP_PERMUTE: return (OpShape){1, 1, ARG_PERM};
   case TG_OP_FLIP: return (OpShape){1, 1, ARG_FLIP};
-  case TG_OP_DETACH: case TG_OP_CONTIGUOUS: case TG_OP_CONTIGUOUS_BACKWARD: return (OpShape){1, 1, ARG_NONE};
+  case TG_OP_DETACH: return (OpShape){1, 1, ARG_NONE};
+  case TG_OP_CONTIGUOUS: case TG_OP_CONTIGUOUS_BACKWARD: return (OpShape){1, 1, -1}; /* none, or a ContigHint */
   case TG_OP_CUSTOM_GRAD: return (OpShape){2, -1, ARG_STR};
   case TG_OP_COPY: return (OpShape){1, 1, ARG_STR};
   case TG_OP_ALLREDUCE: return (OpShape){1, 1, ARG_OP};

@@ -473,9 +473,12 @@ const DType *uop_derive_dtype(TgOp op, UOp *const *src, size_t nsrc, const Arg *
 /* ------------------------------------------------------------------------------------------------------------ */
 /* creation                                                                                                       */
 
-static uint64_t node_hash(TgOp op, const DType *dt, UOp *const *src, size_t nsrc, uint64_t arg_h, uint32_t tag) {
-  uint64_t h = tg_hash_mix((uint64_t)op * 0x100000001b3ULL, (uint64_t)(uintptr_t)dt);
-  h = tg_hash_mix(h, arg_h ^ ((uint64_t)tag << 32));
+static uint64_t label_hash(TgOp op, const DType *dt, uint64_t arg_h, uint32_t tag) {
+  return tg_hash_mix(tg_hash_mix((uint64_t)op * 0x100000001b3ULL, (uint64_t)(uintptr_t)dt), arg_h ^ ((uint64_t)tag << 32));
+}
+
+static uint64_t node_hash(uint64_t label, UOp *const *src, size_t nsrc) {
+  uint64_t h = label;
   for (size_t i = 0; i < nsrc; i++) h = tg_hash_mix(h, (uint64_t)(uintptr_t)src[i]);
   h = tg_hash_mix(h, nsrc);
   /* final avalanche (murmur3 fmix64): the table indexes by the low bits */
@@ -494,7 +497,8 @@ UOp *uop_new_tagged(TgOp op, const DType *dtype, UOp *const *src, size_t nsrc, A
   if (!dtype) dtype = DT_VOID;
   NormArg na;
   norm_arg_init(&na, &arg);
-  uint64_t h = node_hash(op, dtype, src, nsrc, hash_arg_normalized(&na.arg, na.payload), tag);
+  uint64_t lh = label_hash(op, dtype, hash_arg_normalized(&na.arg, na.payload), tag);
+  uint64_t h = node_hash(lh, src, nsrc);
   if (itab.cap) {
     for (UOp *u = itab.buckets[h & (itab.cap - 1)]; u; u = u->next) {
       if (u->hash != h || u->op != op || u->dtype != dtype || u->nsrc != nsrc || u->tag != tag) continue;
@@ -514,6 +518,7 @@ UOp *uop_new_tagged(TgOp op, const DType *dtype, UOp *const *src, size_t nsrc, A
   u->tag = tag;
   u->dtype = dtype;
   u->hash = h;
+  u->lhash = lh;
   u->serial = ++itab.serial;
   u->arg = na.arg;
   if (payload) {

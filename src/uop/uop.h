@@ -163,6 +163,8 @@ struct UOp {
   const DType *dtype;
   Arg arg;
   uint64_t hash;      /* intern hash (in-process) */
+  uint64_t lhash;     /* hash of op, dtype, arg and tag without the sources (in-process): the schedule memo's label */
+  uint32_t walk, walk_idx; /* scratch of the schedule memo's walk (epoch, post-order index); not identity */
   uint64_t serial;    /* creation number, for deterministic tie-breaks within one run */
   UOp *next;          /* intern chain */
   i128 vmin, vmax;    /* cached bounds, valid when UOP_F_BOUNDS */
@@ -241,6 +243,14 @@ size_t uop_variables(UOp *root, UOp ***out);
 /* tinygrad's has_buffer_identity: u is a BUFFER (or PARAM) seen through RESHAPE/UNSHARD/MSELECT (and AFTER when
  * after_ok), so writing u writes that buffer. */
 bool uop_has_buffer_identity(const UOp *u, bool after_ok);
+/* The arg of a CONTIGUOUS / CONTIGUOUS_BACKWARD (not in tinygrad): ARG_NONE is tinygrad's contiguous, realized on every
+ * device; an ARG_INT ContigHint marks a copy only some code generators profit from. The graph builder says which copies
+ * could help (mixin_reduce.c mix_conv2d); the scheduler realizes a hinted copy on a device whose renderer asks for it
+ * (render.h Renderer.gated_loads_expensive / channel_inner_vectors) and drops it elsewhere (schedule/callify.c). */
+typedef enum ContigHint {
+  CONTIG_HINT_UNMASKED = 1, /* a padded value read many times: copied, the reads need no masks */
+  CONTIG_HINT_LAYOUT = 2,   /* a conv operand with its output channels innermost, for vector accumulators over them */
+} ContigHint;
 
 /* ---- scopes and references ---- */
 typedef size_t UOpScope;

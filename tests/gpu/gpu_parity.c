@@ -171,6 +171,21 @@ static tg_tensor *b_gather(tg_tensor *const *in) {
   tg_tensor *idx = tg_cast(tg_mul(tg_add(tg_abs(in[1]), tg_const_float(0)), tg_const_float(7.99)), TG_INT32);
   return tg_gather(in[0], 1, idx);
 }
+/* an unpadded conv (the CNN's), and its weight and input gradients of sum(y^2) */
+static tg_tensor *conv_valid(tg_tensor *x, tg_tensor *w) {
+  return tg_conv2d(x, w, NULL, 1, NULL, (const int64_t[]){0, 0}, NULL);
+}
+static tg_tensor *conv_grad(tg_tensor *const *in, int which) {
+  tg_tensor *y = conv_valid(in[0], in[1]);
+  tg_tensor *loss = y ? tg_sum(tg_mul(y, y), NULL, 0, false) : NULL;
+  const tg_tensor *wrt[1] = {in[which]};
+  tg_tensor *g = NULL;
+  return loss && tg_gradient(loss, wrt, 1, &g) == TG_OK ? g : NULL;
+}
+static tg_tensor *b_conv2d_valid(tg_tensor *const *in) { return conv_valid(in[0], in[1]); }
+static tg_tensor *b_conv2d_wgrad(tg_tensor *const *in) { return conv_grad(in, 1); }
+static tg_tensor *b_conv2d_dgrad(tg_tensor *const *in) { return conv_grad(in, 0); }
+
 static tg_tensor *b_conv2d(tg_tensor *const *in) {
   return tg_conv2d(in[0], in[1], NULL, 1, (const int64_t[]){1, 1}, (const int64_t[]){1, 1}, (const int64_t[]){1, 1});
 }
@@ -243,4 +258,15 @@ static const Case cases[] = {
 void gpu_suite_gpu_parity(void) {
   if (!gpu_require_cuda()) return;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+  /* convs under ALLOW_TF32=1: the forward conv and the input gradient on tensor cores (opt_heuristic.c gpu_conv_tc:
+   * M = the output row padded 20 -> 32 / 22 -> 32), the weight gradient in fp32. TF32 keeps 10 mantissa bits, so NMSE
+   * within 1e-5 (fp32: 1e-10). The kernel cache is keyed by ALLOW_TF32. */
+  static const Case tf32[] = {
+      {"conv2d_tf32", b_conv2d_valid, 2, F32, {{8, 16, 6, 22}, {32, 16, 3, 3}}, 1e-5},
+      {"conv2d_wgrad_tf32", b_conv2d_wgrad, 2, F32, {{8, 16, 6, 22}, {32, 16, 3, 3}}, 1e-5},
+      {"conv2d_dgrad_tf32", b_conv2d_dgrad, 2, F32, {{8, 16, 6, 22}, {32, 16, 3, 3}}, 1e-5},
+  };
+  test_setenv("ALLOW_TF32", "1");
+  for (size_t i = 0; i < sizeof tf32 / sizeof tf32[0]; i++) run_case(&tf32[i]);
+  test_unsetenv("ALLOW_TF32");
 }
