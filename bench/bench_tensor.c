@@ -108,24 +108,27 @@ int main(void) {
     printf("sum_axis0_4096x4096 %.2f GB/s c_loop %.2f\n", bytes / best / 1e9, bytes / best_peer / 1e9);
   }
 
-  /* softmax over the last axis of (4096, 1024) */
-  int64_t sm_shape[2] = {4096, 1024};
-  tg_tensor *x = tg_from_floats(ha, sm_shape, 2);
-  best = best_peer = 1e9;
-  for (int r = 0; r < RUNS; r++) {
-    tg_scope sc = tg_scope_begin();
-    tg_tensor *y = tg_softmax(x, -1);
-    double t0 = now();
-    if (tg_realize(y) != TG_OK) die("softmax");
-    double dt = now() - t0;
-    if (r > 0 && dt < best) best = dt;
-    tg_scope_end(sc);
-    t0 = now();
-    peer_softmax(ha, hout, 4096, 1024);
-    dt = now() - t0;
-    if (dt < best_peer) best_peer = dt;
+  /* softmax over the last axis of (4096, 1024) and (4096, 4096) (one kernel each: the row rule, FUSE_ROWS) */
+  for (int cols = 1024; cols <= 4096; cols *= 4) {
+    int64_t sm_shape[2] = {4096, cols};
+    tg_tensor *x = tg_from_floats(ha, sm_shape, 2);
+    best = best_peer = 1e9;
+    for (int r = 0; r < RUNS; r++) {
+      tg_scope sc = tg_scope_begin();
+      tg_tensor *y = tg_softmax(x, -1);
+      double t0 = now();
+      if (tg_realize(y) != TG_OK) die("softmax");
+      double dt = now() - t0;
+      if (r > 0 && dt < best) best = dt;
+      tg_scope_end(sc);
+      t0 = now();
+      peer_softmax(ha, hout, 4096, cols);
+      dt = now() - t0;
+      if (dt < best_peer) best_peer = dt;
+    }
+    printf("softmax_4096x%d %.3f ms c_loop %.3f\n", cols, best * 1e3, best_peer * 1e3);
+    tg_release(x);
   }
-  printf("softmax_4096x1024 %.3f ms c_loop %.3f\n", best * 1e3, best_peer * 1e3);
 
   /* realize of a cached 1-element kernel: graph built, schedule cache hit, kernel cache hit, launch */
   int64_t one[1] = {1};

@@ -49,11 +49,12 @@ for name in elementwise_relu_fma_16M sum_16M sum_axis0_4096x4096; do
   set -- $line
   echo "bench $name ours=$2 $3 c_loop=$5 ratio=$(awk -v a="$2" -v b="$5" 'BEGIN { printf "%.2f", a / b }')"
 done
-line=$(echo "$tensor" | awk '$1 == "softmax_4096x1024"')
-if [ -n "$line" ]; then
+for name in softmax_4096x1024 softmax_4096x4096; do
+  line=$(echo "$tensor" | awk -v n="$name" '$1 == n')
+  [ -z "$line" ] && continue
   set -- $line
-  echo "bench softmax_4096x1024 ours=$2 $3 c_loop=$5 ratio=$(awk -v a="$2" -v b="$5" 'BEGIN { printf "%.2f", b / a }')"
-fi
+  echo "bench $name ours=$2 $3 c_loop=$5 ratio=$(awk -v a="$2" -v b="$5" 'BEGIN { printf "%.2f", b / a }')"
+done
 line=$(echo "$tensor" | awk '$1 == "launch_1elem"')
 if [ -n "$line" ]; then
   set -- $line

@@ -13,6 +13,7 @@ typedef struct kc_case {
   int kernels;      /* kernels tinygrad schedules to realize the outputs */
   /* builds the outputs into out[0..3] (inside the caller's scope); returns how many, 0 on error (tg_last_error) */
   int (*build)(tg_tensor **out);
+  int fused;        /* ours with the row rule (FUSE_ROWS, schedule/rangeify.c) on the CPU; 0: the same as tinygrad */
 } kc_case;
 
 const kc_case *kernel_count_cases(size_t *n);

@@ -399,14 +399,22 @@ static void check_kernel_counts(void) {
   CHECK(tg_backward(tg_sum(tg_softmax(x, -1), NULL, 0, false)) == TG_OK);
   tg_tensor *xg = tg_grad(x);
   k = kernels_for(&xg, 1);
+  CHECK_MSG(k == 1, "softmax backward: %d kernels, 1 with the row rule (FUSE_ROWS): every reduce is per row", k);
+  test_setenv("FUSE_ROWS", "0"); /* no cache clear: the schedule cache key includes the knob */
+  k = kernels_for(&xg, 1);
   CHECK_MSG(k == 4, "softmax backward: %d kernels, tinygrad 4", k);
+  test_unsetenv("FUSE_ROWS");
 
   tg_tensor *y = tg_empty(TG_SHAPE(4, 12, 64, 64), TG_FLOAT32);
   tg_requires_grad(y, true);
   CHECK(tg_backward(tg_sum(tg_logsumexp(y, -1, false), NULL, 0, false)) == TG_OK);
   tg_tensor *yg = tg_grad(y);
   k = kernels_for(&yg, 1);
+  CHECK_MSG(k == 1, "logsumexp backward: %d kernels, 1 with the row rule (FUSE_ROWS)", k);
+  test_setenv("FUSE_ROWS", "0");
+  k = kernels_for(&yg, 1);
   CHECK_MSG(k == 3, "logsumexp backward: %d kernels, tinygrad 3", k);
+  test_unsetenv("FUSE_ROWS");
 
   tg_tensor *m1 = tg_empty(TG_SHAPE(64, 64), TG_FLOAT32), *m2 = tg_empty(TG_SHAPE(64, 64), TG_FLOAT32);
   tg_requires_grad(m1, true);

@@ -485,6 +485,7 @@ static int kc_center(tg_tensor **out) {
   tg_tensor *x = R(16, 32);
   return (out[0] = tg_sub(x, tg_mean(x, TG_AXES(1), true))) != NULL;
 }
+static int kc_layernorm(tg_tensor **out) { return (out[0] = tg_layernorm(R(16, 32), NULL, 0, 1e-5)) != NULL; }
 static int kc_argmax(tg_tensor **out) { return (out[0] = tg_argmax(R(16, 32), -1, false)) != NULL; }
 static int kc_two_outputs(tg_tensor **out) {
   tg_tensor *x = R(16, 32);
@@ -500,26 +501,28 @@ static int kc_arange(tg_tensor **out) { return (out[0] = tg_arange(0, 10, 1, TG_
 
 /* tinygrad's counts at the reference commit, re-measured with Tensor.schedule_linear on these shapes */
 static const kc_case kc_cases[] = {
-    {"a@b", 1, kc_matmul},
-    {"(a@b).relu()", 1, kc_matmul_relu},
-    {"x.sum()", 1, kc_sum},
-    {"x.sum(1)+1", 1, kc_sum1_add},
-    {"x.exp().sum()", 1, kc_exp_sum},
-    {"((x+1)*2).exp().sqrt()", 1, kc_chain},
-    {"x.cat(x)", 1, kc_cat},
-    {"x.cumsum(-1)", 1, kc_cumsum},
-    {"x.conv2d(w)", 1, kc_conv},
-    {"x.conv2d(w).relu()", 1, kc_conv_relu},
-    {"x.max_pool2d()", 1, kc_maxpool},
-    {"x[idx_tensor]", 1, kc_gather},
-    {"x.softmax(-1)", 3, kc_softmax},
-    {"x.log_softmax(-1)", 3, kc_log_softmax},
-    {"x - x.mean(1, keepdim=True)", 2, kc_center},
-    {"x.argmax(-1)", 2, kc_argmax},
-    {"Tensor.realize(x+1, x*2)", 2, kc_two_outputs},
-    {"Tensor.rand(10)", 2, kc_rand},
-    {"Tensor.randn(10)", 3, kc_randn},
-    {"Tensor.arange(10)", 0, kc_arange},
+    {"a@b", 1, kc_matmul, 0},
+    {"(a@b).relu()", 1, kc_matmul_relu, 0},
+    {"x.sum()", 1, kc_sum, 0},
+    {"x.sum(1)+1", 1, kc_sum1_add, 0},
+    {"x.exp().sum()", 1, kc_exp_sum, 0},
+    {"((x+1)*2).exp().sqrt()", 1, kc_chain, 0},
+    {"x.cat(x)", 1, kc_cat, 0},
+    {"x.cumsum(-1)", 1, kc_cumsum, 0},
+    {"x.conv2d(w)", 1, kc_conv, 0},
+    {"x.conv2d(w).relu()", 1, kc_conv_relu, 0},
+    {"x.max_pool2d()", 1, kc_maxpool, 0},
+    {"x[idx_tensor]", 1, kc_gather, 0},
+    /* the row rule keeps a row reduce consumed through a broadcast in its consumer's kernel: 1 kernel each */
+    {"x.softmax(-1)", 3, kc_softmax, 1},
+    {"x.log_softmax(-1)", 3, kc_log_softmax, 1},
+    {"x - x.mean(1, keepdim=True)", 2, kc_center, 1},
+    {"x.argmax(-1)", 2, kc_argmax, 1},
+    {"x.layernorm()", 3, kc_layernorm, 1},
+    {"Tensor.realize(x+1, x*2)", 2, kc_two_outputs, 0},
+    {"Tensor.rand(10)", 2, kc_rand, 0},
+    {"Tensor.randn(10)", 3, kc_randn, 0},
+    {"Tensor.arange(10)", 0, kc_arange, 0},
 };
 
 const kc_case *kernel_count_cases(size_t *n) {

@@ -1615,6 +1615,42 @@ static void gpu_step_ast(const char *name, UOp *ast, const char *want, const cha
   uop_scope_end(sc);
 }
 
+/* the CUDA source of a fused row (gpu_row_kernel): the row on one block's threads, one thread index for the store loop
+ * and both reductions, each element of the row loaded once (u loads a thread), two barriers, and NVRTC takes it */
+static int count_of(const char *s, const char *what) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what)) n++;
+  return n;
+}
+
+static void check_row_kernel_source(tg_tensor *t, int u) {
+  const Renderer *cuda = renderer_cuda();
+  UOpScope sc = uop_scope_begin();
+  UOp *ast = kernel_of(t);
+  OptScheduler s;
+  if (!ast || !sched_of(&s, ast, cuda)) {
+    uop_scope_end(sc);
+    return;
+  }
+  opt_hand_coded(&s);
+  UOp *lin = lower_linear(ast, s.applied, s.napplied, cuda);
+  char *src = lin ? render_cuda(cuda, lin) : NULL;
+  CHECK_MSG(src != NULL, "softmax row kernel: %s", tg_last_error());
+  if (src) {
+    bool ok = count_of(src, "threadIdx.") == 1 && count_of(src, "blockIdx.") == 1 && count_of(src, "__syncthreads()") == 2 &&
+              count_of(src, "(*(data1_") == u && count_of(src, "*(data0_") == u && count_of(src, "__shared__") == 2;
+    CHECK_MSG(ok, "softmax row kernel: not a block-cooperative row of %d elements a thread:\n%s", u, src);
+    const char *why = NULL;
+    const NvrtcApi *nvrtc = nvrtc_api(&why);
+    char *log = NULL;
+    if (nvrtc) CHECK_MSG(nvrtc_compiles(nvrtc, src, &log), "NVRTC rejects the row kernel:\n%s\n%s", log ? log : "", src);
+    free(log);
+    tg_free(src);
+  }
+  opt_sched_free(&s);
+  uop_scope_end(sc);
+}
+
 static void test_gpu_heuristic_steps(void) {
   tg_scope ts = tg_scope_begin();
   int ax1 = 1;
@@ -1637,6 +1673,15 @@ static void test_gpu_heuristic_steps(void) {
   gpu_step("matmul 64x256x64", tg_matmul(fl(64, 256), fl(256, 64)),
            "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16,GROUPTOP:0:4", "GPU_LATE_GROUP",
            "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,LOCAL:0:8,LOCAL:1:16");
+  /* gpu_row_kernel: softmax, log_softmax, layernorm over rows of 1024 in one kernel (the row rule): the row on 128
+   * threads of a block, 8 elements a thread, in the store loop and each reduce alike */
+  int axm1 = -1;
+#define ROW_OPTS "LOCAL:1:128,UPCAST:1:0,GROUP:0:128,UNROLL:1:0,GROUP:0:128,UNROLL:2:0"
+#define ROW_OPTS_OFF "UNROLL:1:4,GROUP:1:32,LOCAL:1:4" /* gpu_row_reduce on one reduce, every thread loops the other */
+  gpu_step("softmax 8x1024", tg_softmax(fl(8, 1024), -1), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
+  gpu_step("log_softmax 8x1024", tg_log_softmax(fl(8, 1024), -1), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
+  gpu_step("layernorm 8x1024", tg_layernorm(fl(8, 1024), &axm1, 1, 1e-5), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
+  check_row_kernel_source(tg_softmax(fl(8, 4096), -1), 32); /* 128 threads, 32 lanes (two UPCASTs: 16 and 2) */
   /* gpu_conv: a conv forward [2, 8, 8, 8 | r4, r3, r3] takes ox by 4, co by 4, kx unrolled, a block of co x ox x 4
    * rows; its weight gradient [8, 4, 3, 3 | r2, r8, r8] kx whole, ci by 2, co by 4, x unrolled by 4, a block of co x ci
    * and GROUP 4 on y (few threads) */

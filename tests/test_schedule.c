@@ -362,6 +362,7 @@ static void check_sched_linear(void) {
 static void check_memory_plan(void) {
   UOpScope sc = uop_scope_begin();
   sched_cache_clear();
+  test_setenv("FUSE_ROWS", "0"); /* the row rule would make the chain one kernel, with no intermediate to plan */
   UOp *root = uop_parse("(ADD.float " VIEW48(BUF(9, 32)) " " COL(STEP(STEP(RED1(VIEW48(BUF(9, 32)))))) ")");
   CHECK(root != NULL);
   SchedResult r;
@@ -383,18 +384,20 @@ static void check_memory_plan(void) {
   }
   sched_result_free(&r);
   sched_cache_clear();
+  test_unsetenv("FUSE_ROWS");
   uop_scope_end(sc);
 }
 
 /* reference 6.5's forward rows built through the public API (tests/kernel_counts.h, shared with test_ops.c): the
  * scheduler must schedule as many kernels as tinygrad for the graphs the tensor layer really builds */
-static void check_kernel_count_table(void) {
+static void check_kernel_count_table_with(bool fuse_rows) {
   size_t n;
   const kc_case *kc = kernel_count_cases(&n);
+  test_setenv("FUSE_ROWS", fuse_rows ? "16384" : "0"); /* no cache clear: the schedule cache key includes the knob */
   for (size_t i = 0; i < n; i++) {
     /* rand assigns its device RNG counter as tinygrad's does (one kernel of the count); a fresh counter per row, as a
      * fresh tinygrad process has */
-    int want = kc[i].kernels;
+    int want = fuse_rows && kc[i].fused ? kc[i].fused : kc[i].kernels;
     tg_manual_seed(0);
     tg_scope s = tg_scope_begin();
     UOpScope sc = uop_scope_begin();
@@ -412,6 +415,13 @@ static void check_kernel_count_table(void) {
     tg_scope_end(s);
   }
   sched_cache_clear();
+  test_unsetenv("FUSE_ROWS");
+}
+
+/* tinygrad's counts with the row rule off (FUSE_ROWS=0), ours with it on (fewer for row reduces under a broadcast) */
+static void check_kernel_count_table(void) {
+  check_kernel_count_table_with(false);
+  check_kernel_count_table_with(true);
 }
 
 /* ---- pack_matmul_operand (schedule/earliest.c), a CPU adaptation tinygrad does not have ----
@@ -718,8 +728,96 @@ static void check_contiguous_backward_root(void) {
   tg_scope_end(ts);
 }
 
+/* ---- the row rule (FUSE_ROWS, schedule/rangeify.c) ----
+ * softmax, log_softmax and layernorm over the last axis are one kernel each on the CPU, with the values of plain C
+ * loops; on CUDA (scheduled here without a GPU: tensors on the device, not realized) one kernel too, while a row of
+ * two axes (the block-cooperative row takes one) and attention's softmax consumed by the matmul with v keep theirs. */
+static int row_kernels_of(tg_tensor *t) {
+  if (!t) return -1;
+  UOpScope sc = uop_scope_begin();
+  UOp *root = t->uop, *lin = sched_kernels(uop_sink(&root, 1));
+  int n = lin ? (int)lin->nsrc : -1;
+  uop_scope_end(sc);
+  return n;
+}
+
+static void check_row_rule_values(int op, int64_t rows, int64_t n) {
+  tg_scope ts = tg_scope_begin();
+  float *x = malloc((size_t)(rows * n) * sizeof(float)), *got = malloc((size_t)(rows * n) * sizeof(float));
+  uint32_t seed = 7;
+  for (int64_t i = 0; i < rows * n; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    x[i] = (float)(seed >> 9) / (float)(1u << 23) * 8.0f - 4.0f;
+  }
+  int64_t sh[2] = {rows, n};
+  int axm1 = -1;
+  tg_tensor *t = tg_from_floats(x, sh, 2);
+  tg_tensor *y = op == 0 ? tg_softmax(t, -1) : op == 1 ? tg_log_softmax(t, -1) : tg_layernorm(t, &axm1, 1, 1e-5);
+  const char *name = op == 0 ? "softmax" : op == 1 ? "log_softmax" : "layernorm";
+  CHECK_MSG(row_kernels_of(y) == 1, "%s (%lld, %lld): %d kernels, 1 with the row rule", name, (long long)rows,
+            (long long)n, row_kernels_of(y));
+  tg_status st = tg_to_host(y, got, (size_t)(rows * n) * sizeof(float));
+  CHECK_MSG(st == TG_OK, "%s: %s", name, tg_last_error());
+  double worst = 0;
+  for (int64_t r = 0; r < rows && st == TG_OK; r++) {
+    const float *xr = x + r * n;
+    double mx = -INFINITY, sum = 0, mean = 0, var = 0;
+    for (int64_t j = 0; j < n; j++) mx = fmax(mx, xr[j]), mean += xr[j];
+    mean /= (double)n;
+    for (int64_t j = 0; j < n; j++) sum += exp(xr[j] - mx), var += (xr[j] - mean) * (xr[j] - mean);
+    var /= (double)n;
+    for (int64_t j = 0; j < n; j++) {
+      double want = op == 0 ? exp(xr[j] - mx) / sum : op == 1 ? xr[j] - mx - log(sum) : (xr[j] - mean) / sqrt(var + 1e-5);
+      worst = fmax(worst, fabs(got[r * n + j] - want) / (fabs(want) + 1e-3));
+    }
+  }
+  CHECK_MSG(worst < 1e-4, "%s (%lld, %lld): relative error %g against plain C", name, (long long)rows, (long long)n, worst);
+  free(x);
+  free(got);
+  tg_scope_end(ts);
+}
+
+static void check_row_rule(void) {
+  sched_cache_clear();
+  for (int op = 0; op < 3; op++) {
+    check_row_rule_values(op, 6, 300);
+    check_row_rule_values(op, 3, 4096);
+  }
+  tg_scope ts = tg_scope_begin();
+  int64_t sh[2] = {64, 1024}, sh3[3] = {8, 16, 64};
+  int axm1 = -1, ax12[2] = {1, 2};
+  tg_tensor *c = tg_empty_on(sh, 2, TG_FLOAT32, "CUDA");
+  CHECK_EQ_INT(row_kernels_of(tg_softmax(c, -1)), 1);
+  CHECK_EQ_INT(row_kernels_of(tg_log_softmax(c, -1)), 1);
+  CHECK_EQ_INT(row_kernels_of(tg_layernorm(c, &axm1, 1, 1e-5)), 1);
+  /* x - x.mean((1, 2)): a row of two axes is one kernel on the CPU, two on CUDA */
+  tg_tensor *c3 = tg_empty_on(sh3, 3, TG_FLOAT32, "CUDA"), *h3 = tg_empty(TG_SHAPE(8, 16, 64), TG_FLOAT32);
+  CHECK_EQ_INT(row_kernels_of(tg_sub(c3, tg_mean(c3, ax12, 2, true))), 2);
+  CHECK_EQ_INT(row_kernels_of(tg_sub(h3, tg_mean(h3, ax12, 2, true))), 1);
+  /* a row of 10007 (a prime): no block of 1024 threads x 32 lanes takes it on CUDA; the CPU does */
+  tg_tensor *cp = tg_empty_on((int64_t[]){4, 10007}, 2, TG_FLOAT32, "CUDA"), *hp = tg_empty(TG_SHAPE(4, 10007), TG_FLOAT32);
+  CHECK_EQ_INT(row_kernels_of(tg_softmax(cp, -1)), 3);
+  CHECK_EQ_INT(row_kernels_of(tg_softmax(hp, -1)), 1);
+  /* attention: the softmax of the scores is one kernel, the scores and the product with v each their own */
+  int64_t qs[4] = {1, 2, 16, 8};
+  tg_tensor *q = tg_empty(qs, 4, TG_FLOAT32), *k = tg_empty(qs, 4, TG_FLOAT32), *v = tg_empty(qs, 4, TG_FLOAT32);
+  CHECK_EQ_INT(row_kernels_of(tg_scaled_dot_product_attention(q, k, v, NULL, 0, false)), 3);
+  test_setenv("FUSE_ROWS", "0"); /* no cache clear: the schedule cache key includes the knob */
+  CHECK_EQ_INT(row_kernels_of(tg_softmax(c, -1)), 3);
+  CHECK_EQ_INT(row_kernels_of(tg_layernorm(c, &axm1, 1, 1e-5)), 3);
+  CHECK_EQ_INT(row_kernels_of(tg_scaled_dot_product_attention(q, k, v, NULL, 0, false)), 4);
+  test_setenv("FUSE_ROWS", "512"); /* rows longer than the knob keep tinygrad's kernels */
+  CHECK_EQ_INT(row_kernels_of(tg_softmax(c, -1)), 3);
+  test_unsetenv("FUSE_ROWS");
+  tg_scope_end(ts);
+  sched_cache_clear();
+}
+
 void suite_schedule(void) {
   const char *only = getenv("SCHED_CASE");
+  /* tinygrad's kernels are those of its default schedule: the row rule (FUSE_ROWS, a fusion tinygrad does not make by
+   * default) is off for the comparison; test_fuse_rows checks it */
+  test_setenv("FUSE_ROWS", "0");
   CaseStats table = {0}, suite = {0};
   for (size_t i = 0; i < TG_ARRAY_LEN(schedule_cases); i++)
     if (!only || strcmp(only, schedule_cases[i].name) == 0)
@@ -737,6 +835,7 @@ void suite_schedule(void) {
   if (saved_split) test_setenv("SPLIT_REDUCEOP", saved_split);
   else test_unsetenv("SPLIT_REDUCEOP");
   free(saved_split);
+  test_unsetenv("FUSE_ROWS");
   sched_cache_clear();
   if (verbose() || getenv("SCHED_STATS"))
     fprintf(stderr, "schedule: expression table %d exact + %d up to weak consts, %d failed; tinygrad's test_schedule.py "
@@ -748,6 +847,7 @@ void suite_schedule(void) {
   check_memo();
   check_memory_plan();
   check_kernel_count_table();
+  check_row_rule();
   check_matmul_panels();
   check_conv_hints();
   check_matmul_transposed();

@@ -57,12 +57,22 @@ static void group_reduce_lanes(UOp *const *xs, size_t n, int64_t *local_num, UOp
       if (topo.data[i]->op == TG_OP_RANGE && cg_axis_type(topo.data[i]) == AXIS_LOCAL && !cg_vec_has(&locals, topo.data[i]))
         tg_vec_push(&locals, topo.data[i]);
   }
-  /* the second reduce's ranges: the group ranges again, as REDUCE ranges with id + 100 */
+  /* the second reduce's ranges: the group ranges again, as REDUCE ranges with id + 100. A single group of 64 or more
+   * threads (a small output's wide GROUPTOP, a fused row's block: opt_heuristic.c) is read 8 partials an iteration,
+   * combined as a tree, not one: the loop every thread runs over the partials is a chain of dependent shared-memory
+   * loads, and 8 independent ones per step (two float4 shared loads) make it an eighth as long. Measured on the H200
+   * (softmax 4096x4096 in one kernel, 256 threads a row, DEBUG=2): 59.0 us with the plain loop, 55.5 us with 8. Not
+   * tinygrad's (its loop reads one partial a step). GROUP_READ8=0 turns it off. */
+  int64_t step = 1;
+  if (n == 1 && gfr.len == 1 && range_extent(gfr.data[0]) >= 64 && range_extent(gfr.data[0]) % 8 == 0 &&
+      gfr.data[0]->src[0]->op == TG_OP_CONST && tg_getenv_int("GROUP_READ8", 1))
+    step = 8;
   for (size_t i = 0; i < gfr.len; i++) {
     RangeArg a = *gfr.data[i]->arg.range;
     a.axis_id += 100;
     a.axis_type = AXIS_REDUCE;
-    tg_vec_push(&loops, uop_new(TG_OP_RANGE, gfr.data[i]->dtype, gfr.data[i]->src, gfr.data[i]->nsrc, arg_range(&a)));
+    UOp *end = step > 1 ? uop_const_int(gfr.data[i]->src[0]->dtype, range_extent(gfr.data[i]) / step) : gfr.data[i]->src[0];
+    tg_vec_push(&loops, uop_new(TG_OP_RANGE, gfr.data[i]->dtype, &end, 1, arg_range(&a)));
   }
   size_t nd = locals.len + gfr.len;
   UOp **store_idx = tg_malloc(nd * sizeof(UOp *)), **load_idx = tg_malloc(nd * sizeof(UOp *));
@@ -120,7 +130,15 @@ static void group_reduce_lanes(UOp *const *xs, size_t n, int64_t *local_num, UOp
     UOp *at = n > 1 ? uop_add(lbase, uop_const_int(lbase->dtype, (int64_t)k)) : lbase;
     UOp *li[2] = {written, at};
     UOpVec red = {0};
-    tg_vec_push(&red, uop_new(TG_OP_INDEX, x->dtype, li, 2, arg_none()));
+    UOp *val = uop_new(TG_OP_INDEX, x->dtype, li, 2, arg_none());
+    for (int64_t j = 0; j < step && step > 1; j++) { /* partials loop*8 + j, a tree of the reduce's op */
+      UOp *g = loops.data[0];
+      load_idx[nd - 1] = uop_add(uop_mul(g, uop_const_int(g->dtype, step)), uop_const_int(g->dtype, j));
+      UOp *lj[2] = {written, flat_index(load_idx, dims, nd)};
+      UOp *v = uop_new(TG_OP_INDEX, x->dtype, lj, 2, arg_none());
+      val = j == 0 ? v : uop_alu2((TgOp)x->arg.red.op, val, v);
+    }
+    tg_vec_push(&red, val);
     for (size_t i = 0; i < loops.len; i++) tg_vec_push(&red, loops.data[i]);
     out[k] = uop_new_tagged(TG_OP_REDUCE, x->dtype, red.data, red.len, ra, xs[k]->tag);
     tg_vec_free(&red);
@@ -361,6 +379,36 @@ static UOp *core_id_for(UOp *r, const Renderer *ren) {
   return uop_cast(uop_new(TG_OP_PARAM, DT_INT32, NULL, 0, arg_param(&p)), r->dtype);
 }
 
+/* Local ranges that no value lives in together can share one thread index: every value needs the threads of at most
+ * one of them, and each of those threads exists once. A row kernel's store loop (LOCAL) and its reductions' GROUP
+ * ranges (opt_heuristic.c gpu_row_kernel) are such ranges: merged, the block has T threads, not T^3, and the loops
+ * read the same element in the same thread. Only when every local range has the same extent and no value lives in two
+ * of them (all merge into one); cls[k] = 0 then. Returns the number of classes (locals->len when nothing merges). */
+static size_t merge_independent_locals(const UOpVec *topo, const UOpVec *locals, int *cls) {
+  for (size_t k = 0; k < locals->len; k++) cls[k] = (int)k;
+  if (locals->len < 2 || !tg_getenv_int("GPU_ROW_KERNEL", 1)) return locals->len;
+  int64_t n0;
+  for (size_t k = 0; k < locals->len; k++) {
+    int64_t n;
+    if (!uop_ssimplify_int(locals->data[k]->src[0], &n) || (k && n != n0)) return locals->len;
+    n0 = n;
+  }
+  bool independent = true, grouped = false;
+  CgRanges rr;
+  cg_ranges_init(&rr);
+  for (size_t i = 0; i < topo->len && independent; i++) {
+    const UOpVec *have = cg_ranges_of(&rr, topo->data[i]);
+    int c = 0;
+    for (size_t k = 0; k < locals->len; k++) c += cg_vec_has(have, locals->data[k]);
+    independent = c < 2;
+  }
+  cg_ranges_free(&rr);
+  for (size_t k = 0; k < locals->len; k++) grouped |= cg_axis_type(locals->data[k]) == AXIS_GROUP_REDUCE;
+  if (!independent || !grouped) return locals->len;
+  for (size_t k = 0; k < locals->len; k++) cls[k] = 0;
+  return 1;
+}
+
 UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
   UOpVec topo = {0}, globals = {0}, locals = {0}, from = {0}, to = {0};
   uop_toposort(sink, NULL, NULL, &topo);
@@ -387,6 +435,10 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
   if (globals.len) qsort(globals.data, globals.len, sizeof(UOp *), range_key_cmp);
   if (locals.len) qsort(locals.data, locals.len, sizeof(UOp *), range_key_cmp);
   const KernelInfo *ki = sink->arg.kind == ARG_KERNEL ? sink->arg.kernel : NULL;
+  int cls[GPU_DIMS_MAX];
+  size_t ncls = ren->has_local && !ren->has_threads ? merge_independent_locals(&topo, &locals, cls) : locals.len;
+  if (ncls != locals.len) for (size_t k = 0; k < locals.len; k++) cls[k] = 0;
+  else for (size_t k = 0; k < locals.len; k++) cls[k] = (int)k;
   UOp *idxs[2 * GPU_DIMS_MAX], *gsym[GPU_DIMS_MAX];
   int64_t gshape[GPU_DIMS_MAX], lshape[GPU_DIMS_MAX];
   bool symbolic = false; /* a GLOBAL extent that is an expression of Variables: grouped_dims_sym */
@@ -425,7 +477,7 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
     if (!(symbolic ? grouped_dims_sym("idx", gsym, globals.len, ren->global_max, true, idxs)
                    : grouped_dims("idx", gshape, globals.len, ren->global_max, true, idxs))) { ret = NULL; goto done; }
   } else {
-    if (!grouped_dims("lidx", lshape, locals.len, ren->local_max, false, idxs + globals.len) ||
+    if (!grouped_dims("lidx", lshape, ncls, ren->local_max, false, idxs + globals.len) ||
         !(symbolic ? grouped_dims_sym("gidx", gsym, globals.len, ren->global_max, true, idxs)
                    : grouped_dims("gidx", gshape, globals.len, ren->global_max, true, idxs))) {
       ret = NULL;
@@ -442,7 +494,9 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
     const UOpVec *have = cg_ranges_of(&rr, idx);
     UOp *mask = NULL;
     for (size_t k = 0; k < locals.len; k++) {
-      if (cg_vec_has(have, locals.data[k])) continue;
+      bool in_class = false; /* a merged local range: the store has its thread index when it has any of the class */
+      for (size_t j = 0; j < locals.len; j++) in_class |= cls[j] == cls[k] && cg_vec_has(have, locals.data[j]);
+      if (in_class || (ncls != locals.len && k > 0)) continue;
       UOp *eq = uop_alu2(TG_OP_CMPEQ, locals.data[k], uop_const_int(locals.data[k]->dtype, 0));
       mask = mask ? uop_and(mask, eq) : eq;
     }
@@ -460,7 +514,7 @@ UOp *cg_add_gpudims(UOp *sink, const Renderer *ren) {
     UOp *r = k < globals.len ? globals.data[k] : locals.data[k - globals.len];
     if (cg_axis_type(r) == AXIS_REDUCE) continue;
     tg_vec_push(&from, r);
-    tg_vec_push(&to, idxs[k]);
+    tg_vec_push(&to, k < globals.len ? idxs[k] : idxs[globals.len + (size_t)cls[k - globals.len]]);
   }
   if (from.len) ret = uop_substitute(ret, from.data, to.data, from.len);
 done:

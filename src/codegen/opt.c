@@ -329,6 +329,67 @@ UOp *opt_first_reduce(UOp *ast) {
   return r;
 }
 
+/* A row kernel (schedule/rangeify.c's row rule, FUSE_ROWS): some REDUCE is used across an output range it does not
+ * depend on — per row, the reductions run before the loop over the row (softmax in one kernel). */
+bool opt_row_kernel(UOp *ast) {
+  UOpVec topo = {0};
+  uop_backward_slice(ast, &topo);
+  bool row = false;
+  for (size_t i = 0; i < topo.len && !row; i++) {
+    UOp *x = topo.data[i];
+    if (x->op != TG_OP_REDUCE) continue;
+    for (size_t j = 0; j < topo.len && !row; j++) {
+      UOp *r = topo.data[j];
+      if (r->op != TG_OP_RANGE || r->arg.kind != ARG_RANGE) continue;
+      AxisType t = cg_axis_type(r);
+      if (t == AXIS_REDUCE || t == AXIS_UNROLL || t == AXIS_GROUP_REDUCE) continue;
+      row = !uop_in_backward_slice(x, r);
+    }
+  }
+  tg_vec_free(&topo);
+  return row;
+}
+
+static bool uop_in_backward_slice_shallow(const UOp *x, const UOp *r) { /* r is one of x's own ranges */
+  for (uint32_t k = 1; k < x->nsrc; k++)
+    if (x->src[k] == r) return true;
+  return false;
+}
+
+/* the largest LOCAL buffer a group reduce of a row kernel gets after splitting rng by amt: per REDUCE with a group
+ * range (or rng among its ranges), the local-like ranges in its source times the split */
+static int64_t row_kernel_smem(const OptScheduler *s, UOp *rng, int64_t amt, const UOpVec *rngs) {
+  static const AxisType local_like[] = {AXIS_UPCAST, AXIS_WARP, AXIS_LOCAL, AXIS_GROUP_REDUCE};
+  UOpVec topo = {0};
+  uop_backward_slice(s->ast, &topo);
+  CgRanges rr;
+  cg_ranges_init(&rr);
+  int64_t most = 0;
+  for (size_t i = 0; i < topo.len; i++) {
+    UOp *x = topo.data[i];
+    if (x->op != TG_OP_REDUCE) continue;
+    bool mine = false, grouped = false;
+    for (uint32_t k = 1; k < x->nsrc; k++) {
+      mine |= x->src[k] == rng;
+      grouped |= x->src[k]->op == TG_OP_RANGE && cg_axis_type(x->src[k]) == AXIS_GROUP_REDUCE;
+    }
+    if (!mine && !grouped) continue;
+    int64_t p = (int64_t)(x->dtype->bitsize / 8) * x->dtype->count;
+    const UOpVec *live = cg_ranges_of(&rr, x->src[0]); /* the ranges its source lives in (inner reduces closed theirs) */
+    for (size_t j = 0; j < rngs->len; j++) {
+      bool ll = false;
+      for (int k = 0; k < 4; k++) ll |= cg_axis_type(rngs->data[j]) == local_like[k];
+      if (ll && (cg_vec_has(live, rngs->data[j]) || uop_in_backward_slice_shallow(x, rngs->data[j])))
+        p *= range_size_or_max(rngs->data[j]);
+    }
+    if (mine || cg_vec_has(live, rng)) p *= amt;
+    most = TG_MAX(most, p);
+  }
+  cg_ranges_free(&rr);
+  tg_vec_free(&topo);
+  return most;
+}
+
 static tg_status apply_split(OptScheduler *s, Opt o, UOp *rng, const UOpVec *rngs) {
   static const AxisType to_type[OPT_OP_COUNT] = {
       [OPT_LOCAL] = AXIS_LOCAL, [OPT_UPCAST] = AXIS_UPCAST, [OPT_UNROLL] = AXIS_UNROLL,
@@ -343,6 +404,9 @@ static tg_status apply_split(OptScheduler *s, Opt o, UOp *rng, const UOpVec *rng
   if (red && (group || axis_has(rngs, AXIS_GROUP_REDUCE))) {
     static const AxisType local_like[] = {AXIS_UPCAST, AXIS_WARP, AXIS_LOCAL, AXIS_GROUP_REDUCE};
     int64_t smem = amt * prod_of(rngs, local_like, 4) * (int64_t)(red->dtype->bitsize / 8) * red->dtype->count;
+    /* a row kernel's reduces each have their own buffer, indexed by the local ranges their values live in only (the
+     * store loop's LOCAL range is no axis of a reduce's buffer) */
+    if (smem > s->ren->shared_max && opt_row_kernel(s->ast)) smem = row_kernel_smem(s, rng, amt, rngs);
     if (smem > s->ren->shared_max) return opt_error(s, o, "exceeds maximum shared memory size");
   }
   if (red && group) {

@@ -34,6 +34,7 @@ void opt_tc_arg_split(int32_t arg, int *tc_select, int *tc_opt, int *use_tc);
 const char *opt_op_name(OptOp op);  /* "UPCAST" */
 /* The kernel's first REDUCE (its main one), NULL without. */
 UOp *opt_first_reduce(UOp *ast);
+bool opt_row_kernel(UOp *ast); /* reductions used across a range they do not depend on (a fused row) */
 /* "Opt(op=OptOps.UPCAST, axis=0, arg=4)" as tinygrad prints it, into out. */
 void opt_format(Opt o, char *out, size_t cap);
 

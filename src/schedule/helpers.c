@@ -50,7 +50,16 @@ UOp *sched_stage(UOp *src, UOp *const *ranges, size_t n, const char *device, Add
   return r;
 }
 
-bool sched_stage_removable(const UOp *stage) { return stage->arg.kind == ARG_PARAM && stage->arg.param->slot == 1; }
+bool sched_stage_removable(const UOp *stage) { return stage->arg.kind == ARG_PARAM && stage->arg.param->slot >= 1; }
+
+/* slot 2: a removable stage that rangeify's row rule allows to recompute with its row reductions (kernelize.c) */
+UOp *sched_stage_set_row(UOp *stage, bool row) {
+  if (!sched_stage_removable(stage) || sched_stage_row(stage) == row) return stage;
+  ParamArg p = *stage->arg.param;
+  p.slot = row ? 2 : 1;
+  return uop_new(TG_OP_STAGE, stage->dtype, stage->src, stage->nsrc, arg_param(&p));
+}
+bool sched_stage_row(const UOp *stage) { return stage->arg.kind == ARG_PARAM && stage->arg.param->slot == 2; }
 AddrSpace sched_stage_addrspace(const UOp *stage) {
   return stage->arg.kind == ARG_PARAM ? (AddrSpace)stage->arg.param->addrspace : ADDR_GLOBAL;
 }

@@ -74,6 +74,42 @@ static bool any_buffer_below(UOp *u) {
   return r;
 }
 
+/* A row stage (rangeify.c's row rule) whose reductions read buffers may still be recomputed at the consumer's index
+ * when each such reduction stays one computation per row there: it depends on some of the stage's axes (the rows),
+ * not all (the rest is the row it is broadcast along), each row axis maps to a plain RANGE of the same size, and those
+ * are older (outer loops) than every range the other axes map to. softmax: exp(x - max) feeds both the sum and the
+ * store, and max stays one reduction per row in front of both loops. A reduction over the whole row axis (the
+ * scores of attention, consumed by the softmax's reductions) is not recomputed per element. */
+static bool row_reduces_stay(UOp *src, UOp *buf, UOp *idx) {
+  if (!sched_stage_row(buf)) return false;
+  UOpVec topo = {0}, rs = {0}, fr = {0};
+  uop_toposort(src, red_gate, NULL, &topo);
+  bool ok = true;
+  for (size_t i = 0; i < topo.len && ok; i++) {
+    UOp *x = topo.data[i];
+    if (x->op != TG_OP_REDUCE || !any_buffer_below(x->src[0])) continue;
+    sched_ranges(x, &rs);
+    int64_t newest_row = INT64_MIN;
+    UOp *free_idx[SCHED_MAX_IDX];
+    size_t nfree = 0;
+    for (uint32_t k = 1; k < buf->nsrc && ok; k++) {
+      UOp *r = buf->src[k], *v = idx->src[k];
+      if (r->op != TG_OP_RANGE) continue;
+      if (!vec_contains(&rs, r)) { free_idx[nfree++] = v; continue; }
+      ok = v->op == TG_OP_RANGE && v->src[0] == r->src[0];
+      if (ok) newest_row = TG_MAX(newest_row, v->arg.range->axis_id);
+    }
+    ok &= nfree > 0;
+    if (ok) sched_ranges(uop_sink(free_idx, nfree), &fr);
+    for (size_t k = 0; k < fr.len && ok; k++) ok = fr.data[k]->arg.range->axis_id > newest_row;
+    fr.len = 0;
+  }
+  tg_vec_free(&topo);
+  tg_vec_free(&rs);
+  tg_vec_free(&fr);
+  return ok;
+}
+
 /* the fusion cost rule: recompute `src` at the consumer's index instead of keeping the buffer, when cheap */
 static UOp *remove_bufferize(UOp *src, UOp *buf, UOp *idx) {
   if (buf->nsrc != idx->nsrc) return NULL;
@@ -91,7 +127,7 @@ static UOp *remove_bufferize(UOp *src, UOp *buf, UOp *idx) {
   size_t naccessed = accessed.len;
   tg_vec_free(&topo);
   tg_vec_free(&accessed);
-  if (naccessed > 3 || buffer_in_reduce) return NULL;
+  if (naccessed > 3 || (buffer_in_reduce && !row_reduces_stay(src, buf, idx))) return NULL;
   UOpVec from = {0}, to = {0};
   for (uint32_t i = 1; i < buf->nsrc; i++) {
     UOp *k = buf->src[i], *v = idx->src[i];
@@ -128,6 +164,7 @@ static UOp *index_of_stage(RwCtx *rw, UOp *idx, UOp **m) {
     if (hit && !symbolic_size) {
       const ParamArg *pa = b->arg.param;
       UOp *nb = sched_stage(src, live_r, nl, pa->device[0] ? pa->device : NULL, (AddrSpace)pa->addrspace, true);
+      nb = sched_stage_set_row(nb, sched_stage_row(b));
       return sched_index(nb, live_i, nl);
     }
   }
@@ -335,6 +372,7 @@ static UOp *flatten_stage(RwCtx *rw, UOp *x, UOp **m) {
   const ParamArg *pa = x->arg.param;
   UOp *st = sched_stage(x->src[0], one, 1, pa->device[0] ? pa->device : NULL, (AddrSpace)pa->addrspace,
                         sched_stage_removable(x));
+  st = sched_stage_set_row(st, sched_stage_row(x));
   UOp *src[2] = {st, shape_to_uop(sh.d, sh.ndim)};
   return uop_new(TG_OP_RESHAPE, st->dtype, src, 2, arg_none());
 }

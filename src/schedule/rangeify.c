@@ -4,9 +4,10 @@
  * them, possibly gated as WHERE(valid, idx, Invalid). A node in the realize map gets fresh output ranges (a kernel
  * boundary); one consumer: it inherits the consumer's; several: they merge when every consumer indexes it the same
  * way, else the node is realized. "Ending ranges" realize elementwise/reduce nodes whose consumers iterate ranges
- * they do not (a REDUCE consumed under a broadcast: softmax's 3 kernels). Then pm_apply_rangeify rewrites: buffers
- * get INDEX(buf, ranges), REDUCE gets its RANGE sources, PAD becomes WHERE(valid, x, 0), realized nodes become
- * STAGE(x, closed ranges).INDEX(consumer ranges), movement ops disappear. */
+ * they do not (a REDUCE consumed under a broadcast: softmax's 3 kernels in tinygrad), unless the row rule below keeps
+ * them in their consumer's kernel. Then pm_apply_rangeify rewrites: buffers get INDEX(buf, ranges), REDUCE gets its
+ * RANGE sources, PAD becomes WHERE(valid, x, 0), realized nodes become STAGE(x, closed ranges).INDEX(consumer
+ * ranges), movement ops disappear. */
 #include "schedule/sched_internal.h"
 
 #include "uop/symbolic.h"
@@ -181,7 +182,7 @@ bool sched_apply_movement(UOp *x, const SymShape *in_sym, UOp *const *rngs, size
  * run_rangeify */
 
 typedef struct RangeEntry { size_t nin, nout; UOp *in[SCHED_MAX_IDX], *out[SCHED_MAX_IDX]; } RangeEntry;
-typedef struct RealizeEntry { bool listed; int n; int axes[SCHED_MAX_IDX]; } RealizeEntry;
+typedef struct RealizeEntry { bool listed, row; int n; int axes[SCHED_MAX_IDX]; } RealizeEntry;
 
 typedef struct IndexingCtx {
   UOpMap realize;    /* node -> RealizeEntry* */
@@ -290,6 +291,82 @@ static bool axis_in(const RealizeEntry *re, int i) {
   return false;
 }
 
+/* ---------------------------------------------------------------------------------------------------------------
+ * The row rule (FUSE_ROWS; tinygrad's PCONTIG>=2 idea, without its LOCAL buffers). A node below ended ranges (a
+ * REDUCE consumed through a broadcast: softmax's max and sum, layernorm's mean and variance) is realized so that its
+ * consumers do not recompute it for every element of the broadcast axes. That is needed only when the node's ranges
+ * are nested inside the ended ones: when every range it depends on is older (an outer loop: a kernel's loops open in
+ * range order) than every ended range, it is computed once per iteration of its own ranges, in front of the
+ * consumer's loop over the ended ranges, in the same kernel. softmax(-1) over (rows, n) becomes one kernel: per row
+ * the max loop, the sum-of-exp loop and the store loop, the row read from memory once and re-read from cache.
+ * An elementwise node (log_softmax's log of the sum) passes the ended ranges on to the reduce below it, which decides.
+ *
+ * The cost rule, for the REDUCE: it reads at most FUSE_ROWS elements per output (default 16384 = 64 KiB of float32:
+ * the row stays in the core's L2 between the loops), and its consumer iterates no more elements per row than that
+ * (the broadcast is the row itself: attention's softmax, consumed by the matmul with v, iterates rows x head dim and
+ * stays realized); the device's renderer must run such a row well (sched_device_row_fuse: the CPU, a core per row;
+ * a GPU with shared memory, the row on one block's threads (codegen's gpu_row_kernel), when the row is one axis that
+ * the reduce reduces whole). FUSE_ROWS=0 turns the rule off (tinygrad's schedule: softmax is 3 kernels).
+ * kernelize.c's remove_bufferize has the second half: a row stage (realized for its several consumers only) is
+ * recomputed with its row reductions. */
+
+static int64_t fuse_rows_max(void) { return tg_getenv_int("FUSE_ROWS", 16384); }
+
+static int row_device(IndexingCtx *c, UOp *x) {
+  const char *dev = sched_device(x);
+  if (!dev) dev = c->sink_device;
+  return sched_device_row_fuse(dev);
+}
+static bool row_device_ok(IndexingCtx *c, UOp *x) { return row_device(c, x) != 0; }
+
+static bool row_fuse_keeps(IndexingCtx *c, UOp *x, const UOpVec *ending, UOp *const *outr, size_t nout) {
+  int64_t lim = fuse_rows_max();
+  if (lim <= 0) return false;
+  int64_t min_end = INT64_MAX, row = 1;
+  for (size_t j = 0; j < ending->len; j++) {
+    UOp *e = ending->data[j];
+    if (e->op != TG_OP_RANGE || e->src[0]->op != TG_OP_CONST) return false;
+    min_end = TG_MIN(min_end, e->arg.range->axis_id);
+    bool dup = false;
+    for (size_t k = 0; k < j; k++) dup |= ending->data[k] == e;
+    if (!dup) row *= e->src[0]->arg.c.i;
+    if (row > lim) return false;
+  }
+  if (x->op != TG_OP_REDUCE || x->arg.kind != ARG_REDUCE) {
+    UOpVec rs = {0};
+    ranges_of_exprs(outr, nout, &rs);
+    bool outer = true;
+    for (size_t j = 0; j < rs.len && outer; j++) outer = rs.data[j]->arg.range->axis_id < min_end;
+    tg_vec_free(&rs);
+    return outer && row_device_ok(c, x);
+  }
+  SymShape ps;
+  if (uop_shape_sym_cached(x->src[0], &c->shapes, &ps) != SHAPE_OK || shape_sym_is_symbolic(&ps)) return false;
+  int64_t red = 1;
+  for (int i = 0; i < x->arg.red.naxes; i++) red *= ps.max.d[i];
+  if (red > lim || row > red) return false;
+  int dev = row_device(c, x);
+  if (dev == 0) return false;
+  if (dev == 2) { /* a GPU: one row axis, reduced whole by this reduce */
+    size_t distinct = 0;
+    for (size_t j = 0; j < ending->len; j++) {
+      bool dup = false;
+      for (size_t k = 0; k < j; k++) dup |= ending->data[k] == ending->data[j];
+      distinct += !dup;
+    }
+    if (x->arg.red.naxes != 1 || distinct != 1 || row != red) return false;
+    bool splits = false; /* the block takes it: T threads (1024 at most) x U lanes (32 at most), gpu_row_kernel */
+    for (int64_t u = 1; u <= 32 && !splits; u++) splits = red % u == 0 && red / u <= 1024;
+    if (!splits) return false;
+  }
+  UOpVec rs = {0};
+  ranges_of_exprs(outr, nout, &rs);
+  bool outer = true;
+  for (size_t j = 0; j < rs.len && outer; j++) outer = rs.data[j]->arg.range->axis_id < min_end;
+  tg_vec_free(&rs);
+  return outer;
+}
+
 static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
   TgOp op = uop_op(x);
   UOpVec *ending = ictx_alloc(c, sizeof(UOpVec));
@@ -369,14 +446,20 @@ static void rangeify_node(IndexingCtx *c, UOp *x, const UOpVec *consumers) {
       re = realize_get(c, x);
       re->listed = true;
       re->n = 0;
+      /* consumers that iterate nothing beyond this node's ranges: a row stage (kernelize.c may recompute it with the
+       * row reductions inside it) */
+      re->row = ending->len == 0 && fuse_rows_max() > 0 && row_device_ok(c, x);
       for (size_t i = 0; i < nout; i++) {
         outr[i] = new_range(c, &xs, (int)i, AXIS_WEAK);
         re->axes[re->n++] = (int)i;
       }
     }
   }
-  /* a reduce or elementwise node below ended ranges is realized on all its axes */
-  if (ending->len && (op_is_elementwise(op) || op == TG_OP_REDUCE)) {
+  /* a reduce or elementwise node below ended ranges is realized on all its axes, unless the row rule keeps it in
+   * its consumer's kernel */
+  if (ending->len && (op_is_elementwise(op) || op == TG_OP_REDUCE) && row_fuse_keeps(c, x, ending, outr, nout)) {
+    if (op == TG_OP_REDUCE) ending->len = 0; /* an elementwise node passes the ended ranges on to its reduces */
+  } else if (ending->len && (op_is_elementwise(op) || op == TG_OP_REDUCE)) {
     RealizeEntry *cur = realize_get(c, x);
     int axes[SCHED_MAX_IDX], na = 0;
     if (cur && cur->listed)
@@ -491,7 +574,7 @@ static bool bufferize_and_index_srcs(IndexingCtx *c, UOp *x, UOp **out) {
         const char *dev = sched_device(s);
         if (!dev) dev = c->sink_device;
         AddrSpace as = (size_t)re->n == se->nout ? ADDR_GLOBAL : ADDR_LOCAL;
-        ns = sched_stage(ns, closed, ncl, dev, as, removable);
+        ns = sched_stage_set_row(sched_stage(ns, closed, ncl, dev, as, removable), re->row);
         if (xe) {
           UOp *ir[SCHED_MAX_IDX];
           size_t nir = 0;

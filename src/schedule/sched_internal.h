@@ -14,6 +14,8 @@
  * the buffer may be removed by the fusion cost rule, 0 when it must stay. */
 UOp *sched_stage(UOp *src, UOp *const *ranges, size_t n, const char *device, AddrSpace as, bool removable);
 bool sched_stage_removable(const UOp *stage);
+UOp *sched_stage_set_row(UOp *stage, bool row); /* mark a removable stage as a row stage (rangeify.c's row rule) */
+bool sched_stage_row(const UOp *stage);
 AddrSpace sched_stage_addrspace(const UOp *stage);
 
 /* Node properties (tinygrad UOp.device, .base, .buf_uop, has_buffer_identity, is_virtual). */
