@@ -304,9 +304,9 @@ static bool axis_in(const RealizeEntry *re, int i) {
  * The cost rule, for the REDUCE: it reads at most FUSE_ROWS elements per output (default 16384 = 64 KiB of float32:
  * the row stays in the core's L2 between the loops), and its consumer iterates no more elements per row than that
  * (the broadcast is the row itself: attention's softmax, consumed by the matmul with v, iterates rows x head dim and
- * stays realized); the device's renderer must run such a row well (sched_device_row_fuse: the CPU, a core per row;
- * a GPU with shared memory, the row on one block's threads (codegen's gpu_row_kernel), when the row is one axis that
- * the reduce reduces whole). FUSE_ROWS=0 turns the rule off (tinygrad's schedule: softmax is 3 kernels).
+ * stays realized); the row is one axis that the reduce reduces whole; the device's renderer must run such a row
+ * well (sched_device_row_fuse: the CPU, a core per row; a GPU with shared memory, the row on one block's threads,
+ * codegen's gpu_row_kernel). FUSE_ROWS=0 turns the rule off (tinygrad's schedule: softmax is 3 kernels).
  * kernelize.c's remove_bufferize has the second half: a row stage (realized for its several consumers only) is
  * recomputed with its row reductions. */
 
@@ -347,14 +347,18 @@ static bool row_fuse_keeps(IndexingCtx *c, UOp *x, const UOpVec *ending, UOp *co
   if (red > lim || row > red) return false;
   int dev = row_device(c, x);
   if (dev == 0) return false;
-  if (dev == 2) { /* a GPU: one row axis, reduced whole by this reduce */
-    size_t distinct = 0;
-    for (size_t j = 0; j < ending->len; j++) {
-      bool dup = false;
-      for (size_t k = 0; k < j; k++) dup |= ending->data[k] == ending->data[j];
-      distinct += !dup;
-    }
-    if (x->arg.red.naxes != 1 || distinct != 1 || row != red) return false;
+  /* one row axis, reduced whole by this reduce: the row kernels (codegen's cpu_row_kernel, gpu_row_kernel) take such
+   * a row; another shape of broadcast leaves the reduce to the general heuristic, which may put the consumer's axes
+   * outside it and recompute it per element (the 1B llama's decode: RMSNorm's sum over 2048 fused into the 64 x 32
+   * blocks of the int8 activation quantization ran 47 us a kernel, 2.4 us unfused; Q4_0 decode 26-31 tok/s) */
+  size_t distinct = 0;
+  for (size_t j = 0; j < ending->len; j++) {
+    bool dup = false;
+    for (size_t k = 0; k < j; k++) dup |= ending->data[k] == ending->data[j];
+    distinct += !dup;
+  }
+  if (x->arg.red.naxes != 1 || distinct != 1 || row != red) return false;
+  if (dev == 2) { /* a GPU */
     bool splits = false; /* the block takes it: T threads (1024 at most) x U lanes (32 at most), gpu_row_kernel */
     for (int64_t u = 1; u <= 32 && !splits; u++) splits = red % u == 0 && red / u <= 1024;
     if (!splits) return false;
