@@ -542,8 +542,8 @@ static void dequantize_api(void) {
  * max|x| / 127, kept as float16; x / scale rounded half to even), integer block dots with the weight's values (Q4_0:
  * nibble - 8, Q8_0: the signed bytes), then scale_w * scale_x per block, summed in double. x has 3 rows (a prefill)
  * and one all-zero block (scale 0). QDOT's int path and the host agree to float rounding of the block sums. */
-static void qdot_reference(void) {
-  const int M = 3, N = 24, K = 256, nb = K / 32;
+static void qdot_case(int K) {
+  const int M = 3, N = 24, nb = K / 32;
   const int types[2] = {TG_GGML_Q4_0, TG_GGML_Q8_0};
   uint32_t seed = 12345;
 #define RND() (seed = seed * 1664525u + 1013904223u, seed >> 8)
@@ -599,14 +599,28 @@ static void qdot_reference(void) {
     for (int i = 0; i < M * N && y; i++) e = fabs(got[i] - ref[i]) > e ? fabs(got[i] - ref[i]) : e;
     CHECK_MSG(y && mx > 0 && e <= 1e-5 * mx, "qdot %s vs host model: max err %g of %g", tg_ggml_type_name(ty), e, mx);
     /* the quantized activation itself is the host's */
-    int8_t gq[3 * 256];
-    CHECK(xq && tg_to_host(xq, gq, sizeof gq) == TG_OK && memcmp(gq, q, sizeof q) == 0);
+    /* stored in groups of 4 blocks, half-major (M, nb / 4, 2, 4, 16), where 4 divides the block count */
+    int8_t gq[3 * 256], want[3 * 256];
+    bool grouped = nb % 4 == 0;
+    for (int r = 0; r < M; r++)
+      for (int b = 0; b < nb; b++)
+        for (int j = 0; j < 32; j++) {
+          int at = grouped ? r * K + (b / 4) * 128 + (j / 16) * 64 + (b % 4) * 16 + j % 16 : r * K + b * 32 + j;
+          want[at] = q[r * K + b * 32 + j];
+        }
+    CHECK(xq && tg_ndim(xq) == 5 && tg_size(xq, 4) == (grouped ? 16 : 4));
+    CHECK(xq && tg_to_host(xq, gq, (size_t)(M * K)) == TG_OK && memcmp(gq, want, (size_t)(M * K)) == 0);
     /* bad arguments are errors, not crashes */
     CHECK(nn_qdot_linear(xt, xq, sx, cx, raw, ty, N + 1) == NULL && strstr(tg_last_error(), "does not match"));
     tg_clear_error();
     tg_scope_end(sc);
     free(w);
   }
+}
+
+static void qdot_reference(void) {
+  qdot_case(256); /* 8 blocks a row: the activation in groups of 4 blocks */
+  qdot_case(96);  /* 3: ggml's order */
   tg_scope sc = tg_scope_begin();
   tg_tensor *xq = NULL, *sx = NULL, *cx = NULL;
   CHECK(nn_qdot_quantize(tg_zeros(TG_SHAPE(2, 40), TG_FLOAT32), TG_GGML_Q4_0, &xq, &sx, &cx) == TG_ERR_INVALID_ARGUMENT);

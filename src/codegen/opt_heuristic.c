@@ -922,8 +922,11 @@ static bool cpu_int8_dot(OptScheduler *s, Shape *sh) {
     if (pick < 0 || !try_opt(s, OPT_UNROLL, pick, 0)) break;
   }
   /* 4 blocks per step: the float accumulator's add then waits once per 4 blocks, not once per block (a 4-cycle FMA
-   * chain bounded the 1B model's Q4_0 2048->8192 kernel at 0.68 ms = 14 GB/s on one thread) */
+   * chain bounded the 1B model's Q4_0 2048->8192 kernel at 0.68 ms = 14 GB/s on one thread). An activation stored in
+   * groups of 4 blocks (ggml_qdot.c) brings its group axis of 4 into the unrolls above: a step of 128 products, the
+   * 4 blocks already. */
   shape_load(s, sh);
+  if (upcast_size(sh) >= 128) return true;
   int idx = 0, blocks = -1;
   for (int i = 0; i < sh->n; i++)
     if (is_unrollable(sh, i)) {

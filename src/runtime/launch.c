@@ -15,8 +15,13 @@
 
 /* How long an idle worker polls for the next job before sleeping: catches back-to-back launches of a schedule
  * (a wake-up through the condition variable costs ~4 us here). It yields while polling, so on a machine whose
- * cores are all busy the poll gives way instead of competing with the thread that would launch the next job. */
-#define SPIN_NS 10000
+ * cores are all busy the poll gives way instead of competing with the thread that would launch the next job.
+ * 1 ms, not 10 us: between two threaded matvecs of an LLM decode step run a few one-thread kernels (norm, int8
+ * quantization, rope, attention) for more than 10 us, so the worker slept and came late; the caller, taking core
+ * ids from the shared counter, then ran both halves alone. 1B llama Q4_0 decode (`bench_llm FILE 2 16 32`, 2708
+ * threaded launches, 2 cores, a machine shared with one other agent): launches the caller ran whole 126-454 -> 4-22,
+ * decode 29.0-31.2 -> 31.3-37.9 tok/s (four runs each, alternating). */
+#define SPIN_NS 1000000
 
 typedef struct Job {
   RtEntryFn fn;
