@@ -7,7 +7,8 @@
 # the fraction of the measured read bandwidth the decode reaches.
 # Rounds: BENCH_LLM_ROUNDS (default BENCH_ROUNDS, else 3) rounds, each ours then llama.cpp on every file, alternating,
 # so a burst of someone else's load slows one round, not one side; each side keeps its best round (as the matmul
-# figures of run.sh do), and the line also gives every round's pair.
+# figures of run.sh do), and the line also gives every round's pair and the median of the per-round ratios (the two
+# sides of a round run back to back: this machine's memory bandwidth was seen to move 35-63 GB/s within minutes).
 set -u
 B=${1:-build}
 value() { echo "$2" | awk -v n="$1" '$1 == n { print $2; exit }'; }
@@ -61,8 +62,10 @@ for ty in $types; do
   for kind in decode prefill; do
     o=${best[$ty.$kind.o]:-}; p=${best[$ty.$kind.p]:-}
     if [ -n "$p" ] && [ -n "$o" ]; then
+      med=$(echo "${hist[$ty.$kind]}" | tr ' ' '\n' | awk -F/ '$1 + 0 > 0 && $2 + 0 > 0 { print $1 / $2 }' | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
       echo "bench llm_1b_${ty}_$kind ours=$o tok/s llama.cpp=$p ratio=$(awk -v a="$o" -v b="$p" 'BEGIN { printf "%.2f", a / b }')" \
-        "(best of $rounds rounds; ours/llama.cpp per round: ${hist[$ty.$kind]})"
+        "(best of $rounds rounds; ours/llama.cpp per round: ${hist[$ty.$kind]}; median per-round ratio ${med:-n/a})"
     else
       why=$lb_why; [ -z "$why" ] && why="llama-bench gave no figures for $B/llm/llama1b_$ty.gguf"
       echo "bench llm_1b_${ty}_$kind ours=${o:-n/a} tok/s llama.cpp=n/a ratio=n/a ($why)"
