@@ -619,27 +619,7 @@ static UOp *lower_linear(UOp *ast, const Opt *opts, int n, const Renderer *ren) 
   return low ? cg_linearize(low) : NULL;
 }
 
-/* OPTS_LIST="UPCAST:0:4,UNROLL:0:0": one fixed list instead of random ones (to reproduce a report) */
-static int parse_opts(const char *text, Opt *out, int cap) {
-  int n = 0;
-  const char *p = text;
-  while (*p && n < cap) {
-    char name[16];
-    int axis, arg, used = 0;
-    int lvl, use, used_tc = 0;
-    if (sscanf(p, "%15[A-Z]:%d:%d%n", name, &axis, &arg, &used) != 3) break;
-    if (strcmp(name, "TC") == 0 && sscanf(p, "%15[A-Z]:%d:%d:%d:%d%n", name, &axis, &arg, &lvl, &use, &used_tc) == 5) {
-      arg = opt_tc_arg(arg, lvl, use); /* TC:axis:select:opt:use */
-      used = used_tc;
-    }
-    for (int op = 0; op < OPT_OP_COUNT; op++)
-      if (strcmp(opt_op_name((OptOp)op), name) == 0) out[n++] = (Opt){op, axis, arg};
-    p += used;
-    if (*p == ',') p++;
-  }
-  return n;
-}
-
+/* OPTS_LIST="UPCAST:0:4,UNROLL:0:0" (opt_parse_list): one fixed list instead of random ones (to reproduce a report) */
 static void check_case(int ci, CaseData *cd, int nlists, int nc, Stats *st, const Renderer *ren, bool verbose) {
   const char *fixed = getenv("OPTS_LIST");
   if (fixed) nlists = 1;
@@ -695,7 +675,7 @@ static void check_case(int ci, CaseData *cd, int nlists, int nc, Stats *st, cons
       opt_sched_free(&h);
       st->heuristic_lists++;
     } else {
-      n = fixed ? parse_opts(fixed, opts, 8) : random_opts(&base, 1 + rnd_below(5), opts, st, c->name);
+      n = fixed ? opt_parse_list(fixed, opts, 8) : random_opts(&base, 1 + rnd_below(5), opts, st, c->name);
     }
     char text[1024];
     format_opts(opts, n, text, sizeof text);
@@ -897,7 +877,7 @@ static void check_gpu_case(int ci, const CaseData *cd, int nlists, GpuStats *st,
     Opt opts[OPT_LIST_MAX];
     int n;
     if (l < -1) {
-      n = parse_opts(gpu_pinned[-2 - l].opts, opts, 8);
+      n = opt_parse_list(gpu_pinned[-2 - l].opts, opts, 8);
     } else if (l < 0) {
       OptScheduler h;
       opt_sched_copy(&h, &base);
@@ -906,7 +886,7 @@ static void check_gpu_case(int ci, const CaseData *cd, int nlists, GpuStats *st,
       memcpy(opts, h.applied, (size_t)n * sizeof(Opt));
       opt_sched_free(&h);
     } else {
-      n = fixed ? parse_opts(fixed, opts, 8) : random_gpu_opts(&base, 1 + rnd_below(5), opts, st);
+      n = fixed ? opt_parse_list(fixed, opts, 8) : random_gpu_opts(&base, 1 + rnd_below(5), opts, st);
     }
     char text[1024];
     format_opts(opts, n, text, sizeof text);

@@ -34,26 +34,6 @@ static void on_cuda(tg_tensor **t, bool trainable) {
   *t = c;
 }
 
-/* "UPCAST:0:4,LOCAL:1:8" (TC:axis:select:opt:use) into opts; the count */
-static int parse_opts(const char *text, Opt *out, int cap) {
-  int n = 0;
-  const char *p = text;
-  while (*p && n < cap) {
-    char name[16];
-    int axis, arg, used = 0, lvl, use, used_tc = 0;
-    if (sscanf(p, "%15[A-Z]:%d:%d%n", name, &axis, &arg, &used) != 3) break;
-    if (strcmp(name, "TC") == 0 && sscanf(p, "%15[A-Z]:%d:%d:%d:%d%n", name, &axis, &arg, &lvl, &use, &used_tc) == 5) {
-      arg = opt_tc_arg(arg, lvl, use);
-      used = used_tc;
-    }
-    for (int op = 0; op < OPT_OP_COUNT; op++)
-      if (strcmp(opt_op_name((OptOp)op), name) == 0) out[n++] = (Opt){op, axis, arg};
-    p += used;
-    if (*p == ',') p++;
-  }
-  return n;
-}
-
 /* GPU_OPTS_TRY: the lists for kernels of this shape, timed with the heuristic's (once per shape) */
 static void try_lists(UOp *ast, const Renderer *ren, const char *shape, const OptScheduler *base,
                       const OptScheduler *heur) {
@@ -78,7 +58,7 @@ static void try_lists(UOp *ast, const Renderer *ren, const char *shape, const Op
     if (line[0] == '#' || !sp) continue;
     *sp = 0;
     if (strcmp(line, shape) != 0) continue;
-    ns[n] = parse_opts(sp + 1, lists[n], OPT_LIST_MAX);
+    ns[n] = opt_parse_list(sp + 1, lists[n], OPT_LIST_MAX);
     n++;
   }
   fclose(f);
@@ -183,6 +163,18 @@ static void print_kernel(UOp *ast, const Renderer *ren) {
 }
 
 /* the decode step's matrix-vector kernels of one llama-1B layer (llm.c's formulation), printed as the CNN's */
+/* the kernels of roots' schedule, each with the heuristic's opts; 1 on error */
+static int print_schedule(UOp **roots, size_t n, const Renderer *ren) {
+  UOpScope sc = uop_scope_begin();
+  UOp *lin = sched_kernels(uop_sink(roots, n));
+  if (!lin) return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
+  printf("%u kernels\n", lin->nsrc);
+  for (uint32_t i = 0; i < lin->nsrc; i++)
+    if (lin->src[i]->src[0]->op == TG_OP_SINK) print_kernel(lin->src[i]->src[0], ren);
+  uop_scope_end(sc);
+  return 0;
+}
+
 static int llm_kernels(const Renderer *ren, int64_t T) {
   tg_tensor *x = tg_empty_on(TG_SHAPE(T, 2048), TG_FLOAT32, "CUDA"), *wn = tg_empty_on(TG_SHAPE(2048), TG_FLOAT32, "CUDA");
   tg_tensor *wq = tg_empty_on(TG_SHAPE(2048, 2048), TG_FLOAT16, "CUDA"), *wk = tg_empty_on(TG_SHAPE(512, 2048), TG_FLOAT16, "CUDA");
@@ -194,15 +186,8 @@ static int llm_kernels(const Renderer *ren, int64_t T) {
   tg_tensor *f = tg_mul(tg_contiguous(tg_silu(tg_matmul(h, tg_transpose(wg, 0, 1)))), tg_matmul(h, tg_transpose(wu, 0, 1)));
   tg_tensor *d = tg_add(o, tg_matmul(f, tg_transpose(wd, 0, 1)));
   if (!d || !k) return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
-  UOpScope sc = uop_scope_begin();
   UOp *roots[2] = {d->uop, k->uop};
-  UOp *lin = sched_kernels(uop_sink(roots, 2));
-  if (!lin) return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
-  printf("%u kernels\n", lin->nsrc);
-  for (uint32_t i = 0; i < lin->nsrc; i++)
-    if (lin->src[i]->src[0]->op == TG_OP_SINK) print_kernel(lin->src[i]->src[0], ren);
-  uop_scope_end(sc);
-  return 0;
+  return print_schedule(roots, 2, ren);
 }
 
 /* bench_gpu's conv2d figure (64x32x28x28, 64 3x3 filters, padding 1): forward, and with `bw` its two gradients */
@@ -216,15 +201,8 @@ static int conv_kernels(const Renderer *ren, bool bw) {
   tg_tensor *r = tg_empty_on(TG_SHAPE(64, 64, 28, 28), TG_FLOAT32, "CUDA");
   if (!y || (bw && tg_gradient(tg_sum(tg_mul(y, r), NULL, 0, false), (const tg_tensor *const *)wrt, 2, g) != TG_OK))
     return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
-  UOpScope sc = uop_scope_begin();
   UOp *roots[2] = {bw ? g[0]->uop : y->uop, bw ? g[1]->uop : NULL};
-  UOp *lin = sched_kernels(uop_sink(roots, bw ? 2 : 1));
-  if (!lin) return fprintf(stderr, "gpu_opts: %s\n", tg_last_error()), 1;
-  printf("%u kernels\n", lin->nsrc);
-  for (uint32_t i = 0; i < lin->nsrc; i++)
-    if (lin->src[i]->src[0]->op == TG_OP_SINK) print_kernel(lin->src[i]->src[0], ren);
-  uop_scope_end(sc);
-  return 0;
+  return print_schedule(roots, bw ? 2 : 1, ren);
 }
 
 int main(int argc, char **argv) {

@@ -12,6 +12,25 @@ static const char *const opt_names[OPT_OP_COUNT] = {"TC", "UPCAST", "UNROLL", "L
 
 const char *opt_op_name(OptOp op) { return (unsigned)op < OPT_OP_COUNT ? opt_names[op] : "?"; }
 
+int opt_parse_list(const char *text, Opt *out, int cap) {
+  int n = 0;
+  const char *p = text;
+  while (*p && n < cap) {
+    char name[16];
+    int axis, arg, used = 0, lvl, use, used_tc = 0;
+    if (sscanf(p, "%15[A-Z]:%d:%d%n", name, &axis, &arg, &used) != 3) break;
+    if (strcmp(name, "TC") == 0 && sscanf(p, "%15[A-Z]:%d:%d:%d:%d%n", name, &axis, &arg, &lvl, &use, &used_tc) == 5) {
+      arg = opt_tc_arg(arg, lvl, use);
+      used = used_tc;
+    }
+    for (int op = 0; op < OPT_OP_COUNT; op++)
+      if (strcmp(opt_op_name((OptOp)op), name) == 0) out[n++] = (Opt){op, axis, arg};
+    p += used;
+    if (*p == ',') p++;
+  }
+  return n;
+}
+
 void opt_format(Opt o, char *out, size_t cap) {
   char axis[24], arg[24];
   if (o.axis < 0) snprintf(axis, sizeof axis, "None");

@@ -32,6 +32,9 @@ void opt_tc_arg_split(int32_t arg, int *tc_select, int *tc_opt, int *use_tc);
 #define OPT_LIST_MAX KERNEL_OPTS_MAX /* opts one kernel can carry */
 
 const char *opt_op_name(OptOp op);  /* "UPCAST" */
+/* "UPCAST:0:4,LOCAL:1:8" (TC as TC:axis:select:opt:use) into at most cap opts, as DEBUG=3 and the opts tests
+ * write them; the count read (parsing stops at the first item it cannot read) */
+int opt_parse_list(const char *text, Opt *out, int cap);
 /* The kernel's first REDUCE (its main one), NULL without. */
 UOp *opt_first_reduce(UOp *ast);
 bool opt_row_kernel(UOp *ast); /* reductions used across a range they do not depend on (a fused row) */

@@ -44,6 +44,17 @@ static bool window_pair(const Shape *sh, UOp *idx, int skip_out, int *out_ax, in
   return found;
 }
 
+/* which of a product's two operand indexes is the sliding window (the one whose window pair has the smaller
+ * coefficient): *win, the other *other, with its pair; false when neither is */
+static bool pick_window(const Shape *sh, UOp *ia, UOp *ib, UOp **win, UOp **other, int *out_ax, int *red_ax) {
+  int o2 = -1, r2 = -1;
+  int64_t c = 0, c2 = 0;
+  *win = *other = NULL;
+  if (window_pair(sh, ia, -1, out_ax, red_ax, &c)) *win = ia, *other = ib;
+  if (window_pair(sh, ib, -1, &o2, &r2, &c2) && (!*win || c2 < c)) *win = ib, *other = ia, *out_ax = o2, *red_ax = r2;
+  return *win != NULL;
+}
+
 /* the first output axis (constant size, a multiple of mult) that `in` reads and `notin` does not, not in a window
  * of `in`'s (a conv's channel axis); -1 when none */
 static int channel_axis(const Shape *sh, UOp *in, UOp *notin, int64_t mult) {
@@ -172,12 +183,10 @@ bool opt_gpu_conv(OptScheduler *s) {
   memset(&sh, 0, sizeof sh);
   shape_load(s, &sh);
   UOp *red, *mul, *ia, *ib, *win = NULL, *other = NULL;
-  int o = -1, r = -1, o2 = -1, r2 = -1;
-  int64_t c = 0, c2 = 0;
+  int o = -1, r = -1;
   bool ok = !count_type(&sh, AXIS_UPCAST, AXIS_UNROLL) && !count_type(&sh, AXIS_GROUP_REDUCE, AXIS_LOCAL) &&
             sum_of_product(s, &red, &mul, &ia, &ib);
-  if (ok && window_pair(&sh, ia, -1, &o, &r, &c)) win = ia, other = ib;
-  if (ok && window_pair(&sh, ib, -1, &o2, &r2, &c2) && (!win || c2 < c)) win = ib, other = ia, o = o2, r = r2;
+  if (ok) pick_window(&sh, ia, ib, &win, &other, &o, &r);
   ok = false;
   if (win) {
     OptScheduler t;
@@ -215,11 +224,8 @@ bool opt_gpu_conv_tc(OptScheduler *s, int tc_select, int use_tc) {
   memset(&sh, 0, sizeof sh);
   shape_load(s, &sh);
   UOp *red, *mul, *ia, *ib, *win = NULL, *wts = NULL;
-  int o = -1, r = -1, o2 = -1, r2 = -1;
-  int64_t c = 0, c2 = 0;
-  bool ok = sum_of_product(s, &red, &mul, &ia, &ib);
-  if (ok && window_pair(&sh, ia, -1, &o, &r, &c)) win = ia, wts = ib;
-  if (ok && window_pair(&sh, ib, -1, &o2, &r2, &c2) && (!win || c2 < c)) win = ib, wts = ia, o = o2, r = r2;
+  int o = -1, r = -1;
+  if (sum_of_product(s, &red, &mul, &ia, &ib)) pick_window(&sh, ia, ib, &win, &wts, &o, &r);
   int n_ax = win ? channel_axis(&sh, wts, win, 8) : -1, batch = win ? channel_axis(&sh, win, wts, 4) : -1, k_ax = -1;
   for (int i = 0; win && i < sh.n && k_ax < 0; i++) { /* the reduce axis both read, outside any window */
     if (sh.type[i] != AXIS_REDUCE || !sh.known[i] || sh.size[i] % 8 || !in_slice(wts, sh.rngs.data[i])) continue;
