@@ -590,9 +590,10 @@ static void qdot_case(int K) {
     tg_scope sc = tg_scope_begin();
     tg_tensor *xt = tg_from_floats(x, TG_SHAPE(M, K));
     tg_tensor *raw = tg_from_data(w, TG_UINT8, TG_SHAPE(N * nb * bytes));
-    tg_tensor *xq = NULL, *sx = NULL, *cx = NULL, *y = NULL;
+    tg_tensor *xq = NULL, *sx = NULL, *cx = NULL, *y = NULL, *wq = NULL, *wd = NULL;
     CHECK_MSG(nn_qdot_quantize(xt, ty, &xq, &sx, &cx) == TG_OK, "qdot quantize: %s", tg_last_error());
-    if (xq) y = nn_qdot_linear(xt, xq, sx, cx, raw, ty, N);
+    CHECK_MSG(nn_qdot_pack(raw, ty, N, &wq, &wd) == TG_OK, "qdot pack: %s", tg_last_error());
+    if (xq && wq) y = nn_qdot_linear(xt, xq, sx, cx, wq, wd, ty, N);
     float got[3 * 24];
     CHECK_MSG(y && tg_to_host(y, got, sizeof got) == TG_OK, "qdot %s: %s", tg_ggml_type_name(ty), tg_last_error());
     double e = 0;
@@ -611,7 +612,11 @@ static void qdot_case(int K) {
     CHECK(xq && tg_ndim(xq) == 5 && tg_size(xq, 4) == (grouped ? 16 : 4));
     CHECK(xq && tg_to_host(xq, gq, (size_t)(M * K)) == TG_OK && memcmp(gq, want, (size_t)(M * K)) == 0);
     /* bad arguments are errors, not crashes */
-    CHECK(nn_qdot_linear(xt, xq, sx, cx, raw, ty, N + 1) == NULL && strstr(tg_last_error(), "does not match"));
+    CHECK(nn_qdot_linear(xt, xq, sx, cx, wq, wd, ty, N + 1) == NULL && strstr(tg_last_error(), "does not match"));
+    tg_clear_error();
+    tg_tensor *q2 = NULL, *d2 = NULL;
+    CHECK(nn_qdot_pack(raw, ty, 7, &q2, &d2) == TG_ERR_INVALID_ARGUMENT && !q2 && !d2 &&
+          strstr(tg_last_error(), "does not split"));
     tg_clear_error();
     tg_scope_end(sc);
     free(w);

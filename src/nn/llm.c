@@ -34,7 +34,7 @@ struct tg_llm {
   /* QDOT: the Q4_0 / Q8_0 Linears with 8-bit activations (ggml_qdot.c): each such weight's raw bytes, and the
    * quantized activation of the last x a forward quantized (q/k/v and gate/up share theirs) */
   bool qdot;
-  struct QLin { const tg_tensor *w; tg_tensor *raw; int type; int64_t n_out; } *ql;
+  struct QLin { const tg_tensor *w; tg_tensor *qs, *d; int type; int64_t n_out; } *ql; /* packed: nn_qdot_pack */
   size_t nql, capql;
   const tg_tensor *qx_src;
   int qx_type;
@@ -126,15 +126,15 @@ static tg_tensor *weight(tg_llm *m, const char *name, int64_t ne0, int64_t ne1, 
   if (!t) { *failed = true; return NULL; }
   if (want == 1) t = tg_cast(t, TG_FLOAT32);
   if (want == 2 && m->qdot && nn_qdot_supported(ti->type)) {
-    tg_tensor *raw = tg_gguf_tensor_bytes(m->g, name, TG_GGUF_MAP);
-    if (!raw) { *failed = true; return NULL; }
+    tg_tensor *raw = tg_gguf_tensor_bytes(m->g, name, TG_GGUF_MAP), *qs = NULL, *d = NULL;
+    if (!raw || nn_qdot_pack(raw, ti->type, ne1, &qs, &d) != TG_OK) { *failed = true; return NULL; }
     if (m->nql == m->capql) {
       size_t cap = m->capql ? 2 * m->capql : 64;
       struct QLin *q = realloc(m->ql, cap * sizeof *q);
       if (!q) { tg_set_error(TG_ERR_OUT_OF_MEMORY, "tg_llm_load: %s", name); *failed = true; return NULL; }
       m->ql = q, m->capql = cap;
     }
-    m->ql[m->nql++] = (struct QLin){t, tg_retain(raw), ti->type, ne1};
+    m->ql[m->nql++] = (struct QLin){t, tg_retain(qs), tg_retain(d), ti->type, ne1}; /* past the load's scope */
   }
   return tg_retain(t);
 }
@@ -366,7 +366,7 @@ void tg_llm_free(tg_llm *m) {
       for (size_t i = 0; i < TG_ARRAY_LEN(ts); i++) tg_release(ts[i]);
     }
   free(m->layers);
-  for (size_t i = 0; i < m->nql; i++) tg_release(m->ql[i].raw);
+  for (size_t i = 0; i < m->nql; i++) tg_release(m->ql[i].qs), tg_release(m->ql[i].d);
   free(m->ql);
   tg_tensor *ts[] = {m->embd_rows, m->out_norm, m->out, m->rope_cos, m->rope_sin, m->v_pos, m->v_tok};
   for (size_t i = 0; i < TG_ARRAY_LEN(ts); i++) tg_release(ts[i]);
@@ -394,7 +394,7 @@ static tg_tensor *linear(tg_llm *m, const tg_tensor *x, const tg_tensor *w, cons
       if (nn_qdot_quantize(tg_cast(x, TG_FLOAT32), q->type, &m->qx[0], &m->qx[1], &m->qx[2]) != TG_OK) return NULL;
       m->qx_src = x, m->qx_type = q->type;
     }
-    y = nn_qdot_linear(x, m->qx[0], m->qx[1], m->qx[2], q->raw, q->type, q->n_out);
+    y = nn_qdot_linear(x, m->qx[0], m->qx[1], m->qx[2], q->qs, q->d, q->type, q->n_out);
   } else {
     y = tg_matmul(x, tg_transpose(w, 0, 1));
   }

@@ -36,11 +36,13 @@ void nn_oss_free(nn_oss *o);
 
 /* Linears over Q4_0 / Q8_0 weights with 8-bit activations (ggml_qdot.c, ggml's CPU formulation). nn_qdot_quantize
  * splits x (..., K) float32 into int8 blocks of 32 (xq), their float16-rounded scales (dx) and the per-lane sum
- * corrections of the weight type (xc), all in the caller's scope; nn_qdot_linear is x @ W^T for the raw bytes of a
- * (n_out, K) weight of that type, from the three. */
+ * corrections of the weight type (xc), all in the caller's scope; nn_qdot_pack splits the raw blocks of a (n_out, K)
+ * weight of that type once into realized quants (n_out, K / 2 or K bytes) and float16 scales (n_out, K / 32), in the
+ * caller's scope; nn_qdot_linear is x @ W^T from the three and the packed weight. */
 bool nn_qdot_supported(int type);
 tg_status nn_qdot_quantize(const tg_tensor *x, int type, tg_tensor **xq, tg_tensor **dx, tg_tensor **xc);
+tg_status nn_qdot_pack(const tg_tensor *raw, int type, int64_t n_out, tg_tensor **qs, tg_tensor **d);
 tg_tensor *nn_qdot_linear(const tg_tensor *x, const tg_tensor *xq, const tg_tensor *dx, const tg_tensor *xc,
-                          const tg_tensor *raw, int type, int64_t n_out);
+                          const tg_tensor *qs, const tg_tensor *d, int type, int64_t n_out);
 
 #endif
