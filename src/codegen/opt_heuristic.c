@@ -722,7 +722,10 @@ static bool cpu_row_kernel(OptScheduler *s, Shape *sh) {
  * threads read consecutive floats (coalesced). gpudims gives the LOCAL range and the reduces' GROUP ranges one thread
  * index (cg_gpu.c: ranges no value depends on together), so the block has T threads, and the three loops read the
  * same element at the same (thread, lane): one load, kept in registers across the loops. The other output axes (the
- * rows) stay GLOBAL: a block per row. Applied on a copy: all or nothing; GPU_ROW_KERNEL=0 turns it off (a GPU row
+ * rows) stay GLOBAL: a block per row. A row no such split divides (a prime length) is padded to T*U first (PADTO on
+ * the row and each reduce axis: the loads past its end are masked, read as each reduce's identity, and their stores
+ * dropped), U = ceil(N/128) up to 32: a row of 10007 runs 313 threads x 32 lanes, one kernel as on the CPU (without
+ * it 3, tinygrad's). Applied on a copy: all or nothing; GPU_ROW_KERNEL=0 turns it off (a GPU row
  * kernel then runs gpu_row_reduce on one reduce, the others looped by every thread: keep FUSE_ROWS=0 with it).
  * Each thread reduces all T partials from shared memory after the barrier (cg_gpu.c), T*T/8 reads a block: fewer
  * threads with more lanes each is faster. Measured on the H200 (DEBUG=2, softmax 4096x4096 float32, one kernel):
@@ -768,12 +771,23 @@ static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
     if (n % cu == 0 && n / cu <= want) t = n / cu, u = cu;
   for (int64_t cu = 1; cu <= 32 && !t; cu++)
     if (n % cu == 0 && n / cu <= lmax) t = n / cu, u = cu;
-  if (!t) return false;
+  int64_t padded = n;
+  if (!t) { /* no split divides the row (a prime length): U lanes of T threads past its end, masked (PADTO) */
+    u = TG_MIN((n + want - 1) / want, 32);
+    t = (n + u - 1) / u;
+    if (t > lmax) return false;
+    padded = t * u;
+  }
   OptScheduler c;
   opt_sched_copy(&c, s);
   int64_t sz;
-  int ax = axis_of_id(&c, row_id, &sz);
-  ok = ax >= 0 && try_opt(&c, OPT_LOCAL, ax, (int)t);
+  int ax;
+  for (int k = -1; k < nred && ok && padded != n; k++) { /* the row axis, then each reduce axis */
+    ax = axis_of_id(&c, k < 0 ? row_id : red_ids[k], &sz);
+    ok = ax >= 0 && try_opt(&c, OPT_PADTO, ax, (int)padded);
+  }
+  ax = axis_of_id(&c, row_id, &sz);
+  ok = ok && ax >= 0 && try_opt(&c, OPT_LOCAL, ax, (int)t);
   if (ok && u > 16) { /* an UPCAST takes 16 lanes at most: the rest in a second one */
     int first = 0;
     for (int d = 16; d > 1 && !first; d--)

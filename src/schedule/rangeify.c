@@ -359,9 +359,9 @@ static bool row_fuse_keeps(IndexingCtx *c, UOp *x, const UOpVec *ending, UOp *co
   }
   if (x->arg.red.naxes != 1 || distinct != 1 || row != red) return false;
   if (dev == 2) { /* a GPU */
-    bool splits = false; /* the block takes it: T threads (1024 at most) x U lanes (32 at most), gpu_row_kernel */
-    for (int64_t u = 1; u <= 32 && !splits; u++) splits = red % u == 0 && red / u <= 1024;
-    if (!splits) return false;
+    /* the block takes it: T threads (1024 at most) x U lanes (32 at most), padded past the row's end where no such
+     * split divides it (gpu_row_kernel) */
+    if ((red + 31) / 32 > 1024) return false;
   }
   UOpVec rs = {0};
   ranges_of_exprs(outr, nout, &rs);

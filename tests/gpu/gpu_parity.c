@@ -240,6 +240,8 @@ static const Case cases[] = {
     {"mean_all", b_mean_all, 1, F32, {{300, 300}}, 1e-10}, {"var_axis1", b_var_1, 1, F32, {{64, 1000}}, 1e-10},
     {"argmax", b_argmax_1, 1, F32, {{64, 1000}}, 0}, {"softmax", b_softmax, 1, F32, {{64, 1000}}, 1e-10},
     {"log_softmax", b_log_softmax, 1, F32, {{64, 1000}}, 1e-10}, {"logsumexp", b_logsumexp, 1, F32, {{1000, 64}}, 1e-10},
+    /* rows of prime length: the row kernel padded past the row's end (opt_heuristic.c gpu_row_kernel) */
+    {"softmax_prime", b_softmax, 1, F32, {{4, 10007}}, 1e-10}, {"log_softmax_prime", b_log_softmax, 1, F32, {{33, 1031}}, 1e-10},
     {"cumsum", b_cumsum, 1, F32, {{16, 300}}, 1e-10}, {"permute", b_permute, 1, F32, {{7, 11, 13}}, 0},
     {"flip", b_flip, 1, F32, {{7, 11, 13}}, 0}, {"pad", b_pad, 1, F32, {{9, 10}}, 0},
     {"shrink", b_shrink, 1, F32, {{9, 10}}, 0}, {"expand_add", b_expand_add, 2, F32, {{29, 37}, {37}}, 0},
