@@ -813,6 +813,55 @@ static void check_row_rule(void) {
   sched_cache_clear();
 }
 
+/* ---- kernel counts on CUDA against the CPU's (scheduled without a GPU: tensors on the device, not realized) ----
+ * The GPU issue asks for the CPU's counts: a GPU lowering that needs more kernels than the CPU's (a row no block
+ * takes, a reduce split only on the GPU) shows here. The CPU may have more (its own adaptations, as the split of a
+ * conv weight gradient's reduce), never fewer. Forward and gradients of the training graphs, rows of odd lengths. */
+static int device_kernels(const char *device, int which) {
+  tg_scope ts = tg_scope_begin();
+  int axm1 = -1;
+  tg_tensor *x = NULL, *w = NULL, *out = NULL;
+  switch (which) {
+  case 0: out = tg_softmax(tg_empty_on(TG_SHAPE(7, 10007), TG_FLOAT32, device), -1); break;
+  case 1: out = tg_log_softmax(tg_empty_on(TG_SHAPE(33, 1031), TG_FLOAT32, device), -1); break;
+  case 2: out = tg_layernorm(tg_empty_on(TG_SHAPE(5, 4099), TG_FLOAT32, device), &axm1, 1, 1e-5); break;
+  case 3: out = tg_sum(tg_empty_on(TG_SHAPE(129, 513), TG_FLOAT32, device), TG_AXES(1), false); break;
+  case 4: out = tg_matmul(tg_empty_on(TG_SHAPE(37, 129), TG_FLOAT32, device), tg_empty_on(TG_SHAPE(129, 53), TG_FLOAT32, device)); break;
+  case 5: case 6: case 7: /* a Linear + cross-entropy, its forward then its gradients; a conv + relu + mean's gradients */
+    if (which < 7) {
+      x = tg_empty_on(TG_SHAPE(64, 784), TG_FLOAT32, device), w = tg_empty_on(TG_SHAPE(10, 784), TG_FLOAT32, device);
+      tg_tensor *lab = tg_empty_on(TG_SHAPE(64), TG_INT32, device);
+      tg_requires_grad(w, true);
+      out = tg_sparse_categorical_crossentropy(tg_matmul(x, tg_transpose(w, 0, 1)), lab, -1, 0.0, TG_REDUCTION_MEAN);
+    } else {
+      x = tg_empty_on(TG_SHAPE(8, 16, 14, 14), TG_FLOAT32, device), w = tg_empty_on(TG_SHAPE(32, 16, 3, 3), TG_FLOAT32, device);
+      tg_requires_grad(w, true);
+      out = tg_mean(tg_relu(tg_conv2d(x, w, NULL, 1, NULL, NULL, NULL)), NULL, 0, false);
+    }
+    if (which >= 6) {
+      tg_tensor *g = NULL;
+      const tg_tensor *wrt[1] = {w};
+      out = tg_gradient(out, wrt, 1, &g) == TG_OK ? g : NULL;
+    }
+    break;
+  }
+  int n = row_kernels_of(out);
+  tg_scope_end(ts);
+  return n;
+}
+
+static void check_device_counts(void) {
+  static const char *const names[] = {"softmax 7x10007", "log_softmax 33x1031", "layernorm 5x4099", "sum rows 129x513",
+                                      "matmul 37x129x53", "linear + cross-entropy", "its weight gradient",
+                                      "conv + relu + mean's weight gradient"};
+  sched_cache_clear();
+  for (int i = 0; i < (int)TG_ARRAY_LEN(names); i++) {
+    int cpu = device_kernels("CPU", i), cuda = device_kernels("CUDA", i);
+    CHECK_MSG(cpu > 0 && cuda > 0 && cuda <= cpu, "%s: %d kernels on CUDA, %d on the CPU", names[i], cuda, cpu);
+  }
+  sched_cache_clear();
+}
+
 void suite_schedule(void) {
   const char *only = getenv("SCHED_CASE");
   /* tinygrad's kernels are those of its default schedule: the row rule (FUSE_ROWS, a fusion tinygrad does not make by
@@ -848,6 +897,7 @@ void suite_schedule(void) {
   check_memory_plan();
   check_kernel_count_table();
   check_row_rule();
+  check_device_counts();
   check_matmul_panels();
   check_conv_hints();
   check_matmul_transposed();
