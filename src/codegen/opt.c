@@ -208,6 +208,12 @@ void opt_sched_free(OptScheduler *s) {
   s->ast = NULL;
 }
 
+bool opt_sched_take(OptScheduler *s, OptScheduler *copy, bool ok) {
+  opt_sched_free(ok ? s : copy);
+  if (ok) *s = *copy;
+  return ok;
+}
+
 static tg_status opt_error(const OptScheduler *s, Opt o, const char *why) {
   char buf[96];
   opt_format(o, buf, sizeof buf);

@@ -58,6 +58,9 @@ typedef struct OptScheduler {
 void opt_sched_init(OptScheduler *s, UOp *ast, const Renderer *ren);
 void opt_sched_copy(OptScheduler *dst, const OptScheduler *src);
 void opt_sched_free(OptScheduler *s);
+/* all or nothing for opts tried on a copy (opt_sched_copy): with ok, s takes the copy's state; else the copy is
+ * dropped. Returns ok. */
+bool opt_sched_take(OptScheduler *s, OptScheduler *copy, bool ok);
 
 /* The opt axes in order (tinygrad Scheduler.rngs); the caller frees the vector. */
 void opt_sched_rngs(const OptScheduler *s, UOpVec *out);

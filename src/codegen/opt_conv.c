@@ -194,12 +194,7 @@ bool opt_gpu_conv(OptScheduler *s) {
     ok = sh.size[o] <= 8 && sh.size[r] >= 8   ? conv_weight_grad(&t, &sh, win, other, o, r)
          : sh.size[r] <= 8 && sh.size[o] >= 8 ? conv_forward(&t, &sh, win, other, o, r)
                                               : false;
-    if (ok) {
-      opt_sched_free(s);
-      *s = t;
-    } else {
-      opt_sched_free(&t);
-    }
+    opt_sched_take(s, &t, ok);
   }
   tg_vec_free(&sh.rngs);
   tg_clear_error();
@@ -246,11 +241,8 @@ bool opt_gpu_conv_tc(OptScheduler *s, int tc_select, int use_tc) {
         opt_on_id(&tk, OPT_UPCAST, batch_id, 4);
         int64_t nrest = size_of_id(&tk, want[0]);
         if (nrest % 4 == 0 || nrest % 2 == 0) opt_on_id(&tk, OPT_UPCAST, want[0], nrest % 4 == 0 ? 4 : 2);
-        opt_sched_free(s);
-        *s = tk;
-      } else {
-        opt_sched_free(&tk);
       }
+      opt_sched_take(s, &tk, found);
     }
   }
   tg_vec_free(&sh.rngs);

@@ -71,6 +71,13 @@ static void buffer_indexes(UOp *ast, UOpVec *out) {
   tg_vec_free(&topo);
 }
 
+/* some access (idx: buffer_indexes) does not vary along rng: the output lanes rng would give share its loads */
+static bool some_index_skips(const UOpVec *idx, UOp *rng) {
+  for (size_t i = 0; i < idx->len; i++)
+    if (!in_slice(idx->data[i], rng)) return true;
+  return false;
+}
+
 /* ranges used in WHERE conditions (gates from stack/cat/pad) */
 static void where_gate_ranges(UOp *ast, UOpVec *out) {
   UOpVec topo = {0};
@@ -634,19 +641,16 @@ static bool cpu_column_reduce(OptScheduler *s, Shape *sh) {
  * vector (16-32 KiB of float32) and the weight stream compete for the L1 cache. Measured (2 cores, AVX-512, 2
  * threads, the 1B llama's F16 decode, DEBUG=2, us per call, alternating runs): its 8192 -> 2048 down projection
  * 1258-1420 -> 845-1066; the 2048-long rows were not faster with 4 (gate/up 646-1014 -> 1006-1164), so they keep one. */
-static void shared_vector_rows(OptScheduler *s, Shape *sh, const UOpVec *slice) {
-  for (int a = 0; a < sh->n; a++) {
-    if (!is_upcastable(sh, a) || is_reduce_type(sh->type[a]) || sh->size[a] % 4) continue;
-    bool shared = false;
-    for (size_t i = 0; i < slice->len && !shared; i++) {
-      UOp *u = slice->data[i];
-      shared = u->op == TG_OP_INDEX && u->nsrc >= 2 && !in_slice(u->src[1], sh->rngs.data[a]);
-    }
-    if (shared) {
+static void shared_vector_rows(OptScheduler *s, Shape *sh) {
+  UOpVec idx = {0};
+  buffer_indexes(s->ast, &idx);
+  for (int a = 0; a < sh->n; a++)
+    if (is_upcastable(sh, a) && !is_reduce_type(sh->type[a]) && sh->size[a] % 4 == 0 &&
+        some_index_skips(&idx, sh->rngs.data[a])) {
       try_opt(s, OPT_UPCAST, a, 4);
-      return;
+      break;
     }
-  }
+  tg_vec_free(&idx);
 }
 
 static bool cpu_row_reduce(OptScheduler *s, Shape *sh) {
@@ -670,8 +674,8 @@ static bool cpu_row_reduce(OptScheduler *s, Shape *sh) {
     ok = has_unit_term(ungated_index(u), rng);
     any = true;
   }
-  if (ok && any && sh->size[last] >= 4096) shared_vector_rows(s, sh, &slice);
   tg_vec_free(&slice);
+  if (ok && any && sh->size[last] >= 4096) shared_vector_rows(s, sh);
   return ok && any;
 }
 
@@ -732,6 +736,14 @@ static bool cpu_row_kernel(OptScheduler *s, Shape *sh) {
  * T=128 x 32 lanes 37.9 us (3.5 TB/s), T=256 x 16 56 us, T=512 x 8 189 us, T=1024 x 4 868 us; tinygrad's 3 kernels
  * (FUSE_ROWS=0) 25 + 22 + 35 = 82 us, torch's softmax ~65 us. bench_gpu's figure (with the host's time per realize)
  * 2074-2392 GB/s at T=128 against 1372 with FUSE_ROWS=0 and torch's 2052. */
+/* every REDUCE of the kernel (topo: its backward slice) depends on rng: a row of the fused row kernel, not the row
+ * axis its loops walk */
+static bool every_reduce_reads(const UOpVec *topo, UOp *rng) {
+  for (size_t i = 0; i < topo->len; i++)
+    if (topo->data[i]->op == TG_OP_REDUCE && !uop_in_backward_slice(topo->data[i], rng)) return false;
+  return true;
+}
+
 static int axis_of_id(const OptScheduler *s, int64_t id, int64_t *size);
 static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
   if (!s->ren->has_local || !s->ren->has_shared || tg_getenv_int("NOLOCALS", 0) || !tg_getenv_int("GPU_ROW_KERNEL", 1) ||
@@ -755,10 +767,7 @@ static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
   }
   for (int a = 0; a < sh->n && ok && n > 0; a++) {
     if (sh->type[a] != AXIS_GLOBAL && sh->type[a] != AXIS_WEAK) continue;
-    bool read_by_all = true;
-    for (size_t i = 0; i < topo.len && read_by_all; i++)
-      if (topo.data[i]->op == TG_OP_REDUCE) read_by_all = uop_in_backward_slice(topo.data[i], sh->rngs.data[a]);
-    if (read_by_all) continue;
+    if (every_reduce_reads(&topo, sh->rngs.data[a])) continue;
     nrow++;
     row = a;
   }
@@ -826,12 +835,7 @@ static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
       ok = uk >= 0 && try_opt(&c, OPT_UNROLL, uk, 0);
     }
   }
-  if (ok) {
-    opt_sched_free(s);
-    *s = c;
-  } else {
-    opt_sched_free(&c);
-  }
+  opt_sched_take(s, &c, ok);
   tg_clear_error();
   return ok;
 }
@@ -1104,8 +1108,7 @@ static bool gpu_row_reduce(OptScheduler *s, Shape *sh, int64_t min_out, int64_t 
     bool row_upcast = sh->size[r] >= 1024 && sh->size[r] <= 4096 && tg_getenv_int("GPU_ROW_UPCAST", 1);
     for (int i = 0; i < last && row_upcast; i++) {
       if ((tsh.type[i] != AXIS_GLOBAL && tsh.type[i] != AXIS_WEAK) || !tsh.known[i] || tsh.size[i] % 4) continue;
-      bool bcast = false;
-      for (size_t k = 0; k < ix.len && !bcast; k++) bcast = !in_slice(ix.data[k], tsh.rngs.data[i]);
+      bool bcast = some_index_skips(&ix, tsh.rngs.data[i]);
       if (bcast && try_opt(&t, OPT_UPCAST, i, 4)) {
         if (tsh.size[i] == 4) last--; /* the axis is gone: the later ones move down */
         break;
@@ -1115,12 +1118,7 @@ static bool gpu_row_reduce(OptScheduler *s, Shape *sh, int64_t min_out, int64_t 
     if (last >= 0 && !try_opt(&t, OPT_LOCAL, last, 4)) try_opt(&t, OPT_LOCAL, last, 2);
     tg_vec_free(&tsh.rngs);
   }
-  if (ok) {
-    opt_sched_free(s);
-    *s = t;
-  } else {
-    opt_sched_free(&t);
-  }
+  opt_sched_take(s, &t, ok);
   tg_clear_error();
   return ok;
 }
@@ -1162,11 +1160,8 @@ static bool gpu_group_first(OptScheduler *s, Shape *sh) {
     for (int i = 0; i < tsh.n; i++) upcasted[i] = tsh.type[i] == AXIS_LOCAL;
     greedy_upcast_step(&t, &tsh, upcasted);
     tg_vec_free(&tsh.rngs);
-    opt_sched_free(s);
-    *s = t;
-  } else {
-    opt_sched_free(&t);
   }
+  opt_sched_take(s, &t, ok);
   tg_clear_error();
   return ok;
 }
@@ -1228,8 +1223,7 @@ static void gpu_locals(OptScheduler *s, Shape *sh) {
   for (int a = 0; a < sh->n; a++) {
     if ((sh->type[a] != AXIS_GLOBAL && sh->type[a] != AXIS_WEAK) || sh->rngs.data[a]->src[0]->op != TG_OP_CONST)
       continue;
-    bool bcast = false;
-    for (size_t b = 0; b < idxs.len && !bcast; b++) bcast = !in_slice(idxs.data[b], sh->rngs.data[a]);
+    bool bcast = some_index_skips(&idxs, sh->rngs.data[a]);
     rank_axis[nrank] = a, rank_bcast[nrank++] = bcast;
   }
   tg_vec_free(&idxs);
@@ -1330,10 +1324,8 @@ static int64_t row_kernel_work(const OptScheduler *s, const Shape *sh) {
   uop_backward_slice(s->ast, &topo);
   int64_t rows = 1, loops = 0;
   for (int a = 0; a < sh->n; a++) {
-    bool row = sh->type[a] == AXIS_GLOBAL || sh->type[a] == AXIS_WEAK || sh->type[a] == AXIS_THREAD;
-    for (size_t i = 0; i < topo.len && row; i++)
-      if (topo.data[i]->op == TG_OP_REDUCE) row = uop_in_backward_slice(topo.data[i], sh->rngs.data[a]);
-    if (row) rows *= sh->size[a];
+    bool out = sh->type[a] == AXIS_GLOBAL || sh->type[a] == AXIS_WEAK || sh->type[a] == AXIS_THREAD;
+    if (out && every_reduce_reads(&topo, sh->rngs.data[a])) rows *= sh->size[a];
     else loops += sh->size[a];
   }
   tg_vec_free(&topo);
