@@ -593,6 +593,8 @@ static void qdot_case(int K) {
     tg_tensor *xq = NULL, *sx = NULL, *cx = NULL, *y = NULL, *wq = NULL, *wd = NULL;
     CHECK_MSG(nn_qdot_quantize(xt, ty, &xq, &sx, &cx) == TG_OK, "qdot quantize: %s", tg_last_error());
     CHECK_MSG(nn_qdot_pack(raw, ty, N, &wq, &wd) == TG_OK, "qdot pack: %s", tg_last_error());
+    int64_t chunks = tg_getenv_int("QDOT_CHUNK", 2048) == 128 ? 2 : 1;
+    CHECK(wq && tg_ndim(wq) == (chunks > 1 ? 3 : 2) && (chunks == 1 || tg_size(wq, 0) == chunks));
     if (xq && wq) y = nn_qdot_linear(xt, xq, sx, cx, wq, wd, ty, N);
     float got[3 * 24];
     CHECK_MSG(y && tg_to_host(y, got, sizeof got) == TG_OK, "qdot %s: %s", tg_ggml_type_name(ty), tg_last_error());
@@ -626,6 +628,9 @@ static void qdot_case(int K) {
 static void qdot_reference(void) {
   qdot_case(256); /* 8 blocks a row: the activation in groups of 4 blocks */
   qdot_case(96);  /* 3: ggml's order */
+  test_setenv("QDOT_CHUNK", "128"); /* the weight in 2 column chunks of 4 blocks, chunk-major, summed by a 2nd kernel */
+  qdot_case(256);
+  test_unsetenv("QDOT_CHUNK");
   tg_scope sc = tg_scope_begin();
   tg_tensor *xq = NULL, *sx = NULL, *cx = NULL;
   CHECK(nn_qdot_quantize(tg_zeros(TG_SHAPE(2, 40), TG_FLOAT32), TG_GGML_Q4_0, &xq, &sx, &cx) == TG_ERR_INVALID_ARGUMENT);

@@ -46,7 +46,20 @@ static tg_tensor *block_cols(const tg_tensor *b, int64_t a, int64_t e) {
  * so the quants of 4 consecutive blocks are 4 loads at a stride of 18 and each scale two byte loads joined by a shift
  * and an or (14 of the 28 instructions of a Q4_0 step of 4 blocks, clang 14 -O2). Split into the quants (N, nb * 16 or
  * 32) and the scales (N, nb) float16, 4 blocks' quants are one 64-byte load and their scales one 8-byte load; the bytes
- * are the same (no dequantized copy). */
+ * are the same (no dequantized copy).
+ *
+ * Long rows are stored in column chunks of QDOT_CHUNK (2048) elements, chunk-major: quants (C, N, K / C bytes-per-
+ * element) and scales (C, N, nb / C). A matvec then runs chunk by chunk over all its rows, so the part of the int8
+ * activation a row reads (2 KB, and its 0.25 KB of corrections) stays in L1 while the weight streams past it; over a
+ * whole 8192-long row (8 + 4 KB) the stream evicted it: the 1B llama's 2048 x 8192 down projection read 21-25 GB/s in
+ * the decode where the 8192 x 2048 gate read 31-34 (DEBUG=2, 2 threads; an isolated kernel with the same 8192-long row
+ * but a 2 KB activation: 42-46 GB/s against 35-38). nn_qdot_linear sums the C partial products in a second kernel. */
+static int64_t qdot_chunks(int64_t K) {
+  int64_t chunk = tg_getenv_int("QDOT_CHUNK", 2048);
+  if (chunk <= 0 || K <= chunk || K % chunk || chunk % (32 * QX_GROUP)) return 1;
+  return K / chunk;
+}
+
 tg_status nn_qdot_pack(const tg_tensor *raw, int type, int64_t n_out, tg_tensor **qs, tg_tensor **d) {
   int64_t bytes = type == TG_GGML_Q4_0 ? 18 : 34, n = raw ? tg_numel(raw) : 0;
   *qs = *d = NULL;
@@ -55,13 +68,15 @@ tg_status nn_qdot_pack(const tg_tensor *raw, int type, int64_t n_out, tg_tensor 
                         "%lld-byte blocks", tg_ggml_type_name(type) ? tg_ggml_type_name(type) : "?", (long long)n,
                         raw ? tg_dtype_name(tg_get_dtype(raw)) : "(null)", (long long)n_out, (long long)bytes);
   }
-  int64_t nb = n / (n_out * bytes);
+  int64_t nb = n / (n_out * bytes), C = qdot_chunks(nb * 32), nbc = nb / C;
   tg_scope s = tg_scope_begin();
-  tg_tensor *b = tg_reshape(raw, TG_SHAPE(n_out, nb, bytes));
-  tg_tensor *q = tg_contiguous(tg_reshape(block_cols(b, 2, bytes), TG_SHAPE(n_out, nb * (bytes - 2))));
+  tg_tensor *b = tg_reshape(raw, TG_SHAPE(n_out, C, nbc, bytes));
+  b = tg_reshape(tg_permute(b, (const int[]){1, 0, 2, 3}, 4), TG_SHAPE(C * n_out, nbc, bytes)); /* chunk-major */
+  tg_tensor *q = tg_contiguous(tg_reshape(block_cols(b, 2, bytes), TG_SHAPE(C, n_out, nbc * (bytes - 2))));
   tg_tensor *lo = tg_cast(block_cols(b, 0, 1), TG_UINT16), *hi = tg_cast(block_cols(b, 1, 2), TG_UINT16);
   tg_tensor *sc = tg_contiguous(tg_reshape(tg_bitcast(tg_bitwise_or(lo, tg_lshift(hi, ci(8))), TG_FLOAT16),
-                                           TG_SHAPE(n_out, nb)));
+                                           TG_SHAPE(C, n_out, nbc)));
+  if (C == 1 && q && sc) q = tg_reshape(q, TG_SHAPE(n_out, nbc * (bytes - 2))), sc = tg_reshape(sc, TG_SHAPE(n_out, nbc));
   tg_tensor *both[2] = {q, sc};
   if (!q || !sc || tg_realize_many(both, 2) != TG_OK) {
     tg_scope_end(s);
@@ -110,30 +125,36 @@ tg_tensor *nn_qdot_linear(const tg_tensor *x, const tg_tensor *xq, const tg_tens
                           const tg_tensor *qs, const tg_tensor *d, int type, int64_t n_out) {
   int nd = tg_ndim(x);
   int64_t K = nd ? tg_size(x, nd - 1) : 0, M = K ? tg_numel(x) / K : 0, nb = K / 32, qb = type == TG_GGML_Q4_0 ? 16 : 32;
+  int64_t C = qs && tg_ndim(qs) == 3 ? tg_size(qs, 0) : 1; /* column chunks (nn_qdot_pack) */
   if (!nn_qdot_supported(type) || K % 32 || !qs || !d || tg_numel(qs) != n_out * nb * qb || tg_numel(d) != n_out * nb ||
-      tg_get_dtype(qs) != TG_UINT8 || tg_get_dtype(d) != TG_FLOAT16) {
-    tg_set_error(TG_ERR_INVALID_ARGUMENT, "nn_qdot_linear: packed %s weight (%lld quant bytes, %lld scales) does not "
-                 "match (%lld, %lld)", tg_ggml_type_name(type) ? tg_ggml_type_name(type) : "?",
-                 qs ? (long long)tg_numel(qs) : 0LL, d ? (long long)tg_numel(d) : 0LL, (long long)n_out, (long long)K);
+      tg_get_dtype(qs) != TG_UINT8 || tg_get_dtype(d) != TG_FLOAT16 || C <= 0 || nb % C ||
+      (tg_ndim(qs) == 3 && (tg_size(qs, 1) != n_out || tg_ndim(d) != 3 || tg_size(d, 0) != C))) {
+    tg_set_error(TG_ERR_INVALID_ARGUMENT, "nn_qdot_linear: packed %s weight (%lld quant bytes in %lld chunks, %lld "
+                 "scales) does not match (%lld, %lld)", tg_ggml_type_name(type) ? tg_ggml_type_name(type) : "?",
+                 qs ? (long long)tg_numel(qs) : 0LL, (long long)C, d ? (long long)tg_numel(d) : 0LL, (long long)n_out,
+                 (long long)K);
     return NULL;
   }
+  int64_t nbc = nb / C;
   tg_scope s = tg_scope_begin();
-  tg_tensor *w; /* (N, nb, 2, 4, 4) uint8 */
+  tg_tensor *w; /* (C, N, nbc, 2, 4, 4) uint8 */
   if (type == TG_GGML_Q4_0) {
     /* the halves by tg_cat, not a shift pattern: each half's shift is a constant in the kernel */
-    tg_tensor *q4 = tg_reshape(qs, TG_SHAPE(n_out, nb, 1, 4, 4));
+    tg_tensor *q4 = tg_reshape(qs, TG_SHAPE(C, n_out, nbc, 1, 4, 4));
     const tg_tensor *halves[2] = {tg_bitwise_and(q4, ci(15)), tg_rshift(q4, ci(4))};
-    w = tg_cat(halves, 2, 2);
+    w = tg_cat(halves, 2, 3);
   } else {
-    w = tg_bitwise_xor(tg_reshape(qs, TG_SHAPE(n_out, nb, 2, 4, 4)), ci(0x80));
+    w = tg_bitwise_xor(tg_reshape(qs, TG_SHAPE(C, n_out, nbc, 2, 4, 4)), ci(0x80));
   }
-  tg_tensor *w6 = tg_reshape(w, TG_SHAPE(1, n_out, nb, 2, 4, 4));
-  tg_tensor *x6 = tg_reshape(qx_blocks(xq, M, nb), TG_SHAPE(M, 1, nb, 2, 4, 4));
-  tg_tensor *dot = tg_sum(tg_mul(tg_cast(w6, TG_INT32), tg_cast(x6, TG_INT32)), TG_AXES(3, 5), true);
-  dot = tg_add(dot, tg_reshape(xc, TG_SHAPE(M, 1, nb, 1, 4, 1))); /* (M, N, nb, 1, 4, 1) */
-  tg_tensor *scale = tg_mul(tg_reshape(tg_cast(d, TG_FLOAT32), TG_SHAPE(1, n_out, nb, 1, 1, 1)),
-                            tg_reshape(dx, TG_SHAPE(M, 1, nb, 1, 1, 1)));
-  tg_tensor *y = tg_sum(tg_mul(tg_cast(dot, TG_FLOAT32), scale), TG_AXES(2, 3, 4, 5), false); /* (M, N) */
+  tg_tensor *w7 = tg_reshape(w, TG_SHAPE(1, C, n_out, nbc, 2, 4, 4));
+  tg_tensor *x7 = tg_reshape(qx_blocks(xq, M, nb), TG_SHAPE(M, C, 1, nbc, 2, 4, 4));
+  tg_tensor *dot = tg_sum(tg_mul(tg_cast(w7, TG_INT32), tg_cast(x7, TG_INT32)), TG_AXES(4, 6), true);
+  dot = tg_add(dot, tg_reshape(xc, TG_SHAPE(M, C, 1, nbc, 1, 4, 1))); /* (M, C, N, nbc, 1, 4, 1) */
+  tg_tensor *scale = tg_mul(tg_reshape(tg_cast(d, TG_FLOAT32), TG_SHAPE(1, C, n_out, nbc, 1, 1, 1)),
+                            tg_reshape(dx, TG_SHAPE(M, C, 1, nbc, 1, 1, 1)));
+  tg_tensor *y = tg_sum(tg_mul(tg_cast(dot, TG_FLOAT32), scale), TG_AXES(3, 4, 5, 6), false); /* (M, C, N) */
+  /* chunks: each a kernel's output of its own, then their sum (one reduce over all would loop the chunks per row) */
+  y = C > 1 ? tg_sum(tg_contiguous(y), TG_AXES(1), false) : tg_reshape(y, TG_SHAPE(M, n_out));
   int64_t shape[TG_MAX_DIMS];
   for (int i = 0; i + 1 < nd; i++) shape[i] = tg_size(x, i);
   shape[nd - 1] = n_out;
