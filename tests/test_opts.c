@@ -1603,7 +1603,8 @@ static int count_of(const char *s, const char *what) {
   return n;
 }
 
-static void check_row_kernel_source(tg_tensor *t, int u) {
+/* u elements a thread, each loaded `loads` times (a masked row loads once per reduce identity) */
+static void check_row_kernel_source(tg_tensor *t, int u, int loads) {
   const Renderer *cuda = renderer_cuda();
   UOpScope sc = uop_scope_begin();
   UOp *ast = kernel_of(t);
@@ -1618,7 +1619,7 @@ static void check_row_kernel_source(tg_tensor *t, int u) {
   CHECK_MSG(src != NULL, "softmax row kernel: %s", tg_last_error());
   if (src) {
     bool ok = count_of(src, "threadIdx.") == 1 && count_of(src, "blockIdx.") == 1 && count_of(src, "__syncthreads()") == 2 &&
-              count_of(src, "(*(data1_") == u && count_of(src, "*(data0_") == u && count_of(src, "__shared__") == 2;
+              count_of(src, "*(data1_") == loads && count_of(src, "*(data0_") == u && count_of(src, "__shared__") == 2;
     CHECK_MSG(ok, "softmax row kernel: not a block-cooperative row of %d elements a thread:\n%s", u, src);
     const char *why = NULL;
     const NvrtcApi *nvrtc = nvrtc_api(&why);
@@ -1661,7 +1662,7 @@ static void test_gpu_heuristic_steps(void) {
   gpu_step("softmax 8x1024", tg_softmax(fl(8, 1024), -1), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
   gpu_step("log_softmax 8x1024", tg_log_softmax(fl(8, 1024), -1), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
   gpu_step("layernorm 8x1024", tg_layernorm(fl(8, 1024), &axm1, 1, 1e-5), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
-  check_row_kernel_source(tg_softmax(fl(8, 4096), -1), 32); /* 128 threads, 32 lanes (two UPCASTs: 16 and 2) */
+  check_row_kernel_source(tg_softmax(fl(8, 4096), -1), 32, 32); /* 128 threads, 32 lanes (two UPCASTs: 16 and 2) */
   /* rows no split divides (prime lengths): padded past the row's end, the loads there masked (emulated: a padded
    * lane that read memory or reached a reduce would change the result or fail the bounds check) */
   gpu_step("softmax 2x1031", tg_softmax(fl(2, 1031), -1), /* 115 threads x 9 lanes = 1035 */
@@ -1671,6 +1672,14 @@ static void test_gpu_heuristic_steps(void) {
            "PADTO:1:4128,PADTO:2:4128,PADTO:3:4128,LOCAL:1:129,UPCAST:1:16,UPCAST:1:0,GROUP:0:129,UNROLL:1:0,"
            "GROUP:0:129,UNROLL:2:0",
            "GPU_ROW_KERNEL", "LOCAL:0:2");
+  /* a row of a Variable's length (decode attention's softmax over start_pos + 1 keys, start_pos <= 300): padded to the
+   * bound, 101 threads x 3 lanes = 303, masked past start_pos + 1 (emulated at start_pos = 150) */
+  tg_tensor *sp = tg_bind(tg_variable("start_pos", 0, 300), 150);
+  tg_sint sb[4] = {TG_SI(0), TG_SI(2), TG_SI(0), TG_SV(sp, 1)};
+  gpu_step("softmax 2x(start_pos+1)", tg_softmax(tg_shrink_sym(fl(2, 301), sb, 2), -1),
+           "PADTO:1:303,PADTO:2:303,PADTO:3:303,LOCAL:1:101,UPCAST:1:0,GROUP:0:101,UNROLL:1:0,GROUP:0:101,UNROLL:2:0",
+           "GPU_ROW_KERNEL", "NOLOCALS:-1:0");
+  check_row_kernel_source(tg_softmax(tg_shrink_sym(fl(2, 301), sb, 2), -1), 3, 6);
   /* gpu_conv: a conv forward [2, 8, 8, 8 | r4, r3, r3] takes ox by 4, co by 4, kx unrolled, a block of co x ox x 4
    * rows; its weight gradient [8, 4, 3, 3 | r2, r8, r8] kx whole, ci by 2, co by 4, x unrolled by 4, a block of co x ci
    * and GROUP 4 on y (few threads) */

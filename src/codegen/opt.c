@@ -282,9 +282,15 @@ static UOp *index_valid(UOp *i) {
   return i->op == TG_OP_WHERE && uop_is_invalid(i->src[2]) ? i->src[0] : uop_const_bool(true);
 }
 
+/* PADTO: the axis runs to a multiple of arg, the new iterations masked (loads read nothing, stores are dropped, a
+ * reduce sees its identity). An axis of a Variable's length (decode attention over start_pos + 1 keys) is padded
+ * from its largest value: the loop gets a constant length, the mask keeps the symbolic bound (the GPU row kernel over
+ * such a row: opt_heuristic.c gpu_row_kernel). */
 static tg_status apply_padto(OptScheduler *s, Opt o, UOp *rng) {
   int64_t sz;
-  if (rng->src[0]->op != TG_OP_CONST || !range_size(rng, &sz)) return opt_error(s, o, "only pad const axes");
+  bool symbolic = !range_size(rng, &sz);
+  if (symbolic) sz = (int64_t)uop_vmax(rng) + 1;
+  if (sz <= 0 || (symbolic && uop_vmin(rng->src[0]) < 0)) return opt_error(s, o, "only pad axes of a known bound");
   AxisType t = cg_axis_type(rng);
   if (t == AXIS_UPCAST || t == AXIS_UNROLL) return opt_error(s, o, "cannot pad upcasted");
   if (t == AXIS_THREAD) return opt_error(s, o, "cannot pad thread");
@@ -292,7 +298,8 @@ static tg_status apply_padto(OptScheduler *s, Opt o, UOp *rng) {
   int64_t new_sz = (sz + o.arg - 1) / o.arg * o.arg;
   if (!(sz > new_sz / 4)) return opt_error(s, o, "pad adds more than quadruple the work");
   UOp *replaced = cg_range_resize(rng, uop_const_int(rng->src[0]->dtype, new_sz));
-  UOp *valid_old = uop_lt_int(rng, sz); /* in terms of the old range: the second substitution renames it */
+  /* in terms of the old range: the second substitution renames it */
+  UOp *valid_old = symbolic ? uop_lt(rng, rng->src[0]) : uop_lt_int(rng, sz);
   UOpVec topo = {0}, from = {0}, to = {0};
   uop_toposort(s->ast, NULL, NULL, &topo);
   UOpMap stores;

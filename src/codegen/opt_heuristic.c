@@ -752,7 +752,10 @@ static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
   shape_load(s, sh);
   if (count_type(sh, AXIS_UPCAST, AXIS_UNROLL) || count_type(sh, AXIS_LOCAL, AXIS_GROUP_REDUCE)) return false;
   /* the reduce axes: all of one length N; the row axis: the one output axis of length N some REDUCE does not read */
+  /* a row of a Variable's length (decode attention's softmax over start_pos + 1 keys): every axis ends at the same
+   * expression; n is its largest value, and the row is padded to it below */
   int64_t n = -1;
+  UOp *end = NULL;
   int row = -1, nrow = 0;
   int64_t red_ids[16], row_id = -1;
   int nred = 0;
@@ -761,8 +764,9 @@ static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
   bool ok = true;
   for (int a = 0; a < sh->n && ok; a++) {
     if (sh->type[a] != AXIS_REDUCE) continue;
-    ok = sh->known[a] && (n < 0 || sh->size[a] == n) && nred < 16;
-    n = sh->size[a];
+    UOp *e = sh->rngs.data[a]->src[0];
+    ok = (end == NULL || e == end) && nred < 16;
+    end = e, n = sh->size[a];
     if (ok) red_ids[nred++] = sh->rngs.data[a]->arg.range->axis_id;
   }
   for (int a = 0; a < sh->n && ok && n > 0; a++) {
@@ -772,16 +776,17 @@ static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
     row = a;
   }
   tg_vec_free(&topo);
-  if (!ok || nred == 0 || nrow != 1 || !sh->known[row] || sh->size[row] != n) return false;
+  if (!ok || nred == 0 || nrow != 1 || sh->rngs.data[row]->src[0] != end || n <= 0) return false;
+  bool symbolic = !sh->known[row];
   row_id = sh->rngs.data[row]->arg.range->axis_id;
   int64_t lmax = s->ren->local_max[0] > 0 ? s->ren->local_max[0] : 1024, t = 0, u = 0;
   int64_t want = tg_getenv_int("GPU_ROW_THREADS", 128); /* the most threads a row takes when 32 lanes or fewer do */
-  for (int64_t cu = 1; cu <= 32 && !t; cu++)
+  for (int64_t cu = 1; cu <= 32 && !t && !symbolic; cu++)
     if (n % cu == 0 && n / cu <= want) t = n / cu, u = cu;
-  for (int64_t cu = 1; cu <= 32 && !t; cu++)
+  for (int64_t cu = 1; cu <= 32 && !t && !symbolic; cu++)
     if (n % cu == 0 && n / cu <= lmax) t = n / cu, u = cu;
-  int64_t padded = n;
-  if (!t) { /* no split divides the row (a prime length): U lanes of T threads past its end, masked (PADTO) */
+  int64_t padded = symbolic ? -1 : n;
+  if (!t) { /* no split divides the row (a prime or a Variable's length): U lanes of T threads past its end, masked */
     u = TG_MIN((n + want - 1) / want, 32);
     t = (n + u - 1) / u;
     if (t > lmax) return false;
@@ -791,7 +796,7 @@ static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
   opt_sched_copy(&c, s);
   int64_t sz;
   int ax;
-  for (int k = -1; k < nred && ok && padded != n; k++) { /* the row axis, then each reduce axis */
+  for (int k = -1; k < nred && ok && (padded != n || symbolic); k++) { /* the row, then each reduce axis */
     ax = axis_of_id(&c, k < 0 ? row_id : red_ids[k], &sz);
     ok = ax >= 0 && try_opt(&c, OPT_PADTO, ax, (int)padded);
   }

@@ -301,7 +301,7 @@ static bool axis_in(const RealizeEntry *re, int i) {
  * the max loop, the sum-of-exp loop and the store loop, the row read from memory once and re-read from cache.
  * An elementwise node (log_softmax's log of the sum) passes the ended ranges on to the reduce below it, which decides.
  *
- * A row may have a Variable's length (decode attention over start_pos + 1 keys: its bound counts) on the CPU only.
+ * A row may have a Variable's length (decode attention over start_pos + 1 keys): its bound counts.
  * The cost rule, for the REDUCE: it reads at most FUSE_ROWS elements per output (default 16384 = 64 KiB of float32:
  * the row stays in the core's L2 between the loops), and its consumer iterates no more elements per row than that
  * (the broadcast is the row itself: attention's softmax, consumed by the matmul with v, iterates rows x head dim and
@@ -324,14 +324,13 @@ static bool row_fuse_keeps(IndexingCtx *c, UOp *x, const UOpVec *ending, UOp *co
   int64_t lim = fuse_rows_max();
   if (lim <= 0) return false;
   int64_t min_end = INT64_MAX, row = 1;
-  bool symbolic = false; /* a row of a Variable's length (decode attention over start_pos + 1 keys): its largest */
   for (size_t j = 0; j < ending->len; j++) {
     UOp *e = ending->data[j];
     if (e->op != TG_OP_RANGE) return false;
-    symbolic |= e->src[0]->op != TG_OP_CONST;
     min_end = TG_MIN(min_end, e->arg.range->axis_id);
     bool dup = false;
     for (size_t k = 0; k < j; k++) dup |= ending->data[k] == e;
+    /* a row of a Variable's length (decode attention over start_pos + 1 keys) counts its largest */
     if (!dup) row *= e->src[0]->op == TG_OP_CONST ? e->src[0]->arg.c.i : (int64_t)uop_vmax(e->src[0]);
     if (row > lim || row < 1) return false;
   }
@@ -349,8 +348,9 @@ static bool row_fuse_keeps(IndexingCtx *c, UOp *x, const UOpVec *ending, UOp *co
   for (int i = 0; i < x->arg.red.naxes; i++) red *= ps.max.d[i];
   if (red > lim || row > red) return false;
   int dev = row_device(c, x);
-  /* rows of a Variable's length on the CPU only: gpu_row_kernel splits a row of known length over a block */
-  if (dev == 0 || ((symbolic || shape_sym_is_symbolic(&ps)) && dev != 1)) return false;
+  /* rows of a Variable's length: the CPU loops to the bound; a GPU block pads the row to its largest length
+   * (gpu_row_kernel) */
+  if (dev == 0) return false;
   /* one row axis, reduced whole by this reduce: the row kernels (codegen's cpu_row_kernel, gpu_row_kernel) take such
    * a row; another shape of broadcast leaves the reduce to the general heuristic, which may put the consumer's axes
    * outside it and recompute it per element (the 1B llama's decode: RMSNorm's sum over 2048 fused into the 64 x 32
