@@ -957,17 +957,12 @@ static void cpu_quant_select_unroll(OptScheduler *s, Shape *sh) {
   if (pick_idx >= 0 && upcast_size(sh) * 2 <= 128) try_opt(s, OPT_UNROLL, pick_idx, 2);
 }
 
-/* A prefill's int8 dot (several tokens): the weight's rows loop outside the tokens, so a weight row (1-4.5 KiB) is
- * read from memory once and from L1 for every token, against the tokens' activations from L2 (64 KiB for 32 tokens
- * of 2048). With the tokens outside, each token streamed the whole weight again (the 1B model's 8192 x 2048 Q4_0
- * gate, 9.4 MB, 32 times from L3 per prefill of 32 tokens). Measured (2 cores, 2 threads, 1B llama prefill of 32
- * tokens, alternating runs): Q4_0 89.0-89.9 -> 91.7-94.4 tok/s (gate 5.8 -> 5.4 ms), Q8_0 61.9-62.0 -> 62.3-63.7. The
- * kernels stay compute-bound (~100 GOPS a core); 4 or 2 tokens upcast on top were slower (81, 86 tok/s).
- * INT8_ROWS_OUTER=0 keeps the order. */
-static void int8_rows_outer(OptScheduler *s, Shape *sh) {
+/* the weight of a quantized product: the biggest byte buffer's INDEX (a fused embedding row gather may read a small
+ * one; the int8 activation is smaller) */
+static UOp *biggest_byte_index(UOp *ast) {
   UOpVec bytes = {0};
-  byte_indexes(s->ast, &bytes);
-  UOp *w = NULL; /* the weight: the biggest byte buffer */
+  byte_indexes(ast, &bytes);
+  UOp *w = NULL;
   int64_t max_bytes = 0;
   for (size_t k = 0; k < bytes.len; k++) {
     UOp *buf = bytes.data[k]->src[0];
@@ -975,6 +970,19 @@ static void int8_rows_outer(OptScheduler *s, Shape *sh) {
     if (buf->nsrc >= 1 && uop_ssimplify_int(buf->src[0], &n) && n > max_bytes) max_bytes = n, w = bytes.data[k];
   }
   tg_vec_free(&bytes);
+  return w;
+}
+
+/* A prefill's int8 dot (several tokens): the weight's rows loop outside the tokens, so a weight row (1-4.5 KiB) is
+ * read from memory once and from L1 for every token, against the tokens' activations from L2 (64 KiB for 32 tokens
+ * of 2048). With the tokens outside, each token streamed the whole weight again (the 1B model's 8192 x 2048 Q4_0
+ * gate, 9.4 MB, 32 times from L3 per prefill of 32 tokens). Measured (2 cores, 2 threads, 1B llama prefill of 32
+ * tokens, alternating runs): Q4_0 89.0-89.9 -> 91.7-94.4 tok/s (gate 5.8 -> 5.4 ms), Q8_0 61.9-62.0 -> 62.3-63.7.
+ * The kernels stay at ~8.7 cycles a step of 128 products a core; 4 tokens upcast on top (~8 instructions a step and
+ * token against ~13: the weight's unpack shared) ran no faster (92.7 against 92.1 tok/s), so the instruction count
+ * is not what bounds them. INT8_ROWS_OUTER=0 keeps the order. */
+static void int8_rows_outer(OptScheduler *s, Shape *sh) {
+  UOp *w = biggest_byte_index(s->ast);
   if (!w) return;
   shape_load(s, sh);
   int token = -1;
