@@ -904,6 +904,23 @@ static void byte_indexes(UOp *ast, UOpVec *out) {
   tg_vec_free(&topo);
 }
 
+/* the weight of a quantized product: the biggest byte buffer's INDEX (a fused embedding row gather may read a small
+ * one; the int8 activation is smaller) */
+static UOp *biggest_byte_index(UOp *ast, int64_t *nbytes) {
+  UOpVec bytes = {0};
+  byte_indexes(ast, &bytes);
+  UOp *w = NULL;
+  int64_t max_bytes = 0;
+  for (size_t k = 0; k < bytes.len; k++) {
+    UOp *buf = bytes.data[k]->src[0];
+    int64_t n;
+    if (buf->nsrc >= 1 && uop_ssimplify_int(buf->src[0], &n) && n > max_bytes) max_bytes = n, w = bytes.data[k];
+  }
+  tg_vec_free(&bytes);
+  if (nbytes) *nbytes = max_bytes;
+  return w;
+}
+
 /* A quantized matrix-vector product (a decode step's Linear): a reduce reading packed bytes where every output axis
  * indexes the bytes, so no output lane reuses a loaded weight. With short rows (under a 4 KiB page of bytes each),
  * upcasting output rows only splits the weight stream into short interleaved ones; with long rows the upcast rows'
@@ -913,17 +930,8 @@ static void byte_indexes(UOp *ast, UOpVec *out) {
  * 4 rows 8.8-9.0, one row 6.8-7.0. Short-row kernels get no output upcast (the rows are shared out as THREAD). */
 static bool cpu_quant_gemv(OptScheduler *s, Shape *sh) {
   if (s->ren->has_local || !opt_first_reduce(s->ast)) return false;
-  UOpVec bytes = {0};
-  byte_indexes(s->ast, &bytes);
-  /* the weight: the biggest byte buffer (a fused embedding row gather may read a small one) */
-  UOp *w = NULL;
   int64_t max_bytes = 0, rows = 1;
-  for (size_t k = 0; k < bytes.len; k++) {
-    UOp *buf = bytes.data[k]->src[0];
-    int64_t n;
-    if (buf->nsrc >= 1 && uop_ssimplify_int(buf->src[0], &n) && n > max_bytes) max_bytes = n, w = bytes.data[k];
-  }
-  tg_vec_free(&bytes);
+  UOp *w = biggest_byte_index(s->ast, &max_bytes);
   bool all = w != NULL;
   for (int i = 0; i < sh->n && all; i++) {
     if (!is_upcastable(sh, i) || is_reduce_type(sh->type[i])) continue;
@@ -957,22 +965,6 @@ static void cpu_quant_select_unroll(OptScheduler *s, Shape *sh) {
   if (pick_idx >= 0 && upcast_size(sh) * 2 <= 128) try_opt(s, OPT_UNROLL, pick_idx, 2);
 }
 
-/* the weight of a quantized product: the biggest byte buffer's INDEX (a fused embedding row gather may read a small
- * one; the int8 activation is smaller) */
-static UOp *biggest_byte_index(UOp *ast) {
-  UOpVec bytes = {0};
-  byte_indexes(ast, &bytes);
-  UOp *w = NULL;
-  int64_t max_bytes = 0;
-  for (size_t k = 0; k < bytes.len; k++) {
-    UOp *buf = bytes.data[k]->src[0];
-    int64_t n;
-    if (buf->nsrc >= 1 && uop_ssimplify_int(buf->src[0], &n) && n > max_bytes) max_bytes = n, w = bytes.data[k];
-  }
-  tg_vec_free(&bytes);
-  return w;
-}
-
 /* A prefill's int8 dot (several tokens): the weight's rows loop outside the tokens, so a weight row (1-4.5 KiB) is
  * read from memory once and from L1 for every token, against the tokens' activations from L2 (64 KiB for 32 tokens
  * of 2048). With the tokens outside, each token streamed the whole weight again (the 1B model's 8192 x 2048 Q4_0
@@ -982,7 +974,7 @@ static UOp *biggest_byte_index(UOp *ast) {
  * token against ~13: the weight's unpack shared) ran no faster (92.7 against 92.1 tok/s), so the instruction count
  * is not what bounds them. INT8_ROWS_OUTER=0 keeps the order. */
 static void int8_rows_outer(OptScheduler *s, Shape *sh) {
-  UOp *w = biggest_byte_index(s->ast);
+  UOp *w = biggest_byte_index(s->ast, NULL);
   if (!w) return;
   shape_load(s, sh);
   int token = -1;
