@@ -215,6 +215,25 @@ static bool factor_broadcast(UOp *x, const Shape *xs, int naxes) {
   return false;
 }
 
+/* (not in tinygrad) is a factor of the product under x (below its movement ops) at most limit elements: a prefill's
+ * tokens (32 x 8192 floats, 1 MiB) against its weight? */
+static bool factor_small(UOp *x, const Shape *xs, int64_t limit) {
+  UOp *idx[SCHED_MAX_IDX];
+  size_t n;
+  UOp *m = index_at_base(x, xs, idx, &n);
+  while (m && m->op == TG_OP_CAST) m = trace_movement(m->src[0], idx, &n);
+  if (!m || m->op != TG_OP_MUL) return false;
+  for (uint32_t s = 0; s < m->nsrc; s++) {
+    UOp *j[SCHED_MAX_IDX];
+    size_t nj = n;
+    memcpy(j, idx, n * sizeof *idx);
+    UOp *base = trace_movement(m->src[s], j, &nj);
+    Shape bs;
+    if (base && shape_of(base, &bs) && shape_numel(&bs) <= limit) return true;
+  }
+  return false;
+}
+
 /* split_reduceop: a reduce with a large input/output ratio becomes two kernels (a partial reduce into 8..256 slots,
  * made contiguous, then the final reduce), so the first one has outputs to spread over cores */
 static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
@@ -246,6 +265,13 @@ static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
    * partials. Measured (2 cores, loaded machine, best of 28): a 1B llama's Q4_0 ffn_down (2048 x 8192) @ x 10.3-10.6 ms
    * split, 1.29-1.36 ms not. */
   if (cpu_product && factor_broadcast(x, &xs, red->arg.red.naxes)) return NULL;
+  /* (not in tinygrad) nor a product with a factor that fits the core's L2 (CPU_SPLIT_SMALL_FACTOR elements, default
+   * 256Ki = 1 MiB of float32): its kernel reads the big factor once, tile by tile, the small one from L2 for each
+   * (opt_heuristic.c cpu_dot_tiles puts the big one's rows outside), where the split wrote and re-read partials of
+   * the whole output. A conv weight gradient's factors (activations and gradients of a batch) are both bigger.
+   * Measured (2 cores, 2 threads, the 1B llama's F16 prefill of 32 tokens, its 2048 x 8192 down projection: a ratio
+   * of 8192, split into 32 partials of a 16 MB buffer): 61.8-62.9 tok/s split, 75.6-79.6 not (SPLIT_REDUCEOP=0). */
+  if (cpu_product && factor_small(x, &xs, tg_getenv_int("CPU_SPLIT_SMALL_FACTOR", 1 << 18))) return NULL;
   /* which axes of x reach its base (an expanded axis does not: splitting it would not help) */
   UOp *idx[SCHED_MAX_IDX];
   size_t n;
