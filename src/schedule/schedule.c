@@ -216,7 +216,7 @@ static double now_ms(void) {
 static UOpKey with_schedule_knobs(UOpKey key) {
   static const char *const knobs[] = {"SPLIT_REDUCEOP", "REDUCEOP_SPLIT_THRESHOLD", "REDUCEOP_SPLIT_SIZE",
                                       "CPU_SPLIT_MIN_OUTPUT", "MATMUL_PACK", "MATMUL_TRANSPOSE", "MAX_KERNEL_BUFFERS",
-                                      "CONTIG_HINTS", "FUSE_ROWS"};
+                                      "CONTIG_HINTS", "FUSE_ROWS", "CPU_SPLIT_SMALL_FACTOR"};
   static uint64_t h, generation; /* per knob reload, not per realize */
   if (generation != tg_knobs_generation()) {
     h = 0x9e3779b97f4a7c15u;
