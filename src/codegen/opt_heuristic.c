@@ -984,8 +984,9 @@ static void cpu_quant_select_unroll(OptScheduler *s, Shape *sh) {
  * The kernels stay at ~8.7 cycles a step of 128 products a core; 4 tokens upcast on top (~8 instructions a step and
  * token against ~13: the weight's unpack shared) ran no faster (92.7 against 92.1 tok/s), so the instruction count
  * is not what bounds them. BEAM=2 finds 102-104 tok/s (against 93): on top of these opts, 2 rows upcast after the
- * THREAD split and the tokens looped in blocks of 4 (the gate 5.4 -> 4.9 ms, the down projection 4.2 -> 3.7); the
- * same upcast before THREAD was slower (88 tok/s). INT8_ROWS_OUTER=0 keeps the order. */
+ * THREAD split and the tokens looped in blocks of 4 (int8_prefill_tiles; the down projection in column chunks 4.2
+ * -> 3.7 ms there too, not taken yet); the same upcast before THREAD was slower (88 tok/s). INT8_ROWS_OUTER=0 keeps
+ * the order. */
 static void int8_rows_outer(OptScheduler *s, Shape *sh) {
   UOp *w = biggest_byte_index(s->ast, NULL);
   if (!w) return;
@@ -1000,6 +1001,32 @@ static void int8_rows_outer(OptScheduler *s, Shape *sh) {
       break;
     }
   }
+  shape_load(s, sh);
+}
+
+/* After THREAD, a prefill's int8 dot (rows outside the tokens: int8_rows_outer) takes 2 weight rows a step and loops
+ * its tokens in blocks of 4, as BEAM=2 found (each activation load serves 2 rows). Measured (2 cores, 2 threads, 1B
+ * llama prefill of 32 tokens, alternating runs): Q4_0 89.3-95.1 -> 97.6-97.7 tok/s (gate 5.3 -> 4.8 ms), Q8_0
+ * 62.6 -> 66.9. INT8_ROW_UPCAST (2) and INT8_TOKEN_LOOP (4) set the sizes, 1 / 0 turn them off. */
+static void int8_prefill_tiles(OptScheduler *s, Shape *sh) {
+  if (s->ren->has_local || !s->ren->dot_u8i8 || !cg_has_int8_dot(s->ast)) return;
+  UOp *w = biggest_byte_index(s->ast, NULL);
+  if (!w) return;
+  shape_load(s, sh);
+  int row = -1, token = -1, nrows = 0;
+  for (int i = 0; i < sh->n; i++) {
+    if (sh->type[i] != AXIS_WEAK || sh->size[i] <= 1) continue;
+    bool reads = in_slice(w->src[1], sh->rngs.data[i]);
+    nrows += reads;
+    if (reads && row < 0 && token < 0) row = i;
+    if (!reads && row >= 0 && token < 0) token = i;
+  }
+  int64_t up = tg_getenv_int("INT8_ROW_UPCAST", 2), lp = tg_getenv_int("INT8_TOKEN_LOOP", 4);
+  /* one row axis (a weight in column chunks, ggml_qdot.c, keeps its order: its chunk axis reads the weight too) */
+  if (row < 0 || token < 0 || nrows != 1) return;
+  if (up > 1 && sh->size[row] % up == 0) try_opt(s, OPT_UPCAST, row, (int)up);
+  shape_load(s, sh);
+  if (lp > 1 && sh->size[token] % lp == 0 && sh->size[token] > lp) try_opt(s, OPT_LOOP, token, (int)lp);
   shape_load(s, sh);
 }
 
@@ -1583,6 +1610,7 @@ void opt_hand_coded(OptScheduler *s) {
 threads:
   cpu_batch_outer(s, &sh);
   cpu_threads(s, &sh, tiled);
+  int8_prefill_tiles(s, &sh);
 out:
   tg_vec_free(&sh.rngs);
   uop_scope_end(sc);
