@@ -1,5 +1,5 @@
 /* opt_heuristic.h — what the heuristic's files share (opt_heuristic.c: hand_coded_optimizations; opt_conv.c: its GPU
- * conv steps): the kernel's opt axes as sizes and types (Shape), small predicates over them, and the conv steps. */
+ * conv steps; opt_quant.c: its CPU steps over quantized weights): the kernel's opt axes as sizes and types (Shape), small predicates over them, and the conv steps. */
 #ifndef TG_OPT_HEURISTIC_H
 #define TG_OPT_HEURISTIC_H
 
@@ -49,6 +49,21 @@ static inline bool try_opt(OptScheduler *s, OptOp op, int axis, int arg) {
   return opt_apply(s, o) == TG_OK;
 }
 static inline bool in_slice(UOp *root, UOp *x) { return uop_in_backward_slice(root, x); }
+/* the lanes upcast or unrolled so far */
+static inline int64_t upcast_size(const Shape *sh) {
+  int64_t p = 1;
+  for (int i = 0; i < sh->n; i++)
+    if (sh->type[i] == AXIS_UPCAST || sh->type[i] == AXIS_UNROLL) p *= sh->size[i];
+  return p;
+}
+/* the ranges used in WHERE conditions (gates from stack/cat/pad) */
+void opt_where_gate_ranges(UOp *ast, UOpVec *out);
+
+/* opt_quant.c: the CPU steps for products over quantized weights and int8 activations (each true when it chose) */
+bool opt_cpu_quant_gemv(OptScheduler *s, Shape *sh);
+void opt_cpu_quant_select_unroll(OptScheduler *s, Shape *sh);
+bool opt_cpu_int8_dot(OptScheduler *s, Shape *sh);
+void opt_int8_prefill_tiles(OptScheduler *s, Shape *sh);
 
 /* opt_conv.c: the conv steps (GPU_CONV, GPU_CONV_TC); true when they chose the kernel's opts */
 bool opt_gpu_conv(OptScheduler *s);
