@@ -1305,6 +1305,34 @@ static void test_cpu_loop_order(void) {
       opt_sched_free(&s);
     }
   }
+  /* a prefill over big float16 weights (32 tokens, the 1B llama's shapes, scheduled only): the gate projection (8192
+   * x 2048, its tokens 256 KiB) has the weight's rows outside the tokens (cpu_dot_tiles); the down projection (2048 x
+   * 8192) is one kernel, not split into partials (its tokens are a factor of 1 MiB: schedule/earliest.c
+   * factor_small), and with CPU_SPLIT_SMALL_FACTOR=0 split as before */
+  {
+    tg_tensor *xg = tg_empty(TG_SHAPE(32, 2048), TG_FLOAT32), *wg = tg_empty(TG_SHAPE(8192, 2048), TG_FLOAT16);
+    tg_tensor *gate = tg_matmul(xg, tg_transpose(tg_cast(wg, TG_FLOAT32), 0, 1));
+    if (heuristic_of_last(gate, &ren, &s, &nk)) {
+      char got[512];
+      format_opts(s.applied, s.napplied, got, sizeof got);
+      bool swapped = false;
+      for (int i = 0; i < s.napplied; i++) swapped |= s.applied[i].op == OPT_SWAP;
+      CHECK_MSG(nk == 1 && swapped, "prefill 32 x (8192 x 2048 f16)^T: %d kernels, the weight's rows not outside the "
+                "tokens: [%s]", nk, got);
+      opt_sched_free(&s);
+    }
+    tg_tensor *xd = tg_empty(TG_SHAPE(32, 8192), TG_FLOAT32), *wd = tg_empty(TG_SHAPE(2048, 8192), TG_FLOAT16);
+    for (int small = 1; small >= 0; small--) {
+      if (!small) test_setenv("CPU_SPLIT_SMALL_FACTOR", "0");
+      tg_tensor *down = tg_matmul(xd, tg_transpose(tg_cast(wd, TG_FLOAT32), 0, 1));
+      if (heuristic_of_last(down, &ren, &s, &nk)) {
+        CHECK_MSG(nk == (small ? 1 : 2), "prefill 32 x (2048 x 8192 f16)^T, CPU_SPLIT_SMALL_FACTOR %s: %d kernels",
+                  small ? "default" : "0", nk);
+        opt_sched_free(&s);
+      }
+    }
+    test_unsetenv("CPU_SPLIT_SMALL_FACTOR");
+  }
   /* a transposing copy (W^T of a Linear layer made contiguous): a tile of 4 store lanes x 8 load lanes */
   tg_tensor *wt = tg_contiguous(tg_transpose(fl(128, 784), 0, 1));
   if (heuristic_of_last(wt, &ren, &s, &nk)) {
