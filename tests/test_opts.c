@@ -1308,7 +1308,7 @@ static void test_cpu_loop_order(void) {
   /* a prefill over big float16 weights (32 tokens, the 1B llama's shapes, scheduled only): the gate projection (8192
    * x 2048, its tokens 256 KiB) has the weight's rows outside the tokens (cpu_dot_tiles); the down projection (2048 x
    * 8192) is one kernel, not split into partials (its tokens are a factor of 1 MiB: schedule/earliest.c
-   * factor_small), and with CPU_SPLIT_SMALL_FACTOR=0 split as before */
+   * factor_read_once), and with CPU_SPLIT_SMALL_FACTOR=0 split as before */
   {
     tg_tensor *xg = tg_empty(TG_SHAPE(32, 2048), TG_FLOAT32), *wg = tg_empty(TG_SHAPE(8192, 2048), TG_FLOAT16);
     tg_tensor *gate = tg_matmul(xg, tg_transpose(tg_cast(wg, TG_FLOAT32), 0, 1));

@@ -73,8 +73,6 @@ static bool some_index_skips(const UOpVec *idx, UOp *rng) {
   return false;
 }
 
-
-
 /* ranges used in WHERE conditions (gates from stack/cat/pad) */
 void opt_where_gate_ranges(UOp *ast, UOpVec *out) {
   UOpVec topo = {0};
@@ -747,8 +745,8 @@ static bool gpu_row_kernel(OptScheduler *s, Shape *sh) {
     return false;
   shape_load(s, sh);
   if (count_type(sh, AXIS_UPCAST, AXIS_UNROLL) || count_type(sh, AXIS_LOCAL, AXIS_GROUP_REDUCE)) return false;
-  /* the reduce axes: all of one length N; the row axis: the one output axis of length N some REDUCE does not read */
-  /* a row of a Variable's length (decode attention's softmax over start_pos + 1 keys): every axis ends at the same
+  /* the reduce axes: all of one length N; the row axis: the one output axis of length N some REDUCE does not read. A
+   * row of a Variable's length (decode attention's softmax over start_pos + 1 keys): every axis ends at the same
    * expression; n is its largest value, and the row is padded to it below */
   int64_t n = -1;
   UOp *end = NULL;
@@ -887,7 +885,7 @@ static bool cpu_dot_tiles(OptScheduler *s, Shape *sh) {
    * weight and its tokens): each weight tile is read from memory once and the tokens from L2 for it, where with the
    * tokens outside every tile row streamed the whole weight again (the 1B F16 gate, 33.5 MB, 8 times a prefill of 32
    * tokens). Measured (2 cores, 2 threads, that prefill, alternating runs): 52.0-55.7 -> 62.2-62.4 tok/s (gate 10.0 ->
-   * 6.2 ms); with the down projection no longer split (schedule/earliest.c factor_small) 74.6-79.9.
+   * 6.2 ms); with the down projection no longer split (schedule/earliest.c factor_read_once) 74.6-79.9.
    * DOT_ROWS_OUTER=0 keeps the order. */
   int64_t small = TG_MIN(buffer_bytes_of_load(mul->src[0]), buffer_bytes_of_load(mul->src[1]));
   if (m > n && tg_getenv_int("DOT_ROWS_OUTER", 1) && buffer_bytes_of_load(big) > (8 << 20) && small <= (512 << 10) &&

@@ -192,32 +192,10 @@ static UOp *index_at_base(UOp *x, const Shape *xs, UOp **idx, size_t *n) {
   return trace_movement(x, idx, n);
 }
 
-/* (not in tinygrad) does a factor of the product under x (through movement ops and casts) depend on no output axis
- * (axes naxes.. of x), i.e. is it broadcast over every output, as the vector of a matrix-vector product? */
-static bool factor_broadcast(UOp *x, const Shape *xs, int naxes) {
-  UOp *idx[SCHED_MAX_IDX];
-  size_t n;
-  UOp *m = index_at_base(x, xs, idx, &n);
-  while (m && m->op == TG_OP_CAST) m = trace_movement(m->src[0], idx, &n);
-  if (!m || m->op != TG_OP_MUL) return false;
-  for (uint32_t s = 0; s < m->nsrc; s++) {
-    UOp *j[SCHED_MAX_IDX];
-    size_t nj = n;
-    memcpy(j, idx, n * sizeof *idx);
-    if (!trace_movement(m->src[s], j, &nj)) continue;
-    UOpVec live = {0};
-    if (nj) sched_ranges(uop_sink(j, nj), &live);
-    bool out_axis = false;
-    for (size_t k = 0; k < live.len; k++) out_axis |= live.data[k]->arg.range->axis_id >= naxes;
-    tg_vec_free(&live);
-    if (!out_axis) return true;
-  }
-  return false;
-}
-
-/* (not in tinygrad) is a factor of the product under x (below its movement ops) at most limit elements: a prefill's
- * tokens (32 x 8192 floats, 1 MiB) against its weight? */
-static bool factor_small(UOp *x, const Shape *xs, int64_t limit) {
+/* (not in tinygrad) is a factor of the product under x (through movement ops and casts) read once whatever the loop
+ * order: broadcast over every output (no output axis, axes naxes.. of x: the vector of a matrix-vector product), or
+ * at most limit elements below its movement ops (a prefill's tokens, 32 x 8192 floats = 1 MiB, against its weight)? */
+static bool factor_read_once(UOp *x, const Shape *xs, int naxes, int64_t limit) {
   UOp *idx[SCHED_MAX_IDX];
   size_t n;
   UOp *m = index_at_base(x, xs, idx, &n);
@@ -228,8 +206,15 @@ static bool factor_small(UOp *x, const Shape *xs, int64_t limit) {
     size_t nj = n;
     memcpy(j, idx, n * sizeof *idx);
     UOp *base = trace_movement(m->src[s], j, &nj);
+    if (!base) continue;
     Shape bs;
-    if (base && shape_of(base, &bs) && shape_numel(&bs) <= limit) return true;
+    if (shape_of(base, &bs) && shape_numel(&bs) <= limit) return true;
+    UOpVec live = {0};
+    if (nj) sched_ranges(uop_sink(j, nj), &live);
+    bool out_axis = false;
+    for (size_t k = 0; k < live.len; k++) out_axis |= live.data[k]->arg.range->axis_id >= naxes;
+    tg_vec_free(&live);
+    if (!out_axis) return true;
   }
   return false;
 }
@@ -264,14 +249,15 @@ static UOp *split_reduceop(RwCtx *rw, UOp *red, UOp **m) {
    * the matrix is read once either way, and the split reads it in partial-major order and adds a pass over the
    * partials. Measured (2 cores, loaded machine, best of 28): a 1B llama's Q4_0 ffn_down (2048 x 8192) @ x 10.3-10.6 ms
    * split, 1.29-1.36 ms not. */
-  if (cpu_product && factor_broadcast(x, &xs, red->arg.red.naxes)) return NULL;
   /* (not in tinygrad) nor a product with a factor that fits the core's L2 (CPU_SPLIT_SMALL_FACTOR elements, default
    * 256Ki = 1 MiB of float32): its kernel reads the big factor once, tile by tile, the small one from L2 for each
    * (opt_heuristic.c cpu_dot_tiles puts the big one's rows outside), where the split wrote and re-read partials of
    * the whole output. A conv weight gradient's factors (activations and gradients of a batch) are both bigger.
+   * factor_read_once checks both exemptions in one walk.
    * Measured (2 cores, 2 threads, the 1B llama's F16 prefill of 32 tokens, its 2048 x 8192 down projection: a ratio
    * of 8192, split into 32 partials of a 16 MB buffer): 61.8-62.9 tok/s split, 75.6-79.6 not (SPLIT_REDUCEOP=0). */
-  if (cpu_product && factor_small(x, &xs, tg_getenv_int("CPU_SPLIT_SMALL_FACTOR", 1 << 18))) return NULL;
+  if (cpu_product && factor_read_once(x, &xs, red->arg.red.naxes, tg_getenv_int("CPU_SPLIT_SMALL_FACTOR", 1 << 18)))
+    return NULL;
   /* which axes of x reach its base (an expanded axis does not: splitting it would not help) */
   UOp *idx[SCHED_MAX_IDX];
   size_t n;
