@@ -11,7 +11,8 @@
  * BEAM=2 picks for the big kernels without running the whole step under BEAM. GPU_OPTS_TRY=file times hand-picked opt
  * lists: each line of the file is "<shape as printed, without brackets> <opts: UPCAST:0:4,LOCAL:1:8,...;
  * TC:axis:select:opt:use>"; a kernel of that shape (its first one) is timed with the heuristic's opts and with every
- * list of its shape, one line each ("  try <us> us <opts>"). */
+ * list of its shape, one line each ("  try <us> us <opts>"). GPU_OPTS_SRC=text prints the CUDA source of the kernels
+ * whose name holds text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,12 @@ static void try_lists(UOp *ast, const Renderer *ren, const char *shape, const Op
       bool ok = true;
       for (int k = 0; k < ns[i] && ok; k++) ok = opt_apply(&t, lists[i][k]) == TG_OK;
       if (!ok) printf("  refused at %d: %s\n", t.napplied, tg_last_error());
+      const char *src_of = getenv("GPU_OPTS_SRC"); /* each list's kernel, rendered */
+      UOp *low = ok && src_of ? cg_lower(opt_ast_with_opts(ast, t.applied, t.napplied), ren) : NULL;
+      UOp *lin = low ? cg_linearize(low) : NULL;
+      char *src = lin ? ren->render(ren, lin) : NULL;
+      if (src) printf("  list %d: %s\n%s\n", i, render_kernel_name(lin), src);
+      free(src);
       tg_clear_error();
       opt_sched_free(&t);
       secs[i] = ok ? 0 : -1e-6;
@@ -138,6 +145,12 @@ static void print_kernel(UOp *ast, const Renderer *ren) {
   UOp *lin = low ? cg_linearize(low) : NULL;
   const char *name = lin ? render_kernel_name(lin) : "(lowering failed)";
   printf("%-34s [%s] %s\n", name, shape, opts);
+  const char *src_of = getenv("GPU_OPTS_SRC"); /* the CUDA source of the kernels whose name holds this text */
+  if (src_of && lin && strstr(name, src_of)) {
+    char *src = ren->render(ren, lin);
+    if (src) printf("%s\n", src);
+    free(src);
+  }
   fflush(stdout);
   try_lists(ast, ren, shape, &base, &s);
   opt_sched_free(&base);
