@@ -1714,8 +1714,12 @@ static void test_gpu_heuristic_steps(void) {
   int64_t nopad[2] = {0, 0};
   tg_tensor *cx = mk(TG_FLOAT32, 2, 4, 10, 10), *cw = mk(TG_FLOAT32, 8, 4, 3, 3), *cg = mk(TG_FLOAT32, 2, 8, 8, 8);
   gpu_step("conv 2x4x10x10 k3 (8 out)", tg_conv2d(cx, cw, NULL, 1, NULL, nopad, NULL),
-           "UPCAST:3:4,UPCAST:1:4,UNROLL:2:0,LOCAL:1:2,LOCAL:2:2,LOCAL:1:4", "GPU_CONV",
+           "UPCAST:3:4,UPCAST:1:4,UPCAST:2:2,UNROLL:2:0,LOCAL:1:2,LOCAL:2:2,LOCAL:1:4", "GPU_CONV",
            "UPCAST:3:4,UNROLL:2:0,UNROLL:1:0,LOCAL:1:8,LOCAL:1:8,LOCAL:1:2,GROUPTOP:0:4");
+  /* two output rows a thread (GPU_CONV_ROWS), one without */
+  gpu_step("conv 2x4x10x10 k3 (8 out) rows", tg_conv2d(cx, cw, NULL, 1, NULL, nopad, NULL),
+           "UPCAST:3:4,UPCAST:1:4,UPCAST:2:2,UNROLL:2:0,LOCAL:1:2,LOCAL:2:2,LOCAL:1:4", "GPU_CONV_ROWS",
+           "UPCAST:3:4,UPCAST:1:4,UNROLL:2:0,LOCAL:1:2,LOCAL:2:2,LOCAL:1:4");
   const tg_tensor *cwrt[1] = {cw};
   tg_tensor *dw = NULL;
   if (tg_gradient(tg_sum(tg_mul(tg_conv2d(cx, cw, NULL, 1, NULL, nopad, NULL), cg), NULL, 0, false), cwrt, 1, &dw) ==
@@ -1732,7 +1736,7 @@ static void test_gpu_heuristic_steps(void) {
                last_kernel_of(
                    tg_conv2d(mk(TG_FLOAT32, 4, 8, 4, 22), mk(TG_FLOAT32, 32, 8, 3, 3), NULL, 1, NULL, nopad, NULL)),
                "TC:2:66048,UPCAST:0:4,UPCAST:0:4", "GPU_CONV_TC",
-               "UPCAST:3:4,UPCAST:1:4,UNROLL:2:0,LOCAL:1:8,LOCAL:2:5,LOCAL:1:2");
+               "UPCAST:3:4,UPCAST:1:4,UPCAST:2:2,UNROLL:2:0,LOCAL:1:8,LOCAL:1:5");
   uop_scope_end(tsc);
   test_unsetenv("ALLOW_TF32");
   tg_scope_end(ts);

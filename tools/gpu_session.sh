@@ -22,7 +22,7 @@ t0=$(date +%s)
 echo "== source tree: $PWD (a helper's worktree is not here unless copied into an excluded folder and carried)"
 stamp() { echo "== $1 ($(( $(date +%s) - t0 )) s)"; }
 # what the steps run (not `make all`: tg-llm needs libmicrohttpd and cJSON headers, which the GPU image lacks)
-targets=(lib build/run_tests build/run_tests_gpu build/bench_gpu build/bench_train build/beautiful_mnist build/gemm_probe
+targets=(lib build/run_tests build/run_tests_gpu build/bench_gpu build/bench_train build/beautiful_mnist build/gemm_probe build/gpu_opts
   build/bench_llm build/tg-mkmodel)
 case " $steps " in *" build "*) stamp build; "${mk[@]}" "${targets[@]}" >"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; } ;; esac
 case " $steps " in *" test "*) stamp test-gpu; build/run_tests_gpu 2>&1 | tee "$out/test_gpu.log" | tail -40 ;; esac

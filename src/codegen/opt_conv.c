@@ -24,7 +24,10 @@
  *   (the input's window rows shared in L1, the weights broadcast). [512, 32, 20, 20 | r32, r5, r5] 314 (452; BEAM=2:
  *   264 with swapped grid axes), [512, 32, 24, 24 | r32, r5, r5] 438 (604), conv1's [512, 32, 24, 24 | r5, r5] 32
  *   (55), [512, 64, 8, 8 | r32, r3, r3] 42 (46), with r64 80 (87). A row of 10 upcast by 2 ran 130 against 95: ox
- *   must take 4. The CNN train step (bench_train on DEV=CUDA, JIT): 386-393 steps/s against 247-257 with GPU_CONV=0
+ *   must take 4. A 3-tap window also upcasts oy by 2 (GPU_CONV_ROWS=0: off): each window row loaded serves two output
+ *   rows. bench_gpu's [64, 64, 28, 28 | r32, r3, r3] 62.7 us against 69.3 (2026-12-05, gpu_opts GPU_OPTS_TRY; with
+ *   ky unrolled too, every window row loaded once a channel, 75.6: the registers; co by 8 instead 74.5-87.1; oy by 4
+ *   85.4; BEAM=4 found nothing better than the heuristic). The CNN train step (bench_train on DEV=CUDA, JIT): 386-393 steps/s against 247-257 with GPU_CONV=0
  *   (same run; torch eager 241-330 across runs).
  * Applied on a copy, all or nothing; GPU_CONV=0 turns it off (tinygrad's choice is back). */
 
@@ -162,6 +165,9 @@ static bool conv_forward(OptScheduler *t, const Shape *sh, UOp *win, UOp *wts, i
   int64_t ox_id = range_id(sh, ox), kx_id = range_id(sh, kx), ch_id = range_id(sh, ch);
   int64_t oy_id = oy >= 0 ? range_id(sh, oy) : -1;
   if (sh->size[ox] % 4 || !opt_on_id(t, OPT_UPCAST, ox_id, 4) || !opt_on_id(t, OPT_UPCAST, ch_id, 4)) return false;
+  /* a 3-tap window: two output rows a thread (each window row loaded serves both) */
+  bool rows = oy >= 0 && ky >= 0 && sh->size[oy] % 2 == 0 && sh->size[ky] <= 3 && tg_getenv_int("GPU_CONV_ROWS", 1);
+  if (rows && !opt_on_id(t, OPT_UPCAST, range_id(sh, oy), 2)) return false;
   int ku = reduce_axis_index(t, kx_id, true);
   if (ku < 0 || !try_opt(t, OPT_UNROLL, ku, 0)) return false;
   int64_t chs = size_of_id(t, ch_id), oxs = size_of_id(t, ox_id);

@@ -3,10 +3,12 @@
 
 #include "render/render.h"
 
-/* CONTIG_HINTS=0 drops every hinted copy, =1 makes every one (the H200's A/B of the old graph); unset, the renderer
- * decides. A device without a renderer (DISK, or one not built) asks for none; the error its lookup set is not kept. */
+/* CONTIG_HINTS=0 drops every hinted copy, =1 makes every one (the H200's A/B of the old graph), =2 only the unmasked
+ * copies, =3 only the layout copies; unset, the renderer decides. A device without a renderer (DISK, or one not
+ * built) asks for none; the error its lookup set is not kept. */
 bool sched_device_wants_copy(const char *device, int hint) {
   int64_t knob = tg_getenv_int("CONTIG_HINTS", -1);
+  if (knob == 2 || knob == 3) return hint == (knob == 2 ? CONTIG_HINT_UNMASKED : CONTIG_HINT_LAYOUT);
   if (knob >= 0) return knob != 0;
   if (!device || !*device) return false;
   bool had_error = tg_last_status() != TG_OK;
