@@ -27,8 +27,9 @@
  *   must take 4. A 3-tap window also upcasts oy by 2 (GPU_CONV_ROWS=0: off): each window row loaded serves two output
  *   rows. bench_gpu's [64, 64, 28, 28 | r32, r3, r3] 62.7 us against 69.3 (2026-12-05, gpu_opts GPU_OPTS_TRY; with
  *   ky unrolled too, every window row loaded once a channel, 75.6: the registers; co by 8 instead 74.5-87.1; oy by 4
- *   85.4; BEAM=4 found nothing better than the heuristic). The CNN train step (bench_train on DEV=CUDA, JIT): 386-393 steps/s against 247-257 with GPU_CONV=0
- *   (same run; torch eager 241-330 across runs).
+ *   85.4; BEAM=4 found nothing better than the heuristic); in bench_gpu (DEBUG=2) 65.2 us against 69.1, the CNN train
+ *   step 357.5-363.8 steps/s against 341.2 (JIT, the same call). Before the rows, the CNN train step (bench_train
+ *   on DEV=CUDA, JIT): 386-393 steps/s against 247-257 with GPU_CONV=0 (same run; torch eager 241-330 across runs).
  * Applied on a copy, all or nothing; GPU_CONV=0 turns it off (tinygrad's choice is back). */
 
 /* an (output axis, reduce axis) pair the index reads with one coefficient, the smallest such; false when none.
