@@ -277,9 +277,9 @@ const Renderer *renderer_cuda(void) {
    * build/bench_gpu conv2d_64x32x28x28_k3` and `build/bench_train 5 0 0`): without them (the conv's loads masked by
    * the padding, 1 kernel) conv2d 3.6 TFLOPS and the CNN step 184-186 steps/s through the JIT; with them (3 kernels)
    * 20.9 TFLOPS and 397.5 steps/s: the GPU conv heuristic (opt_conv.c) was tuned on the unmasked, channel-inner
-   * operands. Most of it is the weight's layout: with that copy alone (CONTIG_HINTS=3, the input's loads masked) the
-   * conv ran 20.0-23.3 TFLOPS against 20.6-22.7 with both (2026-12-05), 5.8-6.0 with the pad copy alone (CONTIG_HINTS=2).
-   * CONTIG_HINTS=0 drops them (tinygrad's single kernel). */
+   * operands. Most of it is the weight's layout: with that copy alone (CONTIG_HINTS=3, the input's loads masked)
+   * the conv ran 20.0-23.3 TFLOPS against 20.6-22.7 with both (2026-12-05), 5.8-6.0 with the pad copy alone
+   * (CONTIG_HINTS=2). CONTIG_HINTS=0 drops them (tinygrad's single kernel). */
   r.gated_loads_expensive = true;
   r.channel_inner_vectors = true;
   r.pointer_plus_terms = false;
