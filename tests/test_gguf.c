@@ -594,7 +594,23 @@ static void qdot_case(int K) {
     CHECK_MSG(nn_qdot_quantize(xt, ty, &xq, &sx, &cx) == TG_OK, "qdot quantize: %s", tg_last_error());
     CHECK_MSG(nn_qdot_pack(raw, ty, N, &wq, &wd) == TG_OK, "qdot pack: %s", tg_last_error());
     int64_t chunks = tg_getenv_int("QDOT_CHUNK", 2048) == 128 ? 2 : 1;
-    CHECK(wq && tg_ndim(wq) == (chunks > 1 ? 3 : 2) && (chunks == 1 || tg_size(wq, 0) == chunks));
+    /* Q8_0 quants half-major in groups of 4 blocks, as the activation: (C, N, nb / C / 4, 2, 4, 16) */
+    int64_t nbc = nb / chunks;
+    bool wgrouped = ty == TG_GGML_Q8_0 && nbc % 4 == 0;
+    CHECK(wq && tg_ndim(wq) == (wgrouped ? 4 : chunks > 1 ? 3 : 2) && (chunks == 1 || tg_size(wq, 0) == chunks));
+    if (wgrouped && wq) {
+      uint8_t *packed = malloc((size_t)(N * nb * 32)), *want_w = malloc((size_t)(N * nb * 32));
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t b = 0; b < nb; b++)
+          for (int j = 0; j < 32; j++) {
+            int64_t c = b / nbc, bb = b % nbc;
+            int64_t at = ((c * N + n) * (nbc / 4) + bb / 4) * 128 + (j / 16) * 64 + (bb % 4) * 16 + j % 16;
+            want_w[at] = w[(n * nb + b) * bytes + 2 + j];
+          }
+      CHECK(tg_to_host(wq, packed, (size_t)(N * nb * 32)) == TG_OK && memcmp(packed, want_w, (size_t)(N * nb * 32)) == 0);
+      free(packed);
+      free(want_w);
+    }
     if (xq && wq) y = nn_qdot_linear(xt, xq, sx, cx, wq, wd, ty, N);
     float got[3 * 24];
     CHECK_MSG(y && tg_to_host(y, got, sizeof got) == TG_OK, "qdot %s: %s", tg_ggml_type_name(ty), tg_last_error());

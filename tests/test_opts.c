@@ -1742,7 +1742,35 @@ static void test_gpu_heuristic_steps(void) {
   tg_scope_end(ts);
 }
 
+/* On the CPU, 64 consecutive bytes coalesce into one 64-byte access (cg_coalesce.c; not tinygrad's, which keeps
+ * 8-bit accesses scalar): a cast of uint8 upcast by 16 x 4 loads each step's bytes as one vector; CPU_BYTE_VEC=0
+ * gives 64 scalar loads again; bool stays scalar (C has no bool vectors) */
+static void test_byte_vectors(void) {
+  Renderer ren = test_renderer();
+  tg_scope ts = tg_scope_begin();
+  const tg_dtype types[3] = {TG_UINT8, TG_INT8, TG_BOOL};
+  const char *const vec[3] = {"unsigned_char64", "signed_char64", "bool64"};
+  for (int k = 0; k < 3; k++)
+    for (int on = 1; on >= 0; on--) {
+      UOpScope sc = uop_scope_begin();
+      if (!on) test_setenv("CPU_BYTE_VEC", "0");
+      UOp *ast = kernel_of(tg_cast(mk(types[k], 4, 256, 0, 0), TG_INT32));
+      const Opt upcast[2] = {{OPT_UPCAST, 0, 16}, {OPT_UPCAST, 0, 4}}; /* 64 consecutive bytes a step */
+      UOp *lin = ast ? lower_linear(ast, upcast, 2, &ren) : NULL;
+      char *src = lin ? render_c(&ren, lin) : NULL;
+      CHECK_MSG(src, "byte vectors %s: %s", tg_dtype_name(types[k]), tg_last_error());
+      bool want = on && types[k] != TG_BOOL;
+      if (src) CHECK_MSG((strstr(src, vec[k]) != NULL) == want, "%s with CPU_BYTE_VEC=%d: a 64-byte load %sexpected:\n%s",
+                         tg_dtype_name(types[k]), on, want ? "" : "not ", src);
+      tg_free(src);
+      test_unsetenv("CPU_BYTE_VEC");
+      uop_scope_end(sc);
+    }
+  tg_scope_end(ts);
+}
+
 void suite_opts(void) {
+  test_byte_vectors();
   test_flops_estimate();
   test_heuristic();
   test_tc_heuristic();

@@ -135,13 +135,20 @@ static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
     MemGroup *g = &groups.data[gi];
     int lengths[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     size_t nl = 0;
-    if (dtype_coalesces(g->buf->dtype->scalar) && ren->supports_float4) {
+    int item = TG_MAX(1, g->buf->dtype->scalar->bitsize / 8);
+    /* (not tinygrad's, which leaves 8-bit accesses scalar) on a CPU, bytes coalesce too, up to one 64-byte register:
+     * the int8 dot kernels' vpdpbusd operands (ggml_qdot.c) are then one load each, where clang assembled each from
+     * 64 byte loads with permutes and inserts (12.5 instructions a vpdpbusd, clang 14 -O2). The 1B llama's Q8_0
+     * prefill 56-68 -> 84-94 tok/s (2 threads, alternating runs; Q4_0's nibble operands are built lane by lane
+     * either way). CPU_BYTE_VEC=0: off. */
+    int id = g->buf->dtype->scalar->id; /* int8 and uint8 only: C has no vectors of bool */
+    bool bytes = (id == TG_INT8 || id == TG_UINT8) && !ren->has_local && tg_getenv_int("CPU_BYTE_VEC", 1);
+    if ((dtype_coalesces(g->buf->dtype->scalar) || bytes) && ren->supports_float4) {
       /* tinygrad's CPU lengths are 4, 2; a CPU whose vector registers are wider (AVX2, AVX-512) also gets accesses
        * as wide as one register, so the compiler sees whole-register loads and stores (measured: with float4 only,
        * clang's SLP vectorizer keeps 4-wide FMAs on an AVX-512 core) */
-      int item = TG_MAX(1, g->buf->dtype->scalar->bitsize / 8);
       int widest = ren->has_local ? 4 : TG_MAX(4, ren->vector_bytes / item);
-      for (int w = TG_MIN(widest, 16); w >= 2; w /= 2) lengths[nl++] = w;
+      for (int w = TG_MIN(widest, bytes ? 64 : 16); w >= 2; w /= 2) lengths[nl++] = w;
     }
     lengths[nl++] = 1;
     qsort(g->acc.data, g->acc.len, sizeof(MemAccess), offset_cmp); /* (qsort is not stable: equal offsets stay grouped) */
@@ -184,7 +191,7 @@ static UOp *coalesce(UOp *sink, const Renderer *ren, TgOp which) {
         while (end < g->acc.len && g->acc.data[end].offset == o) end++;
       }
       if (g->op == TG_OP_STORE) {
-        UOp *datas[16];
+        UOp *datas[64];
         bool single = end - i == (size_t)len; /* one store per offset, as tinygrad asserts */
         if (single) {
           for (size_t k = i; k < end; k++) datas[k - i] = g->acc.data[k].u->src[1];

@@ -46,7 +46,10 @@ static tg_tensor *block_cols(const tg_tensor *b, int64_t a, int64_t e) {
  * so the quants of 4 consecutive blocks are 4 loads at a stride of 18 and each scale two byte loads joined by a shift
  * and an or (14 of the 28 instructions of a Q4_0 step of 4 blocks, clang 14 -O2). Split into the quants (N, nb * 16 or
  * 32) and the scales (N, nb) float16, 4 blocks' quants are one 64-byte load and their scales one 8-byte load; the bytes
- * are the same (no dequantized copy).
+ * are the same (no dequantized copy). Q8_0's quants are stored half-major in groups of 4 blocks as the activation is
+ * ((N, nb / 4, half, block, 16), where 4 divides the row's blocks and QDOT_GROUP is on), so the weight operand of each
+ * 512-bit vpdpbusd is one 64-byte load too, not 4 of 16 bytes at a stride of 32 and 3 inserts (Q4_0's nibble bytes
+ * already are: byte k of a block holds elements k and 16 + k).
  *
  * Long rows are stored in column chunks of QDOT_CHUNK (2048) elements, chunk-major: quants (C, N, K / C bytes-per-
  * element) and scales (C, N, nb / C). A matvec then runs chunk by chunk over all its rows, so the part of the int8
@@ -72,11 +75,16 @@ tg_status nn_qdot_pack(const tg_tensor *raw, int type, int64_t n_out, tg_tensor 
   tg_scope s = tg_scope_begin();
   tg_tensor *b = tg_reshape(raw, TG_SHAPE(n_out, C, nbc, bytes));
   b = tg_reshape(tg_permute(b, (const int[]){1, 0, 2, 3}, 4), TG_SHAPE(C * n_out, nbc, bytes)); /* chunk-major */
-  tg_tensor *q = tg_contiguous(tg_reshape(block_cols(b, 2, bytes), TG_SHAPE(C, n_out, nbc * (bytes - 2))));
+  bool grouped = type == TG_GGML_Q8_0 && qx_grouped(nbc); /* Q8_0 quants half-major, as the activation's */
+  tg_tensor *q = block_cols(b, 2, bytes);
+  q = grouped ? tg_contiguous(tg_reshape(tg_permute(tg_reshape(q, TG_SHAPE(C, n_out, nbc / QX_GROUP, QX_GROUP, 2, 16)),
+                                                    (const int[]){0, 1, 2, 4, 3, 5}, 6),
+                                         TG_SHAPE(C, n_out, nbc / QX_GROUP, QX_GROUP * 32)))
+              : tg_contiguous(tg_reshape(q, TG_SHAPE(C, n_out, nbc * (bytes - 2))));
   tg_tensor *lo = tg_cast(block_cols(b, 0, 1), TG_UINT16), *hi = tg_cast(block_cols(b, 1, 2), TG_UINT16);
   tg_tensor *sc = tg_contiguous(tg_reshape(tg_bitcast(tg_bitwise_or(lo, tg_lshift(hi, ci(8))), TG_FLOAT16),
                                            TG_SHAPE(C, n_out, nbc)));
-  if (C == 1 && q && sc) q = tg_reshape(q, TG_SHAPE(n_out, nbc * (bytes - 2))), sc = tg_reshape(sc, TG_SHAPE(n_out, nbc));
+  if (C == 1 && !grouped && q && sc) q = tg_reshape(q, TG_SHAPE(n_out, nbc * (bytes - 2))), sc = tg_reshape(sc, TG_SHAPE(n_out, nbc));
   tg_tensor *both[2] = {q, sc};
   if (!q || !sc || tg_realize_many(both, 2) != TG_OK) {
     tg_scope_end(s);
@@ -125,10 +133,12 @@ tg_tensor *nn_qdot_linear(const tg_tensor *x, const tg_tensor *xq, const tg_tens
                           const tg_tensor *qs, const tg_tensor *d, int type, int64_t n_out) {
   int nd = tg_ndim(x);
   int64_t K = nd ? tg_size(x, nd - 1) : 0, M = K ? tg_numel(x) / K : 0, nb = K / 32, qb = type == TG_GGML_Q4_0 ? 16 : 32;
-  int64_t C = qs && tg_ndim(qs) == 3 ? tg_size(qs, 0) : 1; /* column chunks (nn_qdot_pack) */
+  int64_t C = qs && tg_ndim(qs) >= 3 ? tg_size(qs, 0) : 1; /* column chunks (nn_qdot_pack) */
+  bool grouped = qs && tg_ndim(qs) == 4;                    /* Q8_0 quants half-major (nn_qdot_pack) */
   if (!nn_qdot_supported(type) || K % 32 || !qs || !d || tg_numel(qs) != n_out * nb * qb || tg_numel(d) != n_out * nb ||
       tg_get_dtype(qs) != TG_UINT8 || tg_get_dtype(d) != TG_FLOAT16 || C <= 0 || nb % C ||
-      (tg_ndim(qs) == 3 && (tg_size(qs, 1) != n_out || tg_ndim(d) != 3 || tg_size(d, 0) != C))) {
+      (tg_ndim(qs) >= 3 && (tg_size(qs, 1) != n_out || tg_ndim(d) != 3 || tg_size(d, 0) != C)) ||
+      (grouped && (type != TG_GGML_Q8_0 || tg_size(qs, 3) != QX_GROUP * 32))) {
     tg_set_error(TG_ERR_INVALID_ARGUMENT, "nn_qdot_linear: packed %s weight (%lld quant bytes in %lld chunks, %lld "
                  "scales) does not match (%lld, %lld)", tg_ggml_type_name(type) ? tg_ggml_type_name(type) : "?",
                  qs ? (long long)tg_numel(qs) : 0LL, (long long)C, d ? (long long)tg_numel(d) : 0LL, (long long)n_out,
@@ -143,6 +153,10 @@ tg_tensor *nn_qdot_linear(const tg_tensor *x, const tg_tensor *xq, const tg_tens
     tg_tensor *q4 = tg_reshape(qs, TG_SHAPE(C, n_out, nbc, 1, 4, 4));
     const tg_tensor *halves[2] = {tg_bitwise_and(q4, ci(15)), tg_rshift(q4, ci(4))};
     w = tg_cat(halves, 2, 3);
+  } else if (grouped) { /* (C, N, nbc / 4, half, block, 16) -> (C, N, nbc, half, 4, 4) */
+    tg_tensor *g = tg_reshape(qs, TG_SHAPE(C, n_out, nbc / QX_GROUP, 2, QX_GROUP, 4, 4));
+    g = tg_reshape(tg_permute(g, (const int[]){0, 1, 2, 4, 3, 5, 6}, 7), TG_SHAPE(C, n_out, nbc, 2, 4, 4));
+    w = tg_bitwise_xor(g, ci(0x80));
   } else {
     w = tg_bitwise_xor(tg_reshape(qs, TG_SHAPE(C, n_out, nbc, 2, 4, 4)), ci(0x80));
   }
