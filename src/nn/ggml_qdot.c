@@ -29,6 +29,12 @@ bool nn_qdot_supported(int type) { return type == TG_GGML_Q4_0 || type == TG_GGM
 
 static bool qx_grouped(int64_t nb) { return nb % QX_GROUP == 0 && tg_getenv_int("QDOT_GROUP", 1) != 0; }
 
+/* rows of nb 32-byte blocks (rows, nb, 32), stored half-major: (rows, nb / 4, half, block of the group, 16) */
+static tg_tensor *half_major(const tg_tensor *blocks, int64_t rows, int64_t nb) {
+  tg_tensor *g = tg_reshape(blocks, TG_SHAPE(rows, nb / QX_GROUP, QX_GROUP, 2, 16));
+  return tg_contiguous(tg_permute(g, (const int[]){0, 1, 3, 2, 4}, 5));
+}
+
 /* xq as (M, nb, 2, 4, 4) blocks, whatever its stored order */
 static tg_tensor *qx_blocks(const tg_tensor *xq, int64_t M, int64_t nb) {
   if (tg_ndim(xq) != 5 || tg_size(xq, 4) != 16) return tg_reshape(xq, TG_SHAPE(M, nb, 2, 4, 4));
@@ -77,14 +83,13 @@ tg_status nn_qdot_pack(const tg_tensor *raw, int type, int64_t n_out, tg_tensor 
   b = tg_reshape(tg_permute(b, (const int[]){1, 0, 2, 3}, 4), TG_SHAPE(C * n_out, nbc, bytes)); /* chunk-major */
   bool grouped = type == TG_GGML_Q8_0 && qx_grouped(nbc); /* Q8_0 quants half-major, as the activation's */
   tg_tensor *q = block_cols(b, 2, bytes);
-  q = grouped ? tg_contiguous(tg_reshape(tg_permute(tg_reshape(q, TG_SHAPE(C, n_out, nbc / QX_GROUP, QX_GROUP, 2, 16)),
-                                                    (const int[]){0, 1, 2, 4, 3, 5}, 6),
-                                         TG_SHAPE(C, n_out, nbc / QX_GROUP, QX_GROUP * 32)))
+  q = grouped ? tg_reshape(half_major(q, C * n_out, nbc), TG_SHAPE(C, n_out, nbc / QX_GROUP, QX_GROUP * 32))
               : tg_contiguous(tg_reshape(q, TG_SHAPE(C, n_out, nbc * (bytes - 2))));
   tg_tensor *lo = tg_cast(block_cols(b, 0, 1), TG_UINT16), *hi = tg_cast(block_cols(b, 1, 2), TG_UINT16);
   tg_tensor *sc = tg_contiguous(tg_reshape(tg_bitcast(tg_bitwise_or(lo, tg_lshift(hi, ci(8))), TG_FLOAT16),
                                            TG_SHAPE(C, n_out, nbc)));
-  if (C == 1 && !grouped && q && sc) q = tg_reshape(q, TG_SHAPE(n_out, nbc * (bytes - 2))), sc = tg_reshape(sc, TG_SHAPE(n_out, nbc));
+  if (C == 1 && !grouped && q && sc)
+    q = tg_reshape(q, TG_SHAPE(n_out, nbc * (bytes - 2))), sc = tg_reshape(sc, TG_SHAPE(n_out, nbc));
   tg_tensor *both[2] = {q, sc};
   if (!q || !sc || tg_realize_many(both, 2) != TG_OK) {
     tg_scope_end(s);
@@ -110,12 +115,7 @@ tg_status nn_qdot_quantize(const tg_tensor *x, int type, tg_tensor **xq, tg_tens
   tg_tensor *d = tg_div(amax, tg_const_float(127.0));
   tg_tensor *id = tg_where(tg_gt(d, tg_const_float(0.0)), tg_div(tg_const_float(1.0), d), tg_const_float(0.0));
   tg_tensor *q = tg_cast(tg_round(tg_mul(xb, id)), TG_INT8), *qb;
-  if (qx_grouped(nb)) {
-    tg_tensor *g = tg_reshape(q, TG_SHAPE(M, nb / QX_GROUP, QX_GROUP, 2, 16));
-    q = tg_contiguous(tg_permute(g, (const int[]){0, 1, 3, 2, 4}, 5)); /* (M, nb / 4, 2, 4, 16) */
-  } else {
-    q = tg_contiguous(q);
-  }
+  q = qx_grouped(nb) ? half_major(q, M, nb) : tg_contiguous(q); /* (M, nb / 4, 2, 4, 16) or (M, nb, 2, 4, 4) */
   qb = q ? qx_blocks(q, M, nb) : NULL;
   tg_tensor *dh = tg_contiguous(tg_cast(tg_cast(d, TG_FLOAT16), TG_FLOAT32));
   int64_t off = type == TG_GGML_Q4_0 ? -8 : -128;
@@ -153,10 +153,9 @@ tg_tensor *nn_qdot_linear(const tg_tensor *x, const tg_tensor *xq, const tg_tens
     tg_tensor *q4 = tg_reshape(qs, TG_SHAPE(C, n_out, nbc, 1, 4, 4));
     const tg_tensor *halves[2] = {tg_bitwise_and(q4, ci(15)), tg_rshift(q4, ci(4))};
     w = tg_cat(halves, 2, 3);
-  } else if (grouped) { /* (C, N, nbc / 4, half, block, 16) -> (C, N, nbc, half, 4, 4) */
-    tg_tensor *g = tg_reshape(qs, TG_SHAPE(C, n_out, nbc / QX_GROUP, 2, QX_GROUP, 4, 4));
-    g = tg_reshape(tg_permute(g, (const int[]){0, 1, 2, 4, 3, 5, 6}, 7), TG_SHAPE(C, n_out, nbc, 2, 4, 4));
-    w = tg_bitwise_xor(g, ci(0x80));
+  } else if (grouped) { /* half-major as the activation: read through the same view */
+    tg_tensor *g = qx_blocks(tg_reshape(qs, TG_SHAPE(C * n_out, nbc / QX_GROUP, 2, QX_GROUP, 16)), C * n_out, nbc);
+    w = tg_bitwise_xor(tg_reshape(g, TG_SHAPE(C, n_out, nbc, 2, 4, 4)), ci(0x80));
   } else {
     w = tg_bitwise_xor(tg_reshape(qs, TG_SHAPE(C, n_out, nbc, 2, 4, 4)), ci(0x80));
   }
