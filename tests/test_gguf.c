@@ -593,7 +593,10 @@ static void qdot_case(int K) {
     tg_tensor *xq = NULL, *sx = NULL, *cx = NULL, *y = NULL, *wq = NULL, *wd = NULL;
     CHECK_MSG(nn_qdot_quantize(xt, ty, &xq, &sx, &cx) == TG_OK, "qdot quantize: %s", tg_last_error());
     CHECK_MSG(nn_qdot_pack(raw, ty, N, &wq, &wd) == TG_OK, "qdot pack: %s", tg_last_error());
-    int64_t chunks = tg_getenv_int("QDOT_CHUNK", 2048) == 128 ? 2 : 1;
+    /* the column chunks nn_qdot_pack makes (ggml_qdot.c qdot_chunks): K split when the knob divides it in multiples
+     * of 128 elements */
+    int64_t qc = tg_getenv_int("QDOT_CHUNK", 2048);
+    int64_t chunks = qc > 0 && K > qc && K % qc == 0 && qc % 128 == 0 ? K / qc : 1;
     /* Q8_0 quants half-major in groups of 4 blocks, as the activation: (C, N, nb / C / 4, 2, 4, 16) */
     int64_t nbc = nb / chunks;
     bool wgrouped = ty == TG_GGML_Q8_0 && nbc % 4 == 0;
