@@ -3,6 +3,8 @@
  * conv2d (64x32x28x28, 64 3x3 filters, padding 1). Each figure: one warm-up realize (compiles), then realizes
  * repeated for BENCH_SECONDS (default 1) or at most 200 runs, the device synchronized after each; the median run.
  * Inputs random (never zeros). Prints "<name> <value> <unit>" lines (bench/run_gpu.sh pairs them with torch's).
+ * realize_1_kernel: the wall of realizing a 16-element kernel and waiting for it (the fixed cost of an eager call),
+ * with its host part (tg_realize's return: schedule lookup, buffers, launch); the conv prints the same split.
  * Arguments: figure names to run (default all). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,9 +46,11 @@ static int cmp_double(const void *a, const void *b) {
 
 typedef tg_tensor *(*Graph)(tg_tensor *const *in);
 
+static double last_host; /* time_graph's median host part: tg_realize's return (the launches queued), before the sync */
+
 /* median seconds of realizing graph(in) (a new graph each run: the schedule and kernel caches hit after run 0) */
 static double time_graph(const char *name, Graph g, tg_tensor *const *in) {
-  static double runs[200];
+  static double runs[200], host[200];
   double budget = getenv("BENCH_SECONDS") ? atof(getenv("BENCH_SECONDS")) : 1.0, start = now();
   int n = 0;
   for (int r = 0; r < 201; r++) {
@@ -54,6 +58,7 @@ static double time_graph(const char *name, Graph g, tg_tensor *const *in) {
     tg_tensor *out = g(in);
     double t0 = now();
     tg_status st = out ? tg_realize(out) : TG_ERR_RUNTIME;
+    double th = now() - t0;
     if (st == TG_OK) st = tg_synchronize(tg_device(out));
     double dt = now() - t0;
     tg_scope_end(sc);
@@ -61,10 +66,12 @@ static double time_graph(const char *name, Graph g, tg_tensor *const *in) {
       fail(name);
       return -1;
     }
-    if (r > 0) runs[n++] = dt;
+    if (r > 0) host[n] = th, runs[n++] = dt;
     if (n >= 200 || (n >= 5 && now() - start > budget)) break;
   }
   qsort(runs, (size_t)n, sizeof(double), cmp_double);
+  qsort(host, (size_t)n, sizeof(double), cmp_double);
+  last_host = host[n / 2];
   return runs[n / 2];
 }
 
@@ -96,6 +103,13 @@ int main(int argc, char **argv) {
       printf("sum_2^28 %.4g GB/s\n", 4.0 * (double)n / t / 1e9);
     tg_scope_end(sc);
   }
+  if (want("realize_1_kernel")) { /* the fixed cost of one eager realize: a 16-element kernel, launched and waited for */
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *in[1] = {random_tensor(TG_SHAPE(16), TG_FLOAT32)};
+    double t = in[0] ? time_graph("realize_1_kernel", g_copy, in) : -1;
+    if (t > 0) printf("realize_1_kernel %.1f us (host %.1f)\n", t * 1e6, last_host * 1e6);
+    tg_scope_end(sc);
+  }
   if (want("softmax_4096x4096")) {
     tg_scope sc = tg_scope_begin();
     tg_tensor *in[1] = {random_tensor(TG_SHAPE(4096, 4096), TG_FLOAT32)};
@@ -122,7 +136,8 @@ int main(int argc, char **argv) {
     tg_tensor *in[2] = {random_tensor(TG_SHAPE(64, 32, 28, 28), TG_FLOAT32),
                         random_tensor(TG_SHAPE(64, 32, 3, 3), TG_FLOAT32)};
     double t = in[0] && in[1] ? time_graph("conv2d_64x32x28x28_k3", g_conv, in) : -1;
-    if (t > 0) printf("conv2d_64x32x28x28_k3 %.4g GFLOPS\n", 2.0 * 64 * 64 * 28 * 28 * 32 * 9 / t / 1e9);
+    if (t > 0) printf("conv2d_64x32x28x28_k3 %.4g GFLOPS\nconv2d_64x32x28x28_k3_us %.1f us (host %.1f)\n",
+                      2.0 * 64 * 64 * 28 * 28 * 32 * 9 / t / 1e9, t * 1e6, last_host * 1e6);
     tg_scope_end(sc);
   }
   return 0;

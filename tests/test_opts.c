@@ -1720,6 +1720,19 @@ static void test_gpu_heuristic_steps(void) {
   gpu_step("conv 2x4x10x10 k3 (8 out) rows", tg_conv2d(cx, cw, NULL, 1, NULL, nopad, NULL),
            "UPCAST:3:4,UPCAST:1:4,UPCAST:2:2,UNROLL:2:0,LOCAL:1:2,LOCAL:2:2,LOCAL:1:4", "GPU_CONV_ROWS",
            "UPCAST:3:4,UPCAST:1:4,UNROLL:2:0,LOCAL:1:2,LOCAL:2:2,LOCAL:1:4");
+  /* GPU_CONV_BLOCK caps the block: at 8 threads two rows of oy (co 2 x ox 2 x 2), at 0 none */
+  test_setenv("GPU_CONV_BLOCK", "8");
+  gpu_step("conv 2x4x10x10 k3 (8 out) block of 8", tg_conv2d(cx, cw, NULL, 1, NULL, nopad, NULL),
+           "UPCAST:3:4,UPCAST:1:4,UPCAST:2:2,UNROLL:2:0,LOCAL:1:2,LOCAL:2:2,LOCAL:1:2", "GPU_CONV_BLOCK",
+           "UPCAST:3:4,UPCAST:1:4,UPCAST:2:2,UNROLL:2:0,LOCAL:1:2,LOCAL:2:2");
+  test_unsetenv("GPU_CONV_BLOCK");
+  /* GPU_CONV_BCAST=8 (opt-in): the weights here are not channel-inner (no layout copy on the CPU's schedule), so co is
+   * upcast by 8 and stays off the lanes (every lane reads the same weights), the lanes take ox's rest and oy's */
+  test_setenv("GPU_CONV_BCAST", "8");
+  gpu_step("conv 2x4x10x10 k3 (8 out) broadcast weights", tg_conv2d(cx, cw, NULL, 1, NULL, nopad, NULL),
+           "UPCAST:3:4,UPCAST:1:8,UPCAST:1:2,UNROLL:2:0,LOCAL:2:2,LOCAL:1:4", "GPU_CONV_BCAST",
+           "UPCAST:3:4,UPCAST:1:4,UPCAST:2:2,UNROLL:2:0,LOCAL:1:2,LOCAL:2:2,LOCAL:1:4");
+  test_unsetenv("GPU_CONV_BCAST");
   const tg_tensor *cwrt[1] = {cw};
   tg_tensor *dw = NULL;
   if (tg_gradient(tg_sum(tg_mul(tg_conv2d(cx, cw, NULL, 1, NULL, nopad, NULL), cg), NULL, 0, false), cwrt, 1, &dw) ==

@@ -4,7 +4,8 @@
 # GPU suites (make test-gpu), the op fixtures and gradient parity suites on DEV=CUDA, then make bench-gpu.
 # then beautiful_mnist trained on DEV=CUDA (the full Fashion-MNIST from FASHION_MNIST_DIR, default
 # /usr/share/datasets/fashion-mnist, else .devdeps/fashion-mnist). Logs go to $OUT (or build/gpu_out).
-# Steps: GPU_STEPS="build test fixtures demo bench" (default all).
+# Steps: GPU_STEPS="build test fixtures demo conv bench" (default all but conv, the conv2d A/B of GPU_CONV_BLOCK,
+# GPU_CONV_BCAST and CONTIG_HINTS).
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_out}; mkdir -p "$out"
@@ -35,6 +36,23 @@ case " $steps " in *" demo "*)
   mnist=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}; [ -d "$mnist" ] || mnist=$PWD/.devdeps/fashion-mnist
   DEV=CUDA FASHION_MNIST_DIR=$mnist STEPS=900 BS=512 EVAL_EVERY=100 LR_DECAY_STEP=600 timeout 300 build/beautiful_mnist \
     2>&1 | tee "$out/demo_cuda.log" | tail -15 ;;
+esac
+case " $steps " in *" conv "*)
+  # the conv2d figure's open questions (README, issue 16): the block's size and shape (gpu_opts GPU_OPTS_TRY, each list
+  # timed as BEAM does), then bench_gpu's conv and the CNN step under each variant, two alternating rounds, and torch's
+  stamp "conv A/B"
+  GPU_OPTS_TRY=tools/gpu_conv_try_inner.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee "$out/conv_try.log"
+  CONTIG_HINTS=2 GPU_OPTS_TRY=tools/gpu_conv_try_bcast.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee -a "$out/conv_try.log"
+  CONTIG_HINTS=0 GPU_OPTS_TRY=tools/gpu_conv_try_bcast.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee -a "$out/conv_try.log"
+  variants=("" "GPU_CONV_BLOCK=128" "CONTIG_HINTS=2 GPU_CONV_BCAST=8" "CONTIG_HINTS=2 GPU_CONV_BCAST=4" "CONTIG_HINTS=0 GPU_CONV_BCAST=8")
+  for round in 1 2; do
+    for v in "${variants[@]}"; do
+      echo "[$v] $(env $v DEV=CUDA build/bench_gpu realize_1_kernel conv2d_64x32x28x28_k3 | tr '\n' ' ')"
+    done
+  done 2>&1 | tee "$out/conv_ab.log"
+  for v in "${variants[@]}"; do echo "[$v] $(env $v DEV=CUDA build/bench_train 5 0 0 2>&1 | grep -E '^train_cnn' | tr '\n' ' ')"; done \
+    2>&1 | tee -a "$out/conv_ab.log"
+  python3 bench/peer_torch_gpu.py conv2d_64x32x28x28_k3 2>&1 | tee -a "$out/conv_ab.log" ;;
 esac
 case " $steps " in *" bench "*) stamp bench-gpu; timeout 400 bash bench/run_gpu.sh build 2>&1 | tee "$out/bench_gpu.log" ;; esac
 stamp done

@@ -165,19 +165,28 @@ static bool conv_forward(OptScheduler *t, const Shape *sh, UOp *win, UOp *wts, i
   if (ch < 0) return false;
   int64_t ox_id = range_id(sh, ox), kx_id = range_id(sh, kx), ch_id = range_id(sh, ch);
   int64_t oy_id = oy >= 0 ? range_id(sh, oy) : -1;
-  if (sh->size[ox] % 4 || !opt_on_id(t, OPT_UPCAST, ox_id, 4) || !opt_on_id(t, OPT_UPCAST, ch_id, 4)) return false;
+  /* Lanes take neighbouring channels, each reading its own vector of weights (made for the layout copy's channel-
+   * inner order). GPU_CONV_BCAST=n (4 or 8), where the weights' channel is not innermost (no layout copy:
+   * CONTIG_HINTS=0 or 2): the channel is upcast by n and not spread over lanes, so every lane of a block reads the
+   * same weights (one broadcast load each) and the lanes take the pixels. Not yet timed on the GPU (off by default). */
+  int64_t bcast = tg_getenv_int("GPU_CONV_BCAST", 0);
+  bool inner = term_coef(wts, sh->rngs.data[ch]) == 1 || (bcast != 4 && bcast != 8);
+  int64_t chu = inner || sh->size[ch] % bcast ? 4 : bcast;
+  if (sh->size[ox] % 4 || !opt_on_id(t, OPT_UPCAST, ox_id, 4) || !opt_on_id(t, OPT_UPCAST, ch_id, chu)) return false;
   /* a 3-tap window: two output rows a thread (each window row loaded serves both) */
   bool rows = oy >= 0 && ky >= 0 && sh->size[oy] % 2 == 0 && sh->size[ky] <= 3 && tg_getenv_int("GPU_CONV_ROWS", 1);
   if (rows && !opt_on_id(t, OPT_UPCAST, range_id(sh, oy), 2)) return false;
   int ku = reduce_axis_index(t, kx_id, true);
   if (ku < 0 || !try_opt(t, OPT_UNROLL, ku, 0)) return false;
   int64_t chs = size_of_id(t, ch_id), oxs = size_of_id(t, ox_id);
-  int64_t block = largest_dividing(chs, 32);
-  if (!opt_on_id(t, OPT_LOCAL, ch_id, block)) return false;
+  int64_t block = inner ? largest_dividing(chs, 32) : 1;
+  if (inner && !opt_on_id(t, OPT_LOCAL, ch_id, block)) return false;
   if (oxs > 1 && oxs <= 8 && opt_on_id(t, OPT_LOCAL, ox_id, 0)) block *= oxs;
   if (oy >= 0) {
-    int64_t ys = size_of_id(t, oy_id);
-    int64_t r = ys % 4 == 0 && block * 4 <= 256 ? 4 : ys % 2 == 0 && block * 2 <= 256 ? 2 : 1;
+    /* GPU_CONV_BLOCK: the most threads a block takes (256) */
+    int64_t ys = size_of_id(t, oy_id), cap = tg_getenv_int("GPU_CONV_BLOCK", 256);
+    int64_t r = ys % 4 == 0 && block * 4 <= cap ? 4 : ys % 2 == 0 && block * 2 <= cap ? 2 : 1;
+    if (!inner) r = ys <= cap / block ? ys : largest_dividing(ys, cap / block);
     if (r > 1) opt_on_id(t, OPT_LOCAL, oy_id, r);
   }
   return true;
