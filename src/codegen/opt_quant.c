@@ -109,27 +109,42 @@ static void int8_rows_outer(OptScheduler *s, Shape *sh) {
   shape_load(s, sh);
 }
 
-/* After THREAD, a prefill's int8 dot (rows outside the tokens: int8_rows_outer) takes 2 weight rows a step and loops
- * its tokens in blocks of 4, as BEAM=2 found (each activation load serves 2 rows). Measured (2 cores, 2 threads, 1B
- * llama prefill of 32 tokens, alternating runs): Q4_0 89.3-95.1 -> 97.6-97.7 tok/s (gate 5.3 -> 4.8 ms), Q8_0
- * 62.6 -> 66.9. INT8_ROW_UPCAST (2) and INT8_TOKEN_LOOP (4) set the sizes, 1 / 0 turn them off. */
+/* After THREAD, a prefill's int8 dot (rows outside the tokens: int8_rows_outer) takes a register tile of 4 weight
+ * rows x 2 tokens a step and loops its tokens in blocks of 4: each activation load serves 4 rows, each weight load
+ * and nibble unpack 2 tokens, each row's scale conversion 2 tokens. A step of one row and one token spent ~15 vector
+ * instructions (3 of them the nibble unpack, 4 the scales, the rest loads and the accumulator) around its 2
+ * vpdpbusd, each a 512-bit op the core issues as two 256-bit halves: ~8.7 cycles a step. A weight stored in column
+ * chunks (ggml_qdot.c; the down projection) has its rows moved outside its tokens first. Measured (2 cores, 2 threads,
+ * 1B llama prefill of 32 tokens, alternating runs, build/bench_llm): 2 rows x 1 token 96.5-98.1 tok/s for Q4_0 (the
+ * gate 4.8-4.9 ms), 2 x 2 111.2-112.6, 4 x 2 113.6-116.3 (the gate 3.6 ms; the chunked down projection 4.2 -> 3.3
+ * ms), 4 x 4 107.0-107.6, 8 x 2 109.8-111.2, 2 x 8 unlooped 97.9-104.7; Q8_0 92.9-96.1 -> 100.8-111.2. Against
+ * llama.cpp (bench/run_llm.sh, 3 rounds): Q4_0 prefill 0.83x -> 1.02x, Q8_0 0.93x -> 1.13x. INT8_ROW_UPCAST (4),
+ * INT8_TOKEN_UPCAST (2) and INT8_TOKEN_LOOP (4) set the sizes, 1 / 0 turn them off. */
 void opt_int8_prefill_tiles(OptScheduler *s, Shape *sh) {
   if (s->ren->has_local || !s->ren->dot_u8i8 || !cg_has_int8_dot(s->ast)) return;
   UOp *w = biggest_byte_index(s->ast, NULL);
   if (!w) return;
   shape_load(s, sh);
-  int row = -1, token = -1, nrows = 0;
+  /* the rows: the largest output axis that reads the weight (a weight in column chunks, ggml_qdot.c, has its chunk
+   * axis too, outermost); the tokens: the first that does not */
+  int row = -1, token = -1;
   for (int i = 0; i < sh->n; i++) {
     if (sh->type[i] != AXIS_WEAK || sh->size[i] <= 1) continue;
-    bool reads = in_slice(w->src[1], sh->rngs.data[i]);
-    nrows += reads;
-    if (reads && row < 0 && token < 0) row = i;
-    if (!reads && row >= 0 && token < 0) token = i;
+    if (!in_slice(w->src[1], sh->rngs.data[i])) token = token < 0 ? i : token;
+    else if (row < 0 || sh->size[i] > sh->size[row]) row = i;
   }
-  int64_t up = tg_getenv_int("INT8_ROW_UPCAST", 2), lp = tg_getenv_int("INT8_TOKEN_LOOP", 4);
-  /* one row axis (a weight in column chunks, ggml_qdot.c, keeps its order: its chunk axis reads the weight too) */
-  if (row < 0 || token < 0 || nrows != 1) return;
+  if (row < 0 || token < 0) return;
+  if (token < row) { /* the chunked weight's order (chunk, tokens, rows): the rows go outside the tokens too */
+    if (!try_opt(s, OPT_SWAP, token, row)) return;
+    int t = token;
+    token = row, row = t;
+    shape_load(s, sh);
+  }
+  int64_t up = tg_getenv_int("INT8_ROW_UPCAST", 4), tu = tg_getenv_int("INT8_TOKEN_UPCAST", 2),
+          lp = tg_getenv_int("INT8_TOKEN_LOOP", 4);
   if (up > 1 && sh->size[row] % up == 0) try_opt(s, OPT_UPCAST, row, (int)up);
+  shape_load(s, sh);
+  if (tu > 1 && sh->size[token] % tu == 0) try_opt(s, OPT_UPCAST, token, (int)tu);
   shape_load(s, sh);
   if (lp > 1 && sh->size[token] % lp == 0 && sh->size[token] > lp) try_opt(s, OPT_LOOP, token, (int)lp);
   shape_load(s, sh);
