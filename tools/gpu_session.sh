@@ -52,7 +52,16 @@ case " $steps " in *" conv "*)
   done 2>&1 | tee "$out/conv_ab.log"
   for v in "${variants[@]}"; do echo "[$v] $(env $v DEV=CUDA build/bench_train 5 0 0 2>&1 | grep -E '^train_cnn' | tr '\n' ' ')"; done \
     2>&1 | tee -a "$out/conv_ab.log"
-  python3 bench/peer_torch_gpu.py conv2d_64x32x28x28_k3 2>&1 | tee -a "$out/conv_ab.log" ;;
+  python3 bench/peer_torch_gpu.py conv2d_64x32x28x28_k3 2>&1 | tee -a "$out/conv_ab.log"
+  # Nsight Compute on the conv kernel of each variant (at ncu's locked clocks): waves, occupancy, issue, stalls
+  if command -v ncu >/dev/null; then
+    for v in "${variants[@]}"; do
+      echo "== ncu [$v]"
+      env $v DEV=CUDA timeout 120 ncu --kernel-name regex:'^r_64' --launch-count 1 --section SpeedOfLight \
+        --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis \
+        build/bench_gpu conv2d_64x32x28x28_k3 2>&1 | grep -E "^  r_|Duration|Registers Per|Waves Per|Achieved Occ|SM Active|Elapsed Cyc|Issue Slots|Eligible Warps|Warp Cycles Per Issued"
+    done 2>&1 | tee "$out/conv_ncu.log"
+  fi ;;
 esac
 case " $steps " in *" bench "*) stamp bench-gpu; timeout 400 bash bench/run_gpu.sh build 2>&1 | tee "$out/bench_gpu.log" ;; esac
 stamp done
