@@ -540,19 +540,19 @@ static void dequantize_api(void) {
 
 /* nn_qdot_linear (src/nn/ggml_qdot.c) against a host model of ggml's Q8 activation path: quantize_row_q8_0 (scale
  * max|x| / 127, kept as float16; x / scale rounded half to even), integer block dots with the weight's values (Q4_0:
- * nibble - 8, Q8_0: the signed bytes), then scale_w * scale_x per block, summed in double. x has 3 rows (a prefill)
- * and one all-zero block (scale 0). QDOT's int path and the host agree to float rounding of the block sums. */
-static void qdot_case(int K) {
-  const int M = 3, N = 24, nb = K / 32;
+ * nibble - 8, Q8_0: the signed bytes), then scale_w * scale_x per block, summed in double. x has M rows (a prefill
+ * of 3 or 4 tokens) and one all-zero block (scale 0). QDOT's int path and the host agree to float rounding of the block sums. */
+static void qdot_case(int K, int M) {
+  const int N = 24, nb = K / 32;
   const int types[2] = {TG_GGML_Q4_0, TG_GGML_Q8_0};
   uint32_t seed = 12345;
 #define RND() (seed = seed * 1664525u + 1013904223u, seed >> 8)
-  float x[3 * 256];
+  float x[4 * 256];
   for (int i = 0; i < M * K; i++) x[i] = ((float)(RND() % 20001) - 10000.0f) / 3000.0f;
   for (int i = 32; i < 64; i++) x[i] = 0.0f; /* row 0, block 1 */
   /* the host's quantized activation */
-  int8_t q[3 * 256];
-  float dx[3 * 8];
+  int8_t q[4 * 256];
+  float dx[4 * 8];
   for (int r = 0; r < M; r++)
     for (int b = 0; b < nb; b++) {
       const float *xb = x + r * K + b * 32;
@@ -570,7 +570,7 @@ static void qdot_case(int K) {
       uint16_t h = tg_float_to_half_bits(((float)(RND() % 1000) + 1.0f) * 1e-4f);
       w[i * bytes] = (uint8_t)(h & 0xff), w[i * bytes + 1] = (uint8_t)(h >> 8);
     }
-    double ref[3 * 24], mx = 0;
+    double ref[4 * 24], mx = 0;
     for (int r = 0; r < M; r++)
       for (int n = 0; n < N; n++) {
         double acc = 0;
@@ -615,14 +615,14 @@ static void qdot_case(int K) {
       free(want_w);
     }
     if (xq && wq) y = nn_qdot_linear(xt, xq, sx, cx, wq, wd, ty, N);
-    float got[3 * 24];
-    CHECK_MSG(y && tg_to_host(y, got, sizeof got) == TG_OK, "qdot %s: %s", tg_ggml_type_name(ty), tg_last_error());
+    float got[4 * 24];
+    CHECK_MSG(y && tg_to_host(y, got, (size_t)(M * N) * sizeof(float)) == TG_OK, "qdot %s: %s", tg_ggml_type_name(ty), tg_last_error());
     double e = 0;
     for (int i = 0; i < M * N && y; i++) e = fabs(got[i] - ref[i]) > e ? fabs(got[i] - ref[i]) : e;
     CHECK_MSG(y && mx > 0 && e <= 1e-5 * mx, "qdot %s vs host model: max err %g of %g", tg_ggml_type_name(ty), e, mx);
     /* the quantized activation itself is the host's */
     /* stored in groups of 4 blocks, half-major (M, nb / 4, 2, 4, 16), where 4 divides the block count */
-    int8_t gq[3 * 256], want[3 * 256];
+    int8_t gq[4 * 256], want[4 * 256];
     bool grouped = nb % 4 == 0;
     for (int r = 0; r < M; r++)
       for (int b = 0; b < nb; b++)
@@ -645,10 +645,12 @@ static void qdot_case(int K) {
 }
 
 static void qdot_reference(void) {
-  qdot_case(256); /* 8 blocks a row: the activation in groups of 4 blocks */
-  qdot_case(96);  /* 3: ggml's order */
+  qdot_case(256, 3); /* 8 blocks a row: the activation in groups of 4 blocks */
+  qdot_case(96, 3);  /* 3: ggml's order */
+  qdot_case(256, 4); /* 4 tokens: the CPU's prefill tile takes them 2 at a time (opt_quant.c opt_int8_prefill_tiles) */
   test_setenv("QDOT_CHUNK", "128"); /* the weight in 2 column chunks of 4 blocks, chunk-major, summed by a 2nd kernel */
-  qdot_case(256);
+  qdot_case(256, 3);
+  qdot_case(256, 4); /* and its rows moved outside the tokens first */
   test_unsetenv("QDOT_CHUNK");
   tg_scope sc = tg_scope_begin();
   tg_tensor *xq = NULL, *sx = NULL, *cx = NULL;

@@ -136,17 +136,20 @@ void opt_int8_prefill_tiles(OptScheduler *s, Shape *sh) {
   if (row < 0 || token < 0) return;
   if (token < row) { /* the chunked weight's order (chunk, tokens, rows): the rows go outside the tokens too */
     if (!try_opt(s, OPT_SWAP, token, row)) return;
-    int t = token;
+    int t = token; /* SWAP exchanges the two ranges' places (and ids) */
     token = row, row = t;
     shape_load(s, sh);
   }
+  /* by range id from here: an axis upcast whole leaves the shape and moves the ones after it */
+  int64_t row_id = sh->rngs.data[row]->arg.range->axis_id, token_id = sh->rngs.data[token]->arg.range->axis_id, sz;
   int64_t up = tg_getenv_int("INT8_ROW_UPCAST", 4), tu = tg_getenv_int("INT8_TOKEN_UPCAST", 2),
           lp = tg_getenv_int("INT8_TOKEN_LOOP", 4);
-  if (up > 1 && sh->size[row] % up == 0) try_opt(s, OPT_UPCAST, row, (int)up);
-  shape_load(s, sh);
-  if (tu > 1 && sh->size[token] % tu == 0) try_opt(s, OPT_UPCAST, token, (int)tu);
-  shape_load(s, sh);
-  if (lp > 1 && sh->size[token] % lp == 0 && sh->size[token] > lp) try_opt(s, OPT_LOOP, token, (int)lp);
+  int ax = axis_of_id(s, row_id, &sz);
+  if (ax >= 0 && up > 1 && sz % up == 0) try_opt(s, OPT_UPCAST, ax, (int)up);
+  ax = axis_of_id(s, token_id, &sz);
+  if (ax >= 0 && tu > 1 && sz % tu == 0) try_opt(s, OPT_UPCAST, ax, (int)tu);
+  ax = axis_of_id(s, token_id, &sz);
+  if (ax >= 0 && lp > 1 && sz % lp == 0 && sz > lp) try_opt(s, OPT_LOOP, ax, (int)lp);
   shape_load(s, sh);
 }
 
