@@ -90,21 +90,6 @@ static int reduce_axis_index(const OptScheduler *s, int64_t id, bool unrollable)
   return at;
 }
 
-static int64_t range_id(const Shape *sh, int i) { return sh->rngs.data[i]->arg.range->axis_id; }
-
-/* UPCAST / LOCAL the axis with this id by amt (0: its whole size) */
-static bool opt_on_id(OptScheduler *s, OptOp op, int64_t id, int64_t amt) {
-  int64_t sz = 0;
-  int ax = axis_of_id(s, id, &sz);
-  return ax >= 0 && try_opt(s, op, ax, (int)(amt ? amt : sz));
-}
-
-/* the size of the range with this id now (0: gone) */
-static int64_t size_of_id(const OptScheduler *s, int64_t id) {
-  int64_t sz = 0;
-  return axis_of_id(s, id, &sz) >= 0 ? sz : 0;
-}
-
 static int64_t largest_dividing(int64_t n, int64_t cap) {
   for (int64_t d = cap; d > 1; d /= 2)
     if (n % d == 0) return d;
@@ -185,8 +170,10 @@ static bool conv_forward(OptScheduler *t, const Shape *sh, UOp *win, UOp *wts, i
   if (oy >= 0) {
     /* GPU_CONV_BLOCK: the most threads a block takes (256) */
     int64_t ys = size_of_id(t, oy_id), cap = tg_getenv_int("GPU_CONV_BLOCK", 256);
-    int64_t r = ys % 4 == 0 && block * 4 <= cap ? 4 : ys % 2 == 0 && block * 2 <= cap ? 2 : 1;
-    if (!inner) r = ys <= cap / block ? ys : largest_dividing(ys, cap / block);
+    int64_t r = !inner                                 ? (ys <= cap / block ? ys : largest_dividing(ys, cap / block))
+                : ys % 4 == 0 && block * 4 <= cap ? 4
+                : ys % 2 == 0 && block * 2 <= cap ? 2
+                                                  : 1;
     if (r > 1) opt_on_id(t, OPT_LOCAL, oy_id, r);
   }
   return true;

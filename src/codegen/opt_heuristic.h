@@ -49,6 +49,18 @@ static inline bool try_opt(OptScheduler *s, OptOp op, int axis, int arg) {
   return opt_apply(s, o) == TG_OK;
 }
 static inline bool in_slice(UOp *root, UOp *x) { return uop_in_backward_slice(root, x); }
+/* Axes by range id, which an opt keeps while axis indexes move (an axis upcast whole leaves the shape): the id of
+ * axis i, the size of the range with this id now (0: gone), and an opt on it by amt (0: its whole size). */
+static inline int64_t range_id(const Shape *sh, int i) { return sh->rngs.data[i]->arg.range->axis_id; }
+static inline int64_t size_of_id(const OptScheduler *s, int64_t id) {
+  int64_t sz = 0;
+  return axis_of_id(s, id, &sz) >= 0 ? sz : 0;
+}
+static inline bool opt_on_id(OptScheduler *s, OptOp op, int64_t id, int64_t amt) {
+  int64_t sz = 0;
+  int ax = axis_of_id(s, id, &sz);
+  return ax >= 0 && try_opt(s, op, ax, (int)(amt ? amt : sz));
+}
 /* the lanes upcast or unrolled so far */
 static inline int64_t upcast_size(const Shape *sh) {
   int64_t p = 1;

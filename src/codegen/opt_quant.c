@@ -140,16 +140,12 @@ void opt_int8_prefill_tiles(OptScheduler *s, Shape *sh) {
     token = row, row = t;
     shape_load(s, sh);
   }
-  /* by range id from here: an axis upcast whole leaves the shape and moves the ones after it */
-  int64_t row_id = sh->rngs.data[row]->arg.range->axis_id, token_id = sh->rngs.data[token]->arg.range->axis_id, sz;
+  int64_t row_id = range_id(sh, row), token_id = range_id(sh, token), sz;
   int64_t up = tg_getenv_int("INT8_ROW_UPCAST", 4), tu = tg_getenv_int("INT8_TOKEN_UPCAST", 2),
           lp = tg_getenv_int("INT8_TOKEN_LOOP", 4);
-  int ax = axis_of_id(s, row_id, &sz);
-  if (ax >= 0 && up > 1 && sz % up == 0) try_opt(s, OPT_UPCAST, ax, (int)up);
-  ax = axis_of_id(s, token_id, &sz);
-  if (ax >= 0 && tu > 1 && sz % tu == 0) try_opt(s, OPT_UPCAST, ax, (int)tu);
-  ax = axis_of_id(s, token_id, &sz);
-  if (ax >= 0 && lp > 1 && sz % lp == 0 && sz > lp) try_opt(s, OPT_LOOP, ax, (int)lp);
+  if (up > 1 && (sz = size_of_id(s, row_id)) && sz % up == 0) opt_on_id(s, OPT_UPCAST, row_id, up);
+  if (tu > 1 && (sz = size_of_id(s, token_id)) && sz % tu == 0) opt_on_id(s, OPT_UPCAST, token_id, tu);
+  if (lp > 1 && (sz = size_of_id(s, token_id)) && sz % lp == 0 && sz > lp) opt_on_id(s, OPT_LOOP, token_id, lp);
   shape_load(s, sh);
 }
 

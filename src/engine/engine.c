@@ -216,9 +216,9 @@ static uint64_t kernel_knobs(void) {
                                       "EXPAND_SSA", "THREADS", "NUM_CPU_THREADS", "BEAM_UPCAST_MAX", "BEAM_LOCAL_MAX",
                                       "BEAM_PADTO", "GPU_ROW_REDUCE", "GPU_LATE_GROUP", "GPU_WIDE_GROUPTOP",
                                       "GPU_EW_FLAT", "GPU_GROUP_FIRST", "GPU_MATVEC_ROWS", "GPU_ROW_UPCAST", "GPU_CONV",
-                                      "GPU_CONV_TC", "GPU_CONV_ROWS", "GPU_CONV_BLOCK", "GPU_CONV_BCAST", "GPU_ROW_KERNEL", "GPU_ROW_THREADS",
-                                      "INT8_ROWS_OUTER", "DOT_ROWS_OUTER", "INT8_ROW_UPCAST", "INT8_TOKEN_UPCAST", "INT8_TOKEN_LOOP",
-                                      "CPU_BYTE_VEC"};
+                                      "GPU_CONV_TC", "GPU_CONV_ROWS", "GPU_CONV_BLOCK", "GPU_CONV_BCAST",
+                                      "GPU_ROW_KERNEL", "GPU_ROW_THREADS", "INT8_ROWS_OUTER", "DOT_ROWS_OUTER",
+                                      "INT8_ROW_UPCAST", "INT8_TOKEN_UPCAST", "INT8_TOKEN_LOOP", "CPU_BYTE_VEC"};
   static uint64_t cached, generation; /* 30 lookups per realize otherwise */
   if (generation == tg_knobs_generation()) return cached;
   uint64_t h = 0x6b65726e656cULL;
