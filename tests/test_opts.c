@@ -1263,6 +1263,38 @@ static bool applied_has(const OptScheduler *s, Opt o) {
   return false;
 }
 
+/* Chained accumulation (cg_lower.c): the matmul tile's 16 vector accumulators with the reduce unrolled by 8 add
+ * their products one by one, acc + p0 + p1 ... (C's left-to-right order: one FMA each), and with CHAIN_ACC_MIN=0 as
+ * acc + (p0 + p1 + ...); a tile of fewer accumulators than CHAIN_ACC_MIN keeps the sum. */
+static void check_chained_accumulation(tg_tensor *t, const OptScheduler *base) {
+  UOp *lin = sched_kernels(uop_sink(&t->uop, 1));
+  UOp *ast = lin->src[lin->nsrc - 1]->src[0];
+  static const struct { const char *min; const char *want; } chain_cases[] = {
+      {NULL, "))))+(val"},  /* the accumulator's load, then a product */
+      {"0", "))))+((val"},  /* the accumulator's load, then the sum of the products */
+      {"17", "))))+((val"}, /* 16 accumulators share the loop: fewer than asked for */
+  };
+  for (size_t c = 0; c < TG_ARRAY_LEN(chain_cases); c++) {
+    if (chain_cases[c].min) test_setenv("CHAIN_ACC_MIN", chain_cases[c].min);
+    OptScheduler o;
+    opt_sched_copy(&o, base);
+    bool ok = opt_apply(&o, (Opt){OPT_UNROLL, 0, 8}) == TG_OK;
+    CHECK_MSG(ok, "matmul tile + UNROLL 8 refused: %s", tg_last_error());
+    UOp *low = ok ? cg_lower(opt_ast_with_opts(ast, o.applied, o.napplied), o.ren) : NULL;
+    UOp *code = low ? cg_linearize(low) : NULL;
+    char *src = code ? o.ren->render(o.ren, code) : NULL;
+    CHECK_MSG(src != NULL, "matmul tile + UNROLL 8: no source: %s", tg_last_error());
+    const char *upd = src ? strstr(src, "*((float16*)((buf0+0))) = ((*((float16*)((buf0+0))))+") : NULL;
+    CHECK_MSG(upd && strncmp(upd + strlen("*((float16*)((buf0+0))) = ((*((float16*)((buf0+0"), chain_cases[c].want,
+                             strlen(chain_cases[c].want)) == 0,
+              "CHAIN_ACC_MIN=%s: accumulator update %.120s", chain_cases[c].min ? chain_cases[c].min : "default",
+              upd ? upd : "(none)");
+    free(src);
+    opt_sched_free(&o);
+    test_unsetenv("CHAIN_ACC_MIN");
+  }
+}
+
 /* CPU adaptations outside tinygrad's heuristic cases: the panel copy's loop order (opt_heuristic.c cpu_copy_order)
  * and the tile of a matmul over panels (cpu_matmul_tiles; schedule/earliest.c pack_matmul_operand) */
 static void test_cpu_loop_order(void) {
@@ -1344,17 +1376,19 @@ static void test_cpu_loop_order(void) {
     opt_sched_free(&s);
   }
   /* A @ B, B in panels: 16 lanes x 2 panels x 8 rows, the panel loop outside the rows in blocks of 4, the reduce
-   * unrolled by 8 */
+   * not unrolled */
   tg_tensor *mm = tg_matmul(fl(64, 1024), fl(1024, 1024));
   if (heuristic_of_last(mm, &ren, &s, &nk)) {
     CHECK_EQ_INT(nk, 2);
     char got[512];
     format_opts(s.applied, s.napplied, got, sizeof got);
+    bool unrolled = false;
+    for (int i = 0; i < s.napplied; i++) unrolled |= s.applied[i].op == OPT_UNROLL;
     CHECK_MSG(applied_has(&s, (Opt){OPT_UPCAST, 2, 16}) && applied_has(&s, (Opt){OPT_UPCAST, 1, 2}) &&
                   applied_has(&s, (Opt){OPT_UPCAST, 0, 8}) && applied_has(&s, (Opt){OPT_SWAP, 0, 1}) &&
-                  applied_has(&s, (Opt){OPT_LOOP, 0, 4}) &&
-                  applied_has(&s, (Opt){OPT_UNROLL, 0, 8}),
+                  applied_has(&s, (Opt){OPT_LOOP, 0, 4}) && !unrolled,
               "matmul over panels: [%s]", got);
+    check_chained_accumulation(mm, &s);
     opt_sched_free(&s);
   }
   /* A^T @ B, both operands contiguous along their own output axis (the MLP's first weight gradient, (512x128)^T @

@@ -19,7 +19,11 @@ UOp *cg_weak_const(const DType *like, Const v) {
  * GROUP_REDUCE ranges first splits into two through a LOCAL buffer: cg_gpu.c)
  * ================================================================================================================ */
 
-typedef struct ReduceCtx { int64_t acc_num; } ReduceCtx;
+typedef struct ReduceCtx {
+  int64_t acc_num;
+  UOpVec float_sums; /* the kernel's float ADD REDUCEs over ranges, for counting the ones that share a loop */
+  int64_t chain_min; /* CHAIN_ACC_MIN: chain the terms into the accumulator where this many sums share the loop */
+} ReduceCtx;
 
 static UOp *index0(UOp *buf, const DType *dt) {
   UOp *src[2] = {buf, uop_const_int(DT_WEAKINT, 0)};
@@ -56,6 +60,65 @@ static UOp *wmma_accumulate(UOp *acc, UOp *x) {
   if (f) return f;
   if (x->op == TG_OP_ADD && wmma_lanes(x->src[0])) return wmma_accumulate(wmma_accumulate(acc, x->src[0]), x->src[1]);
   return uop_add(acc, x);
+}
+
+/* ---- chained accumulation (not tinygrad's IR, but tinygrad's rendered text: its C-style renderers drop the
+ * parentheses of a right operand of the same op, so tinygrad's acc + (a + b) compiles as (acc + a) + b) ----
+ * The expander folds a reduce's UNROLL lanes into one addend, acc + ((p0 + p1) + ...); with the accumulator first,
+ * ((acc + p0) + p1) + ..., every product is one fused multiply-add into the accumulator instead of a multiply, the
+ * adds of a separate sum, and one more add. That makes each accumulator one chain of dependent adds, which only
+ * pays where enough accumulators share the loop to hide the add latency (a register tile); a lone accumulator (a
+ * matrix-vector row) keeps the tree. */
+
+static bool is_float_add(const UOp *u) { return u->op == TG_OP_ADD && dt_is_float(u->dtype->scalar); }
+
+/* the float sums of ctx that loop over the same ranges as r */
+static int64_t sums_sharing_loop(const ReduceCtx *ctx, const UOp *r) {
+  int64_t n = 0;
+  for (size_t i = 0; i < ctx->float_sums.len; i++) {
+    const UOp *o = ctx->float_sums.data[i];
+    bool same = o->nsrc == r->nsrc;
+    for (uint32_t k = 1; same && k < r->nsrc; k++) same = o->src[k] == r->src[k];
+    n += same;
+  }
+  return n;
+}
+
+/* the terms of x's left spine of float ADDs, first term first (at most max); their count */
+static size_t left_spine(UOp *x, UOp **terms, size_t max) {
+  size_t n = 0;
+  while (is_float_add(x) && n + 1 < max) terms[n++] = x->src[1], x = x->src[0];
+  terms[n++] = x;
+  for (size_t i = 0; i < n / 2; i++) {
+    UOp *t = terms[i];
+    terms[i] = terms[n - 1 - i], terms[n - 1 - i] = t;
+  }
+  return n;
+}
+
+#define CHAIN_MAX_TERMS 64
+
+/* The terms of x's left spine (the expander's fold of a reduce's UNROLL lanes) into t (at most max); a vector
+ * accumulator's lane STACK splits lane by lane into STACKs of the lanes' terms when every lane has the same number.
+ * 0 when x is not a sum of terms. */
+static size_t chain_terms(UOp *x, UOp **t, size_t max) {
+  if (x->op == TG_OP_STACK && x->tag == CG_TAG_VECTOR_LANES) {
+    uint32_t lanes = x->nsrc;
+    size_t m = left_spine(x->src[0], t, max);
+    if (m < 2 || m >= max) return 0;
+    UOp **lt = tg_malloc((size_t)lanes * m * sizeof(UOp *)), **col = tg_malloc(lanes * sizeof(UOp *));
+    bool even = true;
+    for (uint32_t l = 0; l < lanes && even; l++) even = left_spine(x->src[l], lt + (size_t)l * m, m + 1) == m;
+    for (size_t j = 0; even && j < m; j++) {
+      for (uint32_t l = 0; l < lanes; l++) col[l] = lt[(size_t)l * m + j];
+      t[j] = uop_new_tagged(TG_OP_STACK, x->dtype, col, lanes, arg_none(), CG_TAG_VECTOR_LANES);
+    }
+    tg_free(lt);
+    tg_free(col);
+    return even ? m : 0;
+  }
+  size_t m = left_spine(x, t, max);
+  return m >= 2 && m < max ? m : 0;
 }
 
 static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
@@ -106,7 +169,14 @@ static UOp *reduce_to_acc(RwCtx *rw, UOp *r, UOp **m) {
   UOp *acc_initted = after(acc, deps.data, deps.len);
   UOp *slot = acc_slot(acc_initted, r->dtype, lanes);
   UOp *cur = lanes > 1 ? uop_new(TG_OP_LOAD, r->dtype, &slot, 1, arg_none()) : slot;
-  UOp *upd[2] = {slot, wlanes ? wmma_accumulate(cur, r->src[0]) : uop_alu2(op, cur, r->src[0])};
+  UOp *terms[CHAIN_MAX_TERMS];
+  size_t nterms = 0;
+  if (!wlanes && op == TG_OP_ADD && dt_is_float(r->dtype->scalar) && ctx->chain_min > 0 &&
+      sums_sharing_loop(ctx, r) >= ctx->chain_min)
+    nterms = chain_terms(r->src[0], terms, CHAIN_MAX_TERMS);
+  UOp *sum = cur;
+  for (size_t j = 0; j < nterms; j++) sum = uop_add(sum, terms[j]);
+  UOp *upd[2] = {slot, wlanes ? wmma_accumulate(cur, r->src[0]) : nterms ? sum : uop_alu2(op, cur, r->src[0])};
   UOp *update = uop_new(TG_OP_STORE, DT_VOID, upd, 2, arg_none());
   deps.data[0] = update;
   UOp *end = cg_end_mergeable(deps.data, deps.len);
@@ -129,7 +199,18 @@ UOp *cg_remove_reduces(UOp *sink) {
   static RuleSet *pm;
   if (!pm) pm = PM_NEW("remove reduces", reduce_rules);
   ReduceCtx ctx = {0};
+  ctx.chain_min = tg_getenv_int("CHAIN_ACC_MIN", 8);
+  UOpVec topo = {0};
+  uop_toposort(sink, NULL, NULL, &topo);
+  for (size_t i = 0; i < topo.len; i++) {
+    UOp *u = topo.data[i];
+    if (u->op == TG_OP_REDUCE && u->nsrc >= 2 && u->arg.kind == ARG_REDUCE && u->arg.red.op == TG_OP_ADD &&
+        dt_is_float(u->dtype->scalar))
+      tg_vec_push(&ctx.float_sums, u);
+  }
+  tg_vec_free(&topo);
   UOp *ret = pm_graph_rewrite(sink, pm, &ctx, 0, NULL, "remove reduces");
+  tg_vec_free(&ctx.float_sums);
   return ret ? cg_merge_reduce_ends(ret) : NULL;
 }
 

@@ -396,7 +396,14 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
        * With vector accumulators (cg_expand: each a register the compiler keeps) two vectors x 8 rows go further:
        * 16 accumulators cover the FMA latency on both units with room to spare (8 only just do), 10 loads per 16
        * FMAs. Measured (same machine, GFLOPS, 4 -> 8 rows, unroll 8): 256^3 156-210 -> 208-210, 512^3 233-267 ->
-       * 287-317, 1024^3 283-303 -> 338-348, 2048^3 308-314 -> 332-339, 16 x 256^3 291-301 -> 322-347. */
+       * 287-317, 1024^3 283-303 -> 338-348, 2048^3 308-314 -> 332-339, 16 x 256^3 291-301 -> 322-347.
+       * The wide tile's reduce is no longer unrolled: on a Zen 4 (2 cores, one 512-bit FMA a cycle, 32 vector
+       * registers) its 8 products per accumulator came out as acc + (p0 + ... + p7), a multiply and an add on top of
+       * 7 FMAs and 38 spilled registers in the loop; accumulating term by term (cg_lower's chained accumulation) made
+       * that 8 FMAs, and without the unroll clang keeps the loop at 16 FMAs, 2 vector loads and 8 broadcasts a step,
+       * nothing spilled. Measured (bench_matmul, GFLOPS, the panel copy included; OpenBLAS 204-210 in the same hour):
+       * 2048^3 184 (unroll 8) -> 207 (unroll 8, chained) -> 221-222 (no unroll), 1024^3 211-213 -> 227, 512^3
+       * 207 -> 227-231, 256^3 215 -> 231, 16 x 256^3 215 -> 233; the CNN step's conv2d kernels unchanged. */
       /* The wide tile takes contiguous rows as well (they are then broadcast one by one too; not a conv's: those
        * read through a window, tiled above), and 8 down to 4 rows, the largest that divides (10 classes: 5).
        * Measured (one thread, (512x128)^T @ (512x784), vector along 128): 2 vectors x 8 rows 440-461 us, 1 vector
@@ -416,7 +423,7 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
       if (wide) {
         int si = axis_of(sh, &second_ra);
         wide = si >= 0 && try_opt(s, OPT_UPCAST, si, 2);
-        if (wide) ramt = wide_rows, unroll = 8, shape_load(s, sh);
+        if (wide) ramt = wide_rows, unroll = 1, shape_load(s, sh);
       }
       int ri = axis_of(sh, &row_ra);
       if (ri >= 0 && ramt > 1) try_opt(s, OPT_UPCAST, ri, ramt);
@@ -485,14 +492,14 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
         }
     }
     int last = last_unrollable(sh);
-    /* unroll a long reduce by 4 (8 with the wide tile); a small one (a conv window) is left as a loop: unrolling
+    /* unroll a long reduce by 4 (not the wide tile's, above); a small one (a conv window) is left as a loop: unrolling
      * kx = 3 measured slower */
     if (red_chunks && last >= 0) {
       try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, sh->size[last] <= 2 * w ? 0 : w);
       return true;
     }
-    if (last >= 0 && sh->size[last] % unroll) unroll = 4;
-    if (last >= 0 && sh->size[last] > 4 && sh->size[last] % unroll == 0)
+    if (unroll > 1 && last >= 0 && sh->size[last] % unroll) unroll = 4;
+    if (unroll > 1 && last >= 0 && sh->size[last] > 4 && sh->size[last] % unroll == 0)
       try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, unroll);
     return true;
   }

@@ -218,7 +218,8 @@ static uint64_t kernel_knobs(void) {
                                       "GPU_EW_FLAT", "GPU_GROUP_FIRST", "GPU_MATVEC_ROWS", "GPU_ROW_UPCAST", "GPU_CONV",
                                       "GPU_CONV_TC", "GPU_CONV_ROWS", "GPU_CONV_BLOCK", "GPU_CONV_BCAST",
                                       "GPU_ROW_KERNEL", "GPU_ROW_THREADS", "INT8_ROWS_OUTER", "DOT_ROWS_OUTER",
-                                      "INT8_ROW_UPCAST", "INT8_TOKEN_UPCAST", "INT8_TOKEN_LOOP", "CPU_BYTE_VEC"};
+                                      "INT8_ROW_UPCAST", "INT8_TOKEN_UPCAST", "INT8_TOKEN_LOOP", "CPU_BYTE_VEC",
+                                      "CHAIN_ACC_MIN"};
   static uint64_t cached, generation; /* 30 lookups per realize otherwise */
   if (generation == tg_knobs_generation()) return cached;
   uint64_t h = 0x6b65726e656cULL;
