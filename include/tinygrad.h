@@ -206,7 +206,7 @@ typedef tg_status (*tg_jit_fn)(void *user, tg_tensor *const *in, size_t nin, tg_
                                tg_tensor **out, size_t nout);
 typedef struct tg_jit_options {
   bool prune; /* tinygrad's prune=True: not supported yet (an error) */
-  int beam;   /* JITBEAM for the captured kernels: not supported yet (an error when > 0; BEAM applies as usual) */
+  int beam;   /* BEAM width for the captured kernels (tinygrad's JITBEAM); 0: the JITBEAM knob, else BEAM as set */
 } tg_jit_options;
 tg_jit *tg_jit_new(tg_jit_fn fn, void *user, size_t nout, const tg_jit_options *opts); /* opts NULL: defaults */
 tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,

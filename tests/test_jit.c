@@ -2,9 +2,9 @@
  * new inputs and Variable values, results equal to eager; the input checks (shape, dtype, view, duplicates, buffers
  * only) fail cleanly and leave the capture usable; outputs reuse their buffers; an output fed back in is copied;
  * random numbers advance per replay in the non-JIT sequence; nested/empty captures and reads during capture fail;
- * JIT=0 runs the step every call; a replay schedules and compiles nothing; an MLP train step trains as the eager one;
- * memory stays flat over 10,000 replays. tinygrad's twins: test/unit/test_jit*.py, test/backend/test_jit.py,
- * test/backend/test_symbolic_jit.py. */
+ * JIT=0 runs the step every call; JITBEAM makes the captured kernels with BEAM; a replay schedules and compiles
+ * nothing; an MLP train step trains as the eager one; memory stays flat over 10,000 replays. tinygrad's twins:
+ * test/unit/test_jit*.py, test/backend/test_jit.py, test/backend/test_symbolic_jit.py. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -497,8 +497,59 @@ static void test_graph_deps(void) {
   CHECK(rt_graph_new(cpu, n, 1, &(RtGraph *){NULL}) == TG_ERR_UNSUPPORTED);
 }
 
+/* a @ b */
+static tg_status step_matmul(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                             tg_tensor **out, size_t nout) {
+  TG_UNUSED(user), TG_UNUSED(nin), TG_UNUSED(vars), TG_UNUSED(nvars), TG_UNUSED(nout);
+  out[0] = tg_matmul(in[0], in[1]);
+  return out[0] ? TG_OK : tg_last_status();
+}
+
+/* JITBEAM (tg_jit_options.beam or the knob): the capture makes its kernels with BEAM set to it (new programs: the
+ * kernel cache is keyed with BEAM) and puts BEAM back; the replays compute what eager does. IGNORE_JIT_FIRST_BEAM:
+ * the first call runs with BEAM=0 (no new program for a kernel made before without BEAM). */
+static void test_jitbeam(void) {
+  enum { NMAX = 48 };
+  static float a[NMAX * NMAX], b[NMAX * NMAX], want[NMAX * NMAX], got[NMAX * NMAX];
+  for (int variant = 0; variant < 3; variant++) {
+    int n = NMAX - 8 * variant; /* each variant its own kernel: the kernel cache keeps the last one's BEAM kernels */
+    for (int i = 0; i < n * n; i++) a[i] = (float)(i % 7) - 3.0f, b[i] = (float)(i % 5) * 0.5f;
+    for (int r = 0; r < n; r++)
+      for (int c = 0; c < n; c++) {
+        float acc = 0;
+        for (int k = 0; k < n; k++) acc += a[r * n + k] * b[k * n + c];
+        want[r * n + c] = acc;
+      }
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *in[2] = {tg_from_floats(a, TG_SHAPE(n, n)), tg_from_floats(b, TG_SHAPE(n, n))}, *out = NULL;
+    CHECK(tg_realize(in[0]) == TG_OK && tg_realize(in[1]) == TG_OK);
+    CHECK(tg_realize(tg_matmul(in[0], in[1])) == TG_OK); /* the BEAM=0 kernel exists */
+    if (variant == 1) test_setenv("JITBEAM", "1");
+    if (variant == 2) test_setenv("BEAM", "1"), test_setenv("IGNORE_JIT_FIRST_BEAM", "1");
+    tg_jit *j = tg_jit_new(step_matmul, NULL, 1, variant == 0 ? &(tg_jit_options){.beam = 1} : NULL);
+    long made[4];
+    for (int call = 0; call < 4; call++) {
+      long before = programs_requested();
+      CHECK_MSG(tg_jit_call(j, in, 2, NULL, 0, &out) == TG_OK, "variant %d call %d: %s", variant, call, tg_last_error());
+      made[call] = programs_requested() - before;
+      if (out) host(out, got, (size_t)(n * n));
+      int bad = 0;
+      for (int i = 0; out && i < n * n; i++) bad += got[i] != want[i];
+      CHECK_MSG(out && bad == 0, "variant %d call %d: %d wrong values", variant, call, bad);
+      CHECK_EQ_INT(tg_getenv_int("BEAM", 0), variant == 2 ? 1 : 0); /* put back after each call */
+    }
+    CHECK_MSG(made[0] == 0 && made[1] >= 1 && made[2] == 0 && made[3] == 0,
+              "variant %d: programs made per call %ld %ld %ld %ld", variant, made[0], made[1], made[2], made[3]);
+    tg_jit_free(j);
+    test_unsetenv("JITBEAM"), test_unsetenv("BEAM"), test_unsetenv("IGNORE_JIT_FIRST_BEAM");
+    tg_scope_end(sc);
+  }
+  CHECK(tg_jit_new(step_add, NULL, 1, &(tg_jit_options){.beam = -1}) == NULL && has(tg_last_error(), "beam -1"));
+}
+
 void suite_jit(void) {
   test_graph_deps();
+  test_jitbeam();
   test_simple();
   test_input_checks();
   test_output_reuse();

@@ -232,6 +232,17 @@ void tg_knobs_reload(void) {
   pthread_mutex_unlock(&knob_lock);
 }
 
+TgKnobSaved tg_knob_put(const char *name, TgKnobSaved v) {
+  Knob *k = knob_of(name);
+  pthread_mutex_lock(&knob_lock);
+  TgKnobSaved old = {atomic_load_explicit(&k->value, memory_order_relaxed), atomic_load_explicit(&k->set, memory_order_relaxed)};
+  atomic_store_explicit(&k->value, v.value, memory_order_relaxed);
+  atomic_store_explicit(&k->set, v.set, memory_order_relaxed);
+  atomic_fetch_add_explicit(&knob_generation, 1, memory_order_acq_rel);
+  pthread_mutex_unlock(&knob_lock);
+  return old;
+}
+
 static _Thread_local char error_msg[1024];
 static _Thread_local tg_status error_status;
 tg_status tg_set_error(tg_status st, const char *fmt, ...) {

@@ -104,9 +104,14 @@ int64_t tg_getenv_int(const char *name, int64_t dflt);
  * unset or empty. The string stays valid until a tg_knobs_reload() that sees a different value. */
 const char *tg_getenv_str(const char *name);
 int tg_debug_level(void); /* DEBUG */
-/* Changes at every tg_knobs_reload(): a value computed from knobs stays valid while it does not (a knob's value only
- * changes there). */
+/* Changes at every tg_knobs_reload() and knob override: a value computed from knobs stays valid while it does not (a
+ * knob's value only changes there). */
 uint64_t tg_knobs_generation(void);
+/* An integer knob set for a while (tinygrad's `with Context(BEAM=2)`): tg_knob_put makes name read v (set false: as
+ * if unset, the callers' defaults apply) and returns what it read before, for putting back the same way. Like
+ * tg_knobs_reload, not while other threads run library code. */
+typedef struct TgKnobSaved { int64_t value; bool set; } TgKnobSaved;
+TgKnobSaved tg_knob_put(const char *name, TgKnobSaved v);
 
 /* The error slot behind tg_last_error(): set by validation code, read by the user. Returns `st`. */
 tg_status tg_set_error(tg_status st, const char *fmt, ...) TG_PRINTF(2, 3);

@@ -18,6 +18,7 @@ struct tg_jit {
   void *user;
   size_t nout;
   int cnt;          /* calls made: 0 run, 1 capture, >= 2 replay */
+  int beam;         /* tg_jit_options.beam: BEAM for the captured kernels (0: JITBEAM, else BEAM as it is) */
   bool timing;
   double last_kernel_seconds;
   EngineJit *eng;
@@ -37,8 +38,9 @@ struct tg_jit {
 tg_jit *tg_jit_new(tg_jit_fn fn, void *user, size_t nout, const tg_jit_options *opts) {
   if (!fn) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_jit_new: fn is NULL"), NULL;
   if (opts && opts->prune) return tg_set_error(TG_ERR_UNSUPPORTED, "tg_jit_new: prune=True is not supported yet"), NULL;
-  if (opts && opts->beam > 0) return tg_set_error(TG_ERR_UNSUPPORTED, "tg_jit_new: JITBEAM (beam > 0) is not supported yet"), NULL;
+  if (opts && opts->beam < 0) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_jit_new: beam %d (0 or more)", opts->beam), NULL;
   tg_jit *j = tg_calloc(1, sizeof *j);
+  j->beam = opts ? opts->beam : 0;
   j->fn = fn;
   j->user = user;
   j->nout = nout;
@@ -69,8 +71,9 @@ void tg_jit_reset(tg_jit *j) {
   void *user = j->user;
   size_t nout = j->nout;
   bool timing = j->timing;
+  int beam = j->beam;
   memset(j, 0, sizeof *j);
-  j->fn = fn, j->user = user, j->nout = nout, j->timing = timing;
+  j->fn = fn, j->user = user, j->nout = nout, j->timing = timing, j->beam = beam;
 }
 
 void tg_jit_free(tg_jit *j) {
@@ -286,10 +289,19 @@ tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *co
   tg_status st = prepare_inputs(in, nin, vars, nvars, bases, vals);
   if (st != TG_OK) goto done;
   if (tg_getenv_int("JIT", 1) == 0 || j->cnt == 0) {
+    /* tinygrad: the first call runs with BEAM=0 under IGNORE_JIT_FIRST_BEAM (the capture searches) */
+    bool no_beam = j->cnt == 0 && tg_getenv_int("IGNORE_JIT_FIRST_BEAM", 0) && tg_getenv_int("JIT", 1) != 0;
+    TgKnobSaved beam = no_beam ? tg_knob_put("BEAM", (TgKnobSaved){0, false}) : (TgKnobSaved){0, false};
     st = run_fn(j, in, nin, vars, nvars, out);
+    if (no_beam) tg_knob_put("BEAM", beam);
     if (st == TG_OK && j->cnt == 0) j->cnt = 1;
   } else if (j->cnt == 1) {
+    /* the captured kernels are made with BEAM = the JIT's beam, else JITBEAM, else BEAM (tinygrad's
+     * compile_linear(beam=JITBEAM or BEAM)); the kernel cache is keyed with BEAM, so they are made anew */
+    int64_t jb = j->beam > 0 ? j->beam : tg_getenv_int("JITBEAM", 0);
+    TgKnobSaved beam = jb > 0 ? tg_knob_put("BEAM", (TgKnobSaved){jb, true}) : (TgKnobSaved){0, false};
     st = capture(j, in, nin, vars, nvars, out, bases, vals);
+    if (jb > 0) tg_knob_put("BEAM", beam);
     if (st == TG_OK) j->cnt = 2;
   } else {
     st = check_inputs(j, in, nin, vars, nvars, bases);
