@@ -205,7 +205,7 @@ typedef struct tg_jit tg_jit;
 typedef tg_status (*tg_jit_fn)(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
                                tg_tensor **out, size_t nout);
 typedef struct tg_jit_options {
-  bool prune; /* tinygrad's prune=True: not supported yet (an error) */
+  bool prune; /* tinygrad's prune=True: captured calls that do not depend on the inputs run once, at capture */
   int beam;   /* BEAM width for the captured kernels (tinygrad's JITBEAM); 0: the JITBEAM knob, else BEAM as set */
 } tg_jit_options;
 tg_jit *tg_jit_new(tg_jit_fn fn, void *user, size_t nout, const tg_jit_options *opts); /* opts NULL: defaults */

@@ -2,13 +2,15 @@
  * new inputs and Variable values, results equal to eager; the input checks (shape, dtype, view, duplicates, buffers
  * only) fail cleanly and leave the capture usable; outputs reuse their buffers; an output fed back in is copied;
  * random numbers advance per replay in the non-JIT sequence; nested/empty captures and reads during capture fail;
- * JIT=0 runs the step every call; JITBEAM makes the captured kernels with BEAM; a replay schedules and compiles
- * nothing; an MLP train step trains as the eager one; memory stays flat over 10,000 replays. tinygrad's twins:
- * test/unit/test_jit*.py, test/backend/test_jit.py, test/backend/test_symbolic_jit.py. */
+ * JIT=0 runs the step every call; JITBEAM makes the captured kernels with BEAM; prune runs weight-only kernels once;
+ * a replay schedules and compiles nothing; an MLP train step trains as the eager one; memory stays flat over 10,000
+ * replays. tinygrad's twins: test/unit/test_jit*.py, test/backend/test_jit.py, test/backend/test_symbolic_jit.py. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "engine/engine.h"
 #include "runtime/runtime.h"
 #include "schedule/schedule.h"
 #include "test.h"
@@ -296,7 +298,6 @@ static void test_errors(void) {
   float got[4];
   host(tg_add(x, y), got, 4);
   CHECK_EQ_INT(got[3], 8);
-  CHECK(tg_jit_new(step_add, NULL, 1, &(tg_jit_options){.prune = true}) == NULL && has(tg_last_error(), "not supported yet"));
   tg_jit_free(empty), tg_jit_free(inner), tg_jit_free(outer), tg_jit_free(reads);
   /* JIT=0: the step runs on every call and nothing is captured */
   test_setenv("JIT", "0");
@@ -547,9 +548,151 @@ static void test_jitbeam(void) {
   CHECK(tg_jit_new(step_add, NULL, 1, &(tg_jit_options){.beam = -1}) == NULL && has(tg_last_error(), "beam -1"));
 }
 
+/* a + (w * 2 + 1), the weight term its own kernel (user: w) */
+static tg_status step_weight_term(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                                  tg_tensor **out, size_t nout) {
+  TG_UNUSED(nin), TG_UNUSED(vars), TG_UNUSED(nvars), TG_UNUSED(nout);
+  fn_calls++;
+  tg_tensor *w2 = tg_contiguous(tg_add(tg_mul((tg_tensor *)user, tg_const_float(2.0)), tg_const_float(1.0)));
+  out[0] = tg_add(in[0], w2);
+  return out[0] ? TG_OK : tg_last_status();
+}
+
+/* ((a + (w * 2 + 1)) * 3) + 1, each step its own kernel: the weight term's memory is free after the second kernel,
+ * where the memory planner may place the third one's output */
+static tg_status step_weight_chain(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                                   tg_tensor **out, size_t nout) {
+  TG_UNUSED(nin), TG_UNUSED(vars), TG_UNUSED(nvars), TG_UNUSED(nout);
+  tg_tensor *w2 = tg_contiguous(tg_add(tg_mul((tg_tensor *)user, tg_const_float(2.0)), tg_const_float(1.0)));
+  tg_tensor *u = tg_contiguous(tg_add(in[0], w2));
+  tg_tensor *v = tg_contiguous(tg_mul(u, tg_const_float(3.0)));
+  out[0] = tg_add(v, tg_const_float(1.0));
+  return out[0] ? TG_OK : tg_last_status();
+}
+
+/* relu(a @ w1) @ w2 with w1, w2 1024 x 1024: each B copied into panels first (weight-only kernels), the second
+ * panel copy placed by the memory planner in the first one's bytes */
+static tg_tensor *prune_w[2];
+static tg_status step_two_matmuls(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                                  tg_tensor **out, size_t nout) {
+  TG_UNUSED(user), TG_UNUSED(nin), TG_UNUSED(vars), TG_UNUSED(nvars), TG_UNUSED(nout);
+  out[0] = tg_matmul(tg_relu(tg_matmul(in[0], prune_w[0])), prune_w[1]);
+  return out[0] ? TG_OK : tg_last_status();
+}
+
+/* The pruning decision on made-up memory (engine_prune_plan): buffers A (the input), W, W2, O and an arena R. Calls:
+ * 0 writes W2 from W alone, 1 packs W into R[0, 64), 2 reads A and R[0, 64) into R[64, 128), 3 packs W again into
+ * R[0, 64) (its bytes reused after 2), 4 reads R[0, 64) and R[64, 128) into O. Kept: 2 (reads the input), 4 (reads
+ * what 2 wrote), and 1 and 3, which do not depend on the input but write the same bytes (the replays of 2 would read
+ * 3's value there); 0 is pruned. Without the reuse (3 writing R[128, 192)) 1 and 3 are pruned too. */
+static void test_prune_plan(void) {
+  static const char A, W, R, O, W2;
+  for (int reuse = 1; reuse >= 0; reuse--) {
+    size_t r3 = reuse ? 0 : 128;
+    const JitSpan spans[] = {
+        {&W, 0, 64, false}, {&W2, 0, 64, true},                       /* 0 */
+        {&W, 0, 64, false}, {&R, 0, 64, true},                        /* 1 */
+        {&A, 0, 64, false}, {&R, 0, 64, false}, {&R, 64, 64, true},   /* 2 */
+        {&W, 0, 64, false}, {&R, r3, 64, true},                       /* 3 */
+        {&R, r3, 64, false}, {&R, 64, 64, false}, {&O, 0, 64, true},  /* 4 */
+    };
+    const size_t first[] = {0, 2, 4, 7, 9, 12};
+    const JitSpan in[] = {{&A, 0, 64, false}};
+    bool keep[5];
+    engine_prune_plan(spans, first, 5, in, 1, keep);
+    bool want[5] = {false, reuse, true, reuse, true};
+    for (int i = 0; i < 5; i++) CHECK_MSG(keep[i] == want[i], "reuse %d: call %d kept %d", reuse, i, keep[i]);
+  }
+}
+
+/* prune (tinygrad test_simple_prune): the weight-only kernel runs once, at capture, and leaves the replay list; the
+ * replays still see its result. A step whose every kernel reads the inputs keeps them all. */
+static void test_prune(void) {
+  tg_scope sc = tg_scope_begin();
+  float wv[8];
+  fill(wv, 8, -1.0f);
+  tg_tensor *w = tg_from_floats(wv, TG_SHAPE(8));
+  CHECK(tg_realize(w) == TG_OK);
+  for (int prune = 0; prune <= 1; prune++) {
+    tg_jit *j = tg_jit_new(step_weight_term, w, 1, &(tg_jit_options){.prune = prune});
+    CHECK(j != NULL);
+    for (int call = 0; call < 5; call++) {
+      float a[8], got[8];
+      fill(a, 8, 3.0f * (float)call);
+      tg_tensor *in = tg_from_floats(a, TG_SHAPE(8)), *out = NULL;
+      CHECK_MSG(tg_jit_call(j, &in, 1, NULL, 0, &out) == TG_OK, "prune %d call %d: %s", prune, call, tg_last_error());
+      if (!out) break;
+      host(out, got, 8);
+      int bad = 0;
+      for (int i = 0; i < 8; i++) bad += got[i] != a[i] + wv[i] * 2 + 1;
+      CHECK_MSG(bad == 0, "prune %d call %d: %d wrong values", prune, call, bad);
+    }
+    CHECK_EQ_INT(tg_jit_kernel_count(j), prune ? 1 : 2);
+    tg_jit_free(j);
+  }
+  /* the weight term's bytes reused by a kept kernel: it stays in the list (the replays would overwrite it) */
+  tg_jit *chain = tg_jit_new(step_weight_chain, w, 1, &(tg_jit_options){.prune = true});
+  for (int call = 0; call < 5; call++) {
+    float a[8], got[8];
+    fill(a, 8, 2.0f * (float)call);
+    tg_tensor *in = tg_from_floats(a, TG_SHAPE(8)), *out = NULL;
+    CHECK_MSG(tg_jit_call(chain, &in, 1, NULL, 0, &out) == TG_OK, "chain call %d: %s", call, tg_last_error());
+    if (!out) break;
+    host(out, got, 8);
+    int bad = 0;
+    for (int i = 0; i < 8; i++) bad += got[i] != (a[i] + wv[i] * 2 + 1) * 3 + 1;
+    CHECK_MSG(bad == 0, "chain call %d: %d wrong values", call, bad);
+  }
+  CHECK_EQ_INT(tg_jit_kernel_count(chain), 3);
+  tg_jit_free(chain);
+  enum { M = 8, K = 1024 };
+  static float wa[K * K], wb[K * K], x[M * K], h[M * K], want[M * K], got2[M * K];
+  for (int i = 0; i < K * K; i++) wa[i] = (float)((i * 7) % 11 - 5) / 8.0f, wb[i] = (float)((i * 3) % 7 - 3) / 4.0f;
+  prune_w[0] = tg_from_floats(wa, TG_SHAPE(K, K)), prune_w[1] = tg_from_floats(wb, TG_SHAPE(K, K));
+  CHECK(tg_realize(prune_w[0]) == TG_OK && tg_realize(prune_w[1]) == TG_OK);
+  tg_jit *two = tg_jit_new(step_two_matmuls, NULL, 1, &(tg_jit_options){.prune = true});
+  for (int call = 0; call < 4; call++) {
+    for (int i = 0; i < M * K; i++) x[i] = (float)((i + call * 5) % 9 - 4) / 2.0f;
+    for (int r = 0; r < M; r++)
+      for (int c = 0; c < K; c++) {
+        double acc = 0;
+        for (int k = 0; k < K; k++) acc += (double)x[r * K + k] * wa[k * K + c];
+        h[r * K + c] = acc > 0 ? (float)acc : 0.0f;
+      }
+    for (int r = 0; r < M; r++)
+      for (int c = 0; c < K; c++) {
+        double acc = 0;
+        for (int k = 0; k < K; k++) acc += (double)h[r * K + k] * wb[k * K + c];
+        want[r * K + c] = (float)acc;
+      }
+    tg_tensor *in = tg_from_floats(x, TG_SHAPE(M, K)), *out = NULL;
+    CHECK_MSG(tg_jit_call(two, &in, 1, NULL, 0, &out) == TG_OK, "two matmuls call %d: %s", call, tg_last_error());
+    if (!out) break;
+    host(out, got2, M * K);
+    int bad = 0;
+    for (int i = 0; i < M * K; i++) bad += fabsf(got2[i] - want[i]) > 1e-3f * (1.0f + fabsf(want[i]));
+    CHECK_MSG(bad == 0, "two matmuls call %d: %d wrong values", call, bad);
+  }
+  CHECK_EQ_INT(tg_jit_kernel_count(two), 2); /* both panel copies run once */
+  tg_jit_free(two);
+  tg_jit *all = tg_jit_new(step_add, NULL, 1, &(tg_jit_options){.prune = true});
+  float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40}, got[4];
+  for (int call = 0; call < 3; call++) {
+    tg_tensor *in[2] = {tg_from_floats(a, TG_SHAPE(4)), tg_from_floats(b, TG_SHAPE(4))}, *out = NULL;
+    CHECK(tg_jit_call(all, in, 2, NULL, 0, &out) == TG_OK);
+    if (out) host(out, got, 4);
+    CHECK_EQ_INT(got[3], 88);
+  }
+  CHECK_EQ_INT(tg_jit_kernel_count(all), 1);
+  tg_jit_free(all);
+  tg_scope_end(sc);
+}
+
 void suite_jit(void) {
   test_graph_deps();
   test_jitbeam();
+  test_prune_plan();
+  test_prune();
   test_simple();
   test_input_checks();
   test_output_reuse();

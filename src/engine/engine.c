@@ -928,6 +928,112 @@ static tg_status make_graphs(EngineJit *j) {
   return st;
 }
 
+/* ---- prune (tinygrad prune_linear, TinyJit(prune=True)) ----
+ * In program order a call is kept when it touches memory a kept call or an input touches (all its buffers, read or
+ * written); the others do not depend on the inputs (a weight-only kernel) and run once now, at capture. One more rule
+ * here, because the captured calls are already memory-planned (tinygrad prunes before planning): a call that writes
+ * bytes another call writes too (an arena range reused after its value died) is kept, or the replays would read the
+ * other value there. */
+
+static bool spans_overlap(const JitSpan *a, const JitSpan *b) {
+  return a->mem == b->mem && a->off < b->off + b->n && b->off < a->off + a->n;
+}
+
+static bool touches(const JitSpan *s, size_t n, const JitSpan *set, size_t nset, bool written_only) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < nset; k++)
+      if ((!written_only || (s[i].written && set[k].written)) && spans_overlap(&s[i], &set[k])) return true;
+  return false;
+}
+
+void engine_prune_plan(const JitSpan *spans, const size_t *first, size_t n, const JitSpan *inputs, size_t nin,
+                       bool *keep) {
+  bool *forced = tg_calloc(n + 1, sizeof *forced);
+  TG_VEC(JitSpan) needed = {0};
+  for (bool changed = true; changed;) {
+    needed.len = 0;
+    for (size_t i = 0; i < nin; i++) tg_vec_push(&needed, inputs[i]);
+    for (size_t i = 0; i < n; i++) {
+      const JitSpan *s = spans + first[i];
+      size_t ns = first[i + 1] - first[i];
+      keep[i] = forced[i] || touches(s, ns, needed.data, needed.len, false);
+      for (size_t k = 0; keep[i] && k < ns; k++) tg_vec_push(&needed, s[k]);
+    }
+    changed = false;
+    for (size_t i = 0; i < n; i++) {
+      if (keep[i]) continue;
+      for (size_t k = 0; k < n && !forced[i]; k++)
+        if (k != i && touches(spans + first[i], first[i + 1] - first[i], spans + first[k], first[k + 1] - first[k], true))
+          forced[i] = changed = true;
+    }
+  }
+  tg_vec_free(&needed);
+  tg_free(forced);
+}
+
+tg_status engine_jit_prune(EngineJit *j, UOp *const *inputs, size_t nin, size_t *pruned) {
+  *pruned = 0;
+  size_t n = j->calls.len;
+  Kernel **ks = tg_calloc(n + 1, sizeof *ks);
+  size_t *first = tg_calloc(n + 1, sizeof *first);
+  bool *keep = tg_calloc(n + 1, sizeof *keep);
+  TG_VEC(JitSpan) spans = {0};
+  tg_status st = get_kernels(j->calls.data, n, ks);
+  for (size_t i = 0; i < n && st == TG_OK; i++) {
+    UOp *call = j->calls.data[i];
+    bool written[RT_MAX_PARAMS + 1] = {false};
+    if (ks[i]) written_slots(ks[i]->ast, written, RT_MAX_PARAMS);
+    first[i] = spans.len;
+    for (uint32_t a = 1; a < call->nsrc && st == TG_OK; a++) {
+      JitSpan sp;
+      RtBuffer *b = NULL;
+      st = resolve_arg(call->src[a], &b, &sp.off, &sp.n);
+      sp.mem = b;
+      sp.written = ks[i] ? (a - 1 <= RT_MAX_PARAMS && written[a - 1]) : a == 1; /* a COPY writes its first buffer */
+      if (st == TG_OK) tg_vec_push(&spans, sp);
+    }
+  }
+  first[n] = spans.len;
+  TG_VEC(JitSpan) ins = {0};
+  for (size_t i = 0; i < nin && st == TG_OK; i++) {
+    JitSpan sp = {0};
+    RtBuffer *b = NULL;
+    st = resolve_arg(inputs[i], &b, &sp.off, &sp.n);
+    sp.mem = b;
+    if (st == TG_OK) tg_vec_push(&ins, sp);
+  }
+  if (st == TG_OK) engine_prune_plan(spans.data, first, n, ins.data, ins.len, keep);
+  tg_vec_free(&ins);
+  size_t nkeep = 0;
+  for (size_t i = 0; i < n; i++) nkeep += keep[i];
+  if (st == TG_OK && nkeep < n) {
+    /* the pruned calls, with the whole record of Variable values, run once now; j keeps the rest in order */
+    EngineJit *once = tg_calloc(1, sizeof *once);
+    for (size_t r = 0; r < j->realizes.len; r++) tg_vec_push(&once->realizes, j->realizes.data[r]);
+    for (size_t v = 0; v < j->var_vals.len; v++) {
+      tg_vec_push(&once->var_vals, j->var_vals.data[v]);
+      tg_vec_push(&once->var_names, tg_strdup(j->var_names.data[v]));
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (keep[i]) {
+        j->calls.data[w] = j->calls.data[i], j->call_realize.data[w++] = j->call_realize.data[i];
+        continue;
+      }
+      tg_vec_push(&once->calls, j->calls.data[i]); /* the reference moves with it */
+      tg_vec_push(&once->call_realize, j->call_realize.data[i]);
+    }
+    j->calls.len = j->call_realize.len = w;
+    *pruned = n - w;
+    st = engine_jit_freeze(once, NULL, 0, NULL, 0);
+    if (st == TG_OK) st = engine_jit_run(once, NULL, NULL, NULL);
+    engine_jit_free(once);
+  }
+  tg_vec_free(&spans);
+  tg_free(ks), tg_free(first), tg_free(keep);
+  return st;
+}
+
 tg_status engine_jit_freeze(EngineJit *j, UOp *const *inputs, size_t nin, const char *const *var_names, size_t nvars) {
   j->nin = nin;
   j->inputs = tg_calloc(nin + 1, sizeof *j->inputs);

@@ -53,6 +53,14 @@ tg_status engine_capture_begin(void);
 EngineJit *engine_capture_end(void);
 tg_status engine_jit_freeze(EngineJit *j, UOp *const *inputs, size_t nin, const char *const *var_names, size_t nvars);
 tg_status engine_jit_run(EngineJit *j, UOp *const *inputs, const int64_t *vals, double *kernel_seconds);
+/* The pruning decision over bytes: call i touches spans[first[i] .. first[i+1]) (mem: its buffer, [off, off+n), whether
+ * it writes them); keep[i] says whether it stays in the replay list (engine.c engine_jit_prune says the rule). */
+typedef struct JitSpan { const void *mem; size_t off, n; bool written; } JitSpan;
+void engine_prune_plan(const JitSpan *spans, const size_t *first, size_t n, const JitSpan *inputs, size_t nin,
+                       bool *keep);
+/* tinygrad prune_linear (before engine_jit_freeze): the recorded calls that do not depend on the inputs run once now
+ * and leave the list; *pruned says how many. */
+tg_status engine_jit_prune(EngineJit *j, UOp *const *inputs, size_t nin, size_t *pruned);
 size_t engine_jit_kernels(const EngineJit *j); /* kernel launches in the frozen list (copies not counted) */
 size_t engine_jit_calls(const EngineJit *j);   /* CALLs recorded (kernels and copies) */
 size_t engine_jit_graphs(const EngineJit *j);  /* device graphs the frozen list launches (0 on the CPU, or JIT=2) */

@@ -19,6 +19,7 @@ struct tg_jit {
   size_t nout;
   int cnt;          /* calls made: 0 run, 1 capture, >= 2 replay */
   int beam;         /* tg_jit_options.beam: BEAM for the captured kernels (0: JITBEAM, else BEAM as it is) */
+  bool prune;       /* tg_jit_options.prune: calls that do not depend on the inputs run once, at capture */
   bool timing;
   double last_kernel_seconds;
   EngineJit *eng;
@@ -37,10 +38,10 @@ struct tg_jit {
 
 tg_jit *tg_jit_new(tg_jit_fn fn, void *user, size_t nout, const tg_jit_options *opts) {
   if (!fn) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_jit_new: fn is NULL"), NULL;
-  if (opts && opts->prune) return tg_set_error(TG_ERR_UNSUPPORTED, "tg_jit_new: prune=True is not supported yet"), NULL;
   if (opts && opts->beam < 0) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_jit_new: beam %d (0 or more)", opts->beam), NULL;
   tg_jit *j = tg_calloc(1, sizeof *j);
   j->beam = opts ? opts->beam : 0;
+  j->prune = opts && opts->prune;
   j->fn = fn;
   j->user = user;
   j->nout = nout;
@@ -72,8 +73,9 @@ void tg_jit_reset(tg_jit *j) {
   size_t nout = j->nout;
   bool timing = j->timing;
   int beam = j->beam;
+  bool prune = j->prune;
   memset(j, 0, sizeof *j);
-  j->fn = fn, j->user = user, j->nout = nout, j->timing = timing, j->beam = beam;
+  j->fn = fn, j->user = user, j->nout = nout, j->timing = timing, j->beam = beam, j->prune = prune;
 }
 
 void tg_jit_free(tg_jit *j) {
@@ -229,6 +231,15 @@ static tg_status capture(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor 
     }
     engine_jit_free(eng);
     return st;
+  }
+  if (j->prune) {
+    size_t before = engine_jit_calls(eng), pruned = 0;
+    st = engine_jit_prune(eng, bases, nin, &pruned);
+    if (st != TG_OK) {
+      engine_jit_free(eng);
+      return st;
+    }
+    if (tg_debug_level() >= 1) printf("pruned from %zu -> %zu calls\n", before, before - pruned);
   }
   const char **names = tg_calloc(nvars + 1, sizeof *names);
   j->var_names = tg_calloc(nvars + 1, sizeof *j->var_names);
