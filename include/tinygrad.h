@@ -1052,7 +1052,8 @@ tg_tensor *tg_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor 
  * and o_b = exp(s - m_b) v, merged as sum_b exp(m_b - M) o_b / (sum_b exp(m_b - M) l_b [+ exp(sink - M)]), M the
  * max over blocks (and the sink). With a window, a concrete T and no mask, each block of queries attends to its own
  * band of block + window - 1 keys instead (when that is well under T x S): a windowed decode step reads window keys,
- * whatever S. Equal to tg_attention within float32 rounding; a symbolic S loops over the ceil(S/block) blocks it
+ * whatever S. Causal without a window (concrete T and start, no mask), each block of queries attends to the keys up
+ * to its last position only. Equal to tg_attention within float32 rounding; a symbolic S loops over the ceil(S/block) blocks it
  * needs. Made of tensor ops: gradients flow to q, k, v and sinks. */
 tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
                               const tg_attention_opts *opts);

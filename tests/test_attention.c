@@ -131,6 +131,23 @@ static void flash_equals_plain(void) {
               (long long)o.window, o.sinks != NULL, o.mask != NULL, (long long)o.block, e, tg_last_error());
     tg_scope_end(s);
   }
+  /* causal, T longer than a block: the query blocks attend to their keys only (3 blocks of 16, the last partial), with
+   * and without sinks, against the plain form and against the flash form without the chunks */
+  for (int sinks = 0; sinks <= 1; sinks++) {
+    tg_scope s = tg_scope_begin();
+    tg_attention_opts o = {.causal = true, .start = TG_SI(10), .block = 16};
+    if (sinks) o.sinks = rnd_tensor(TG_SHAPE(4), -1, 2);
+    tg_tensor *q = rnd_tensor(TG_SHAPE(1, 4, 40, 8), -2, 2), *k = rnd_tensor(TG_SHAPE(1, 2, 50, 8), -2, 2),
+              *v = rnd_tensor(TG_SHAPE(1, 2, 50, 8), -2, 2);
+    tg_tensor *chunked = tg_flash_attention(q, k, v, &o);
+    test_setenv("ATTN_CAUSAL_CHUNKS", "0");
+    tg_tensor *whole = tg_flash_attention(q, k, v, &o);
+    test_unsetenv("ATTN_CAUSAL_CHUNKS");
+    double e1 = rel_diff(chunked, tg_attention(q, k, v, &o)), e2 = rel_diff(chunked, whole);
+    CHECK_MSG(e1 < 1e-5 && e2 < 1e-5, "causal chunks sinks %d: rel diff %g vs plain, %g vs unchunked (%s)", sinks, e1,
+              e2, tg_last_error());
+    tg_scope_end(s);
+  }
 }
 
 /* half inputs (a float16 KV cache): the result is float16, computed in float32, close to the float32 result */

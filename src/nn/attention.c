@@ -284,6 +284,26 @@ tg_tensor *tg_flash_attention(const tg_tensor *q, const tg_tensor *k, const tg_t
     int64_t factor = sh.tmax >= ATTN_COPY_KT_MIN_T ? 6 : 3;
     if (factor * (bq + o->window - 1) * nqb * bq < sh.smax * sh.tmax) return nn_finish(s, banded(q, k, v, o, &sh, bq));
   }
+  if (o->causal && !o->window && !o->mask && !sh.t.v && !sh.s.v && !o->start.v && sh.tmax > bk &&
+      tg_getenv_int("ATTN_CAUSAL_CHUNKS", 1)) {
+    /* causal with a concrete T longer than a block: each block of queries attends only to the keys up to its last
+     * position, so the keys past it (masked for the whole block) are not scored. */
+    int64_t nqb = (sh.tmax + bk - 1) / bk;
+    const tg_tensor **outs = tg_calloc((size_t)nqb, sizeof *outs);
+    bool ok = true;
+    for (int64_t c = 0; c < nqb && ok; c++) {
+      int64_t t0 = c * bk, t1 = TG_MIN(sh.tmax, t0 + bk), keys = TG_MIN(sh.smax, o->start.n + t1);
+      tg_attention_opts oc = *o;
+      oc.start = TG_SI(o->start.n + t0);
+      const int64_t qb[8] = {0, sh.b, 0, sh.h, t0, t1, 0, sh.d};
+      const int64_t kb[8] = {0, sh.b, 0, sh.kvh, 0, keys, 0, sh.d}, vb[8] = {0, sh.b, 0, sh.kvh, 0, keys, 0, sh.dv};
+      outs[c] = tg_flash_attention(tg_shrink(q, qb, 4), tg_shrink(k, kb, 4), tg_shrink(v, vb, 4), &oc);
+      ok = outs[c] != NULL;
+    }
+    tg_tensor *out = ok ? tg_cat(outs, (size_t)nqb, 2) : NULL;
+    tg_free(outs);
+    return nn_finish(s, out);
+  }
   if (bk > sh.smax && sh.smax > 0) bk = sh.smax;
   int64_t nb = sh.smax > 0 ? (sh.smax + bk - 1) / bk : 1, sp = nb * bk;
   if (sh.smax == 0) bk = 1;
