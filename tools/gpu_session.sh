@@ -44,7 +44,9 @@ case " $steps " in *" conv "*)
   GPU_OPTS_TRY=tools/gpu_conv_try_inner.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee "$out/conv_try.log"
   CONTIG_HINTS=2 GPU_OPTS_TRY=tools/gpu_conv_try_bcast.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee -a "$out/conv_try.log"
   CONTIG_HINTS=0 GPU_OPTS_TRY=tools/gpu_conv_try_bcast.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee -a "$out/conv_try.log"
-  variants=("" "GPU_CONV_BLOCK=128" "CONTIG_HINTS=2 GPU_CONV_BCAST=8" "CONTIG_HINTS=2 GPU_CONV_BCAST=4" "CONTIG_HINTS=0 GPU_CONV_BCAST=8")
+  variants=("" "GPU_CONV_BLOCK=128" "CONTIG_HINTS=2 GPU_CONV_BCAST=8" "CONTIG_HINTS=2 GPU_CONV_BCAST=4" "CONTIG_HINTS=0 GPU_CONV_BCAST=8"
+            "CONTIG_HINTS=2 GPU_CONV_BCAST=8 GPU_CONV_BLOCK=128")
+  python3 bench/peer_torch_gpu.py conv2d_64x32x28x28_k3 2>&1 | tee "$out/conv_peer.log" # torch before and after: its spread
   for round in 1 2; do
     for v in "${variants[@]}"; do
       echo "[$v] $(env $v DEV=CUDA build/bench_gpu realize_1_kernel conv2d_64x32x28x28_k3 | tr '\n' ' ')"
@@ -52,7 +54,8 @@ case " $steps " in *" conv "*)
   done 2>&1 | tee "$out/conv_ab.log"
   for v in "${variants[@]}"; do echo "[$v] $(env $v DEV=CUDA build/bench_train 5 0 0 2>&1 | grep -E '^train_cnn' | tr '\n' ' ')"; done \
     2>&1 | tee -a "$out/conv_ab.log"
-  python3 bench/peer_torch_gpu.py conv2d_64x32x28x28_k3 2>&1 | tee -a "$out/conv_ab.log"
+  python3 bench/peer_torch_gpu.py conv2d_64x32x28x28_k3 2>&1 | tee -a "$out/conv_ab.log" "$out/conv_peer.log" >/dev/null
+  cat "$out/conv_peer.log"
   # Nsight Compute on the conv kernel of each variant (at ncu's locked clocks): waves, occupancy, issue, stalls
   if command -v ncu >/dev/null; then
     for v in "${variants[@]}"; do
