@@ -106,7 +106,8 @@ static size_t chain_terms(UOp *x, UOp **t, size_t max) {
     uint32_t lanes = x->nsrc;
     size_t m = left_spine(x->src[0], t, max);
     if (m < 2 || m >= max) return 0;
-    UOp **lt = tg_malloc((size_t)lanes * m * sizeof(UOp *)), **col = tg_malloc(lanes * sizeof(UOp *));
+    /* lane l's terms at lt + l*m; a lane with one more term than m (it stops the split) writes one past its row */
+    UOp **lt = tg_malloc(((size_t)lanes * m + 1) * sizeof(UOp *)), **col = tg_malloc(lanes * sizeof(UOp *));
     bool even = true;
     for (uint32_t l = 0; l < lanes && even; l++) even = left_spine(x->src[l], lt + (size_t)l * m, m + 1) == m;
     for (size_t j = 0; even && j < m; j++) {

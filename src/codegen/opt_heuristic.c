@@ -498,7 +498,6 @@ static bool cpu_matmul_tiles(OptScheduler *s, Shape *sh) {
       try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, sh->size[last] <= 2 * w ? 0 : w);
       return true;
     }
-    if (unroll > 1 && last >= 0 && sh->size[last] % unroll) unroll = 4;
     if (unroll > 1 && last >= 0 && sh->size[last] > 4 && sh->size[last] % unroll == 0)
       try_opt(s, OPT_UNROLL, unrollable_count(sh) - 1, unroll);
     return true;

@@ -971,6 +971,15 @@ void engine_prune_plan(const JitSpan *spans, const size_t *first, size_t n, cons
   tg_free(forced);
 }
 
+/* the bytes a CALL argument (or an input) covers */
+static tg_status span_of(const UOp *arg, bool written, JitSpan *sp) {
+  RtBuffer *b = NULL;
+  tg_status st = resolve_arg(arg, &b, &sp->off, &sp->n);
+  sp->mem = b;
+  sp->written = written;
+  return st;
+}
+
 tg_status engine_jit_prune(EngineJit *j, UOp *const *inputs, size_t nin, size_t *pruned) {
   *pruned = 0;
   size_t n = j->calls.len;
@@ -985,21 +994,16 @@ tg_status engine_jit_prune(EngineJit *j, UOp *const *inputs, size_t nin, size_t 
     if (ks[i]) written_slots(ks[i]->ast, written, RT_MAX_PARAMS);
     first[i] = spans.len;
     for (uint32_t a = 1; a < call->nsrc && st == TG_OK; a++) {
-      JitSpan sp;
-      RtBuffer *b = NULL;
-      st = resolve_arg(call->src[a], &b, &sp.off, &sp.n);
-      sp.mem = b;
-      sp.written = ks[i] ? (a - 1 <= RT_MAX_PARAMS && written[a - 1]) : a == 1; /* a COPY writes its first buffer */
+      JitSpan sp; /* a COPY writes its first buffer */
+      st = span_of(call->src[a], ks[i] ? a - 1 <= RT_MAX_PARAMS && written[a - 1] : a == 1, &sp);
       if (st == TG_OK) tg_vec_push(&spans, sp);
     }
   }
   first[n] = spans.len;
   TG_VEC(JitSpan) ins = {0};
   for (size_t i = 0; i < nin && st == TG_OK; i++) {
-    JitSpan sp = {0};
-    RtBuffer *b = NULL;
-    st = resolve_arg(inputs[i], &b, &sp.off, &sp.n);
-    sp.mem = b;
+    JitSpan sp;
+    st = span_of(inputs[i], false, &sp);
     if (st == TG_OK) tg_vec_push(&ins, sp);
   }
   if (st == TG_OK) engine_prune_plan(spans.data, first, n, ins.data, ins.len, keep);

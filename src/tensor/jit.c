@@ -302,7 +302,8 @@ tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *co
   if (tg_getenv_int("JIT", 1) == 0 || j->cnt == 0) {
     /* tinygrad: the first call runs with BEAM=0 under IGNORE_JIT_FIRST_BEAM (the capture searches) */
     bool no_beam = j->cnt == 0 && tg_getenv_int("IGNORE_JIT_FIRST_BEAM", 0) && tg_getenv_int("JIT", 1) != 0;
-    TgKnobSaved beam = no_beam ? tg_knob_put("BEAM", (TgKnobSaved){0, false}) : (TgKnobSaved){0, false};
+    TgKnobSaved beam = {0, false};
+    if (no_beam) beam = tg_knob_put("BEAM", (TgKnobSaved){0, false});
     st = run_fn(j, in, nin, vars, nvars, out);
     if (no_beam) tg_knob_put("BEAM", beam);
     if (st == TG_OK && j->cnt == 0) j->cnt = 1;
@@ -310,7 +311,8 @@ tg_status tg_jit_call(tg_jit *j, tg_tensor *const *in, size_t nin, tg_tensor *co
     /* the captured kernels are made with BEAM = the JIT's beam, else JITBEAM, else BEAM (tinygrad's
      * compile_linear(beam=JITBEAM or BEAM)); the kernel cache is keyed with BEAM, so they are made anew */
     int64_t jb = j->beam > 0 ? j->beam : tg_getenv_int("JITBEAM", 0);
-    TgKnobSaved beam = jb > 0 ? tg_knob_put("BEAM", (TgKnobSaved){jb, true}) : (TgKnobSaved){0, false};
+    TgKnobSaved beam = {0, false};
+    if (jb > 0) beam = tg_knob_put("BEAM", (TgKnobSaved){jb, true});
     st = capture(j, in, nin, vars, nvars, out, bases, vals);
     if (jb > 0) tg_knob_put("BEAM", beam);
     if (st == TG_OK) j->cnt = 2;
