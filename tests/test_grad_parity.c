@@ -500,6 +500,25 @@ void suite_grad_parity(void) {
     }
     tf_free(&f);
   }
+  /* tinygrad's WINO=1: the conv2d gradients again through the Winograd transforms (3x3, stride and dilation 1) */
+  test_setenv("WINO", "1");
+  for (size_t g = 0; g < sizeof grad_groups / sizeof grad_groups[0]; g++) {
+    char path[1200], err[256];
+    tf_file f;
+    snprintf(path, sizeof path, "%s/%s.tgf", dir, grad_groups[g]);
+    if (!tf_load(path, &f, err, sizeof err)) continue; /* reported above */
+    for (size_t i = 0; i < f.ncases; i++) {
+      const tf_case *c = &f.cases[i];
+      if (strcmp(c->op, "conv2d") != 0 || c->inputs[1].ndim != 4 || c->inputs[1].shape[2] != 3) continue;
+      char why[4096] = "";
+      tg_scope s = tg_scope_begin();
+      bool ok = run_case(c, i % 2 == 0, why, sizeof why);
+      tg_scope_end(s);
+      CHECK_MSG(ok, "WINO=1 grad_parity %s/%s [%s]: %s", grad_groups[g], c->name, c->params, why);
+    }
+    tf_free(&f);
+  }
+  test_unsetenv("WINO");
   CHECK_EQ_INT(tg_live_tensors(), live_before);
   printf("grad_parity: %zu cases passed, %zu failed (half through tg_backward, half through tg_gradient)\n", passed,
          failed);

@@ -598,9 +598,39 @@ void suite_op_shapes(void);
 void suite_op_shapes(void) { run_all_cases("op_shapes", false); }
 
 /* Values: every case realized and compared. */
+/* tinygrad's WINO=1: every conv2d fixture again with Winograd F(4x4, 3x3) where it applies (float, 3x3, stride and
+ * dilation 1), against the same torch values and tolerances; the rest take the direct path as before */
+static void check_winograd_cases(void) {
+  char path[1200], err[256];
+  tf_file f;
+  snprintf(path, sizeof path, "%s/nn.tgf", tf_dir());
+  bool ok = tf_load(path, &f, err, sizeof err);
+  CHECK_MSG(ok, "%s: %s", path, err);
+  test_setenv("WINO", "1");
+  int winograd = 0;
+  for (size_t i = 0; ok && i < f.ncases; i++) {
+    const tf_case *c = &f.cases[i];
+    if (strcmp(c->op, "conv2d") != 0) continue;
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1};
+    size_t n;
+    bool s1 = !tf_param_ints(c, "stride", st, 2, &n) || (st[0] == 1 && (n == 1 || st[1] == 1));
+    bool d1 = !tf_param_ints(c, "dilation", dl, 2, &n) || (dl[0] == 1 && (n == 1 || dl[1] == 1));
+    winograd += s1 && d1 && c->inputs[1].shape[2] == 3 && c->inputs[1].shape[3] == 3;
+    char why[4096] = "";
+    tg_scope s = tg_scope_begin();
+    int r = run_case(c, true, why, sizeof why);
+    tg_scope_end(s);
+    CHECK_MSG(r == 1, "WINO=1 nn/%s [%s]: %s", c->name, c->params, why);
+  }
+  test_unsetenv("WINO");
+  CHECK_MSG(winograd >= 5, "only %d conv2d fixtures take the Winograd path", winograd);
+  tf_free(&f);
+}
+
 void suite_ops(void);
 void suite_ops(void) {
   run_all_cases("ops", true);
+  check_winograd_cases();
   /* the kernel-count builders must at least build (the counts are checked by the scheduler's suite) */
   size_t nkc;
   const kc_case *kc = kernel_count_cases(&nkc);

@@ -490,8 +490,18 @@ static void check_conv_hints(void) {
             cuda_bw, cuda_bw0);
 
   enum { B = 2, CI = 16, CO = 32, H = 6, K = 3 }; /* CO x K x K >= 256 reads: the copies are hinted */
-  for (int hints = 0; hints < 2; hints++) {
-    test_setenv("CONTIG_HINTS", hints ? "1" : "0");
+  /* CONTIG_HINTS 0 and 1, then tinygrad's WINO=1 (Winograd F(4x4, 3x3): 4 kernels forward, as tinygrad's
+   * test_winograd test_forward_kernels counts; its gradients through the transforms) */
+  test_setenv("WINO", "1");
+  tg_scope ws = tg_scope_begin();
+  tg_tensor *wx = tg_rand(TG_SHAPE(1, 4, 9, 9), TG_FLOAT32), *ww = tg_rand(TG_SHAPE(4, 4, 3, 3), TG_FLOAT32);
+  CHECK(tg_realize(wx) == TG_OK && tg_realize(ww) == TG_OK);
+  int wk = kernels_of(tg_conv2d(wx, ww, NULL, 1, NULL, NULL, NULL));
+  CHECK_MSG(wk == 4, "WINO=1 conv2d (1,4,9,9) x (4,4,3,3): %d kernels, tinygrad schedules 4", wk);
+  tg_scope_end(ws);
+  test_unsetenv("WINO");
+  for (int hints = 0; hints < 3; hints++) {
+    test_setenv(hints < 2 ? "CONTIG_HINTS" : "WINO", hints ? "1" : "0");
     tg_scope ts = tg_scope_begin();
     tg_tensor *x = tg_randn(TG_SHAPE(B, CI, H, H), TG_FLOAT32), *w = tg_randn(TG_SHAPE(CO, CI, K, K), TG_FLOAT32);
     tg_tensor *r = tg_randn(TG_SHAPE(B, CO, H, H), TG_FLOAT32);
@@ -530,10 +540,12 @@ static void check_conv_hints(void) {
       for (int i = 0; i < B * CI * H * H; i++) bad += fabs(hgx[i] - gx[i]) > 1e-4 * (1 + fabs(gx[i]));
       for (int i = 0; i < CO * CI * K * K; i++) bad += fabs(hgw[i] - gw[i]) > 1e-4 * (1 + fabs(gw[i]));
     }
-    CHECK_MSG(bad == 0, "conv with CONTIG_HINTS=%d: %d values differ from plain C", hints, bad);
+    CHECK_MSG(bad == 0, "conv with %s=%d: %d values differ from plain C", hints < 2 ? "CONTIG_HINTS" : "WINO",
+              hints < 2 ? hints : 1, bad);
     free(hx), free(hw), free(hr), free(hy), free(hgx), free(hgw);
     tg_scope_end(ts);
     test_unsetenv("CONTIG_HINTS");
+    test_unsetenv("WINO");
   }
 }
 

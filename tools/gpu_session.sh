@@ -45,7 +45,12 @@ case " $steps " in *" conv "*)
   CONTIG_HINTS=2 GPU_OPTS_TRY=tools/gpu_conv_try_bcast.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee -a "$out/conv_try.log"
   CONTIG_HINTS=0 GPU_OPTS_TRY=tools/gpu_conv_try_bcast.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee -a "$out/conv_try.log"
   variants=("" "GPU_CONV_BLOCK=128" "CONTIG_HINTS=2 GPU_CONV_BCAST=8" "CONTIG_HINTS=2 GPU_CONV_BCAST=4" "CONTIG_HINTS=0 GPU_CONV_BCAST=8"
-            "CONTIG_HINTS=2 GPU_CONV_BCAST=8 GPU_CONV_BLOCK=128")
+            "CONTIG_HINTS=2 GPU_CONV_BCAST=8 GPU_CONV_BLOCK=128" "WINO=1")
+  # WINO=1 (Winograd F(4x4,3x3)): its four kernels, each timed alone (DEBUG=2), for the default and the 128-thread block
+  for v in "" "GPU_CONV_BLOCK=128"; do
+    echo "== WINO=1 $v kernels"; env $v WINO=1 DEV=CUDA DEBUG=2 BENCH_SECONDS=0 build/bench_gpu conv2d_64x32x28x28_k3 2>&1 |
+      sed 's/\x1b\[[0-9;]*m//g' | grep '^\*\*\*' | tail -5
+  done 2>&1 | tee "$out/conv_wino.log"
   python3 bench/peer_torch_gpu.py conv2d_64x32x28x28_k3 2>&1 | tee "$out/conv_peer.log" # torch before and after: its spread
   for round in 1 2; do
     for v in "${variants[@]}"; do

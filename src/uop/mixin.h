@@ -72,6 +72,9 @@ UOp *mix_cat(UOp *const *xs, int n, int dim);
 UOp *mix_pool(UOp *x, const int64_t *k, int nk, const int64_t *stride, const int64_t *dilation);
 /* conv2d without bias: x (B, groups*cin, H, W) padded by pad4 (y before, y after, x before, x after), w (cout, cin, KH, KW) */
 UOp *mix_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64_t dilation[2], const int64_t pad4[4]);
+/* tinygrad's WINO=1 conv2d (3x3, stride and dilation 1) as Winograd F(4x4, 3x3), without bias: 4 kernels (the two
+ * transforms, the per-position channel sums, the output transform) */
+UOp *mix_conv2d_winograd(UOp *x, UOp *w, int groups, const int64_t pad4[4]);
 /* the input gradient of a stride-1 conv2d with padding (py, px): g convolved with w transposed and flipped */
 UOp *mix_conv2d_input_grad(UOp *g, UOp *w, int groups, int64_t py, int64_t px);
 /* the graph tinygrad builds: every CUSTOM_GRAD replaced by its value, without the DETACH the marker put in it */

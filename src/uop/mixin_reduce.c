@@ -361,6 +361,80 @@ UOp *mix_conv2d(UOp *x, UOp *w, int groups, const int64_t stride[2], const int64
   return y;
 }
 
+/* ---- Winograd F(4x4, 3x3) (tinygrad WINO=1: _conv2d_winograd; Lavin & Gray, arXiv 1509.09308) ----
+ * Each 6x6 input tile d and 3x3 filter g go to the transformed domain (Bt d B, G g Gt), where the convolution is a
+ * product per tile position summed over input channels, and back (At m A) to a 4x4 output tile: 36 multiplies per
+ * 16 outputs per channel pair instead of 144. The transforms are the paper's (tinygrad's constants). */
+static const double wino_G[6 * 3] = {1.0 / 4, 0, 0, -1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6, 1.0 / 6, -1.0 / 6,
+                                     1.0 / 24, 1.0 / 12, 1.0 / 6, 1.0 / 24, -1.0 / 12, 1.0 / 6, 0, 0, 1};
+static const double wino_Bt[6 * 6] = {4, 0, -5, 0, 1, 0, 0, -4, -4, 1, 1, 0, 0, 4, -4, -1, 1, 0,
+                                      0, -2, -1, 2, 1, 0, 0, 2, -1, -2, 1, 0, 0, 4, 0, -5, 0, 1};
+static const double wino_At[4 * 6] = {1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0, 0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1};
+
+/* mat (rows x cols, row-major) applied along each of the first `dims` axes of x (each of size cols): the separable
+ * transform. Column k of mat is a stacked constant vector of shape (rows, 1, ...) times x[k] (tinygrad
+ * _apply_winograd_matrix), so the constants fold into the arithmetic once the axis is upcast. */
+static UOp *wino_apply(UOp *x, const double *mat, int rows, int cols, int dims) {
+  for (int dim = 0; dim < dims && x; dim++) {
+    x = mix_transpose(x, 0, dim);
+    Shape s;
+    if (!x || !mix_shape(x, &s)) return NULL;
+    int64_t vshape[TG_MAX_DIMS], bounds[2 * TG_MAX_DIMS];
+    vshape[0] = rows;
+    for (int i = 1; i < s.ndim; i++) vshape[i] = 1, bounds[2 * i] = 0, bounds[2 * i + 1] = s.d[i];
+    UOp *acc = NULL;
+    for (int k = 0; k < cols; k++) {
+      UOp *c[6];
+      for (int i = 0; i < rows; i++) c[i] = mix_const(const_float(mat[i * cols + k]), x->dtype);
+      bounds[0] = k, bounds[1] = k + 1;
+      UOp *xk = mix_reshape(mix_shrink(x, bounds, s.ndim), s.d + 1, s.ndim - 1);
+      UOp *term = mix_mul(mix_reshape(mix_stack(c, rows, 0), vshape, s.ndim), xk);
+      acc = acc ? mix_add(acc, term) : term;
+    }
+    x = mix_transpose(acc, 0, dim);
+  }
+  return x;
+}
+
+UOp *mix_conv2d_winograd(UOp *x, UOp *w, int groups, const int64_t pad4[4]) {
+  Shape xs, ws;
+  if (!mix_shape(x, &xs) || !mix_shape(w, &ws)) return NULL;
+  if (xs.ndim != 4 || ws.ndim != 4 || ws.d[2] != 3 || ws.d[3] != 3 || groups < 1 || ws.d[0] % groups ||
+      ws.d[1] * groups != xs.d[1])
+    return mix_err("winograd conv2d needs a (B, groups*cin, H, W) input and a (cout, cin, 3, 3) weight, got %s and %s",
+                   mix_fmt_shape(&xs), mix_fmt_shape(&ws));
+  /* (not in tinygrad) 16-bit and smaller floats run the transforms in float32: their entries reach 8 and their sums
+   * lose what half keeps (a 2x4x4 half conv was off by 2x the value's size), the result is cast back */
+  const DType *out_dt = x->dtype;
+  bool widen = dt_is_float(out_dt) && out_dt->bitsize < 32;
+  if (widen) x = mix_cast(x, DT_FLOAT32), w = mix_cast(w, DT_FLOAT32);
+  int64_t bs = xs.d[0], cout = ws.d[0], cin = ws.d[1], rcout = cout / groups;
+  int64_t oy = xs.d[2] + pad4[0] + pad4[1] - 2, ox = xs.d[3] + pad4[2] + pad4[3] - 2;
+  if (oy < 1 || ox < 1) return mix_err("kernel size cannot be greater than actual input size %s", mix_fmt_shape(&xs));
+  /* padded so the output is whole 4x4 tiles, then 6x6 windows every 4: (bs, cin_, ty, tx, 6, 6) */
+  int64_t pads[8] = {0, 0, 0, 0, pad4[0], pad4[1] + (4 - oy % 4) % 4, pad4[2], pad4[3] + (4 - ox % 4) % 4};
+  static const int64_t win[2] = {6, 6}, step[2] = {4, 4}, ones[2] = {1, 1};
+  UOp *d = mix_pool(mix_pad_constant(x, pads, 4, const_float(0.0)), win, 2, step, ones);
+  Shape dsh;
+  if (!d || !mix_shape(d, &dsh)) return NULL;
+  int64_t ty = dsh.d[2], tx = dsh.d[3];
+  /* the window axes first: (6, 6, bs, cin_, ty, tx); CONTIGUOUS_BACKWARD keeps the input transform's gradient out of
+   * the overlapping windows' accumulation (tinygrad's comment) */
+  int to_front[6] = {4, 5, 0, 1, 2, 3}, w_front[4] = {2, 3, 0, 1};
+  d = mix_permute(d, to_front, 6);
+  if (d) d = uop_new(TG_OP_CONTIGUOUS_BACKWARD, d->dtype, &d, 1, arg_none());
+  int64_t gshape[8] = {6, 6, 1, groups, rcout, cin, 1, 1}, dshape[8] = {6, 6, bs, groups, 1, cin, ty, tx};
+  UOp *gf = mix_reshape(mix_contiguous(wino_apply(mix_permute(w, w_front, 4), wino_G, 6, 3, 2)), gshape, 8);
+  UOp *df = mix_reshape(mix_contiguous(wino_apply(d, wino_Bt, 6, 6, 2)), dshape, 8);
+  int cin_axis = -3;
+  /* (6, 6, bs, groups, rcout, ty, tx) -> (4, 4, ...) -> (bs, groups, rcout, ty, 4, tx, 4) -> (bs, cout, oy, ox) */
+  UOp *ret = wino_apply(mix_sum(mix_mul(gf, df), &cin_axis, 1, false, NULL), wino_At, 4, 6, 2);
+  int interleave[7] = {2, 3, 4, 5, 0, 6, 1};
+  int64_t joined[4] = {bs, cout, ty * 4, tx * 4}, out[4] = {bs, cout, oy, ox};
+  ret = mix_shrink_to(mix_reshape(mix_permute(ret, interleave, 7), joined, 4), out, 4);
+  return widen ? mix_cast(ret, out_dt) : ret;
+}
+
 UOp *mix_strip_custom_grad(UOp *root) {
   UOpVec topo = {0}, from = {0}, to = {0};
   uop_toposort(root, NULL, NULL, &topo);
