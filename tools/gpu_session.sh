@@ -47,10 +47,18 @@ case " $steps " in *" conv "*)
   variants=("" "GPU_CONV_BLOCK=128" "CONTIG_HINTS=2 GPU_CONV_BCAST=8" "CONTIG_HINTS=2 GPU_CONV_BCAST=4" "CONTIG_HINTS=0 GPU_CONV_BCAST=8"
             "CONTIG_HINTS=2 GPU_CONV_BCAST=8 GPU_CONV_BLOCK=128" "WINO=1")
   # WINO=1 (Winograd F(4x4,3x3)): its four kernels, each timed alone (DEBUG=2), for the default and the 128-thread block
-  for v in "" "GPU_CONV_BLOCK=128"; do
+  # (WINO_GEMM=0: tinygrad's layouts), and under BEAM=2 (a fresh cache: the search, then the figure)
+  for v in "" "WINO_GEMM=0" "GPU_CONV_BLOCK=128"; do
     echo "== WINO=1 $v kernels"; env $v WINO=1 DEV=CUDA DEBUG=2 BENCH_SECONDS=0 build/bench_gpu conv2d_64x32x28x28_k3 2>&1 |
       sed 's/\x1b\[[0-9;]*m//g' | grep '^\*\*\*' | tail -5
   done 2>&1 | tee "$out/conv_wino.log"
+  wcache=$(mktemp -d)
+  for r in 1 2; do
+    echo "[WINO=1 BEAM=2 call $r] $(CACHEDB=$wcache/b.db WINO=1 BEAM=2 DEV=CUDA timeout 200 build/bench_gpu conv2d_64x32x28x28_k3 | tr '\n' ' ')"
+  done 2>&1 | tee -a "$out/conv_wino.log"
+  CACHEDB=$wcache/b.db WINO=1 BEAM=2 DEV=CUDA DEBUG=2 BENCH_SECONDS=0 build/bench_gpu conv2d_64x32x28x28_k3 2>&1 |
+    sed 's/\x1b\[[0-9;]*m//g' | grep '^\*\*\*' | tail -4 | tee -a "$out/conv_wino.log"
+  rm -rf "$wcache"
   python3 bench/peer_torch_gpu.py conv2d_64x32x28x28_k3 2>&1 | tee "$out/conv_peer.log" # torch before and after: its spread
   for round in 1 2; do
     for v in "${variants[@]}"; do
@@ -63,7 +71,7 @@ case " $steps " in *" conv "*)
   cat "$out/conv_peer.log"
   # Nsight Compute on the conv kernel of each variant (at ncu's locked clocks): waves, occupancy, issue, stalls
   if command -v ncu >/dev/null; then
-    for v in "${variants[@]}"; do
+    for v in "" "GPU_CONV_BLOCK=128" "CONTIG_HINTS=2 GPU_CONV_BCAST=8"; do
       echo "== ncu [$v]"
       env $v DEV=CUDA timeout 120 ncu --kernel-name regex:'^r_64' --launch-count 1 --section SpeedOfLight \
         --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis \

@@ -1170,10 +1170,12 @@ static void gpu_locals(OptScheduler *s, Shape *sh) {
         break;
       }
   }
-  /* an elementwise kernel whose first ranked axis takes fewer than 32 threads (a padded 30x30 image: 3) would spread
-   * each warp over rows and planes, every lane on its own cache line (the conv's pad copy ran at 0.38 TB/s): flat ids
-   * instead, consecutive lanes on consecutive elements, the block shape timed by the engine (GPU_EW_FLAT=0: off) */
-  if (elementwise && nto && nrank && to_axis[0] == rank_axis[0] && to_sz[0] < 32 && tg_getenv_int("GPU_EW_FLAT", 1)) {
+  /* an elementwise kernel whose first ranked axis takes fewer than 32 threads (a padded 30x30 image: 3) or none (a
+   * size with no such factor: the 7x7 tiles of a Winograd transform, whose lanes then ran over 2048 planes) would
+   * spread each warp over rows and planes, every lane on its own cache line (the conv's pad copy ran at 0.38 TB/s):
+   * flat ids instead, consecutive lanes on consecutive elements, the block shape timed by the engine (GPU_EW_FLAT=0:
+   * off) */
+  if (elementwise && nto && nrank && (to_axis[0] != rank_axis[0] || to_sz[0] < 32) && tg_getenv_int("GPU_EW_FLAT", 1)) {
     try_opt(s, OPT_NOLOCALS, -1, 0);
     return;
   }

@@ -421,17 +421,38 @@ UOp *mix_conv2d_winograd(UOp *x, UOp *w, int groups, const int64_t pad4[4]) {
   /* the window axes first: (6, 6, bs, cin_, ty, tx); CONTIGUOUS_BACKWARD keeps the input transform's gradient out of
    * the overlapping windows' accumulation (tinygrad's comment) */
   int to_front[6] = {4, 5, 0, 1, 2, 3}, w_front[4] = {2, 3, 0, 1};
+  UOp *ret;
   d = mix_permute(d, to_front, 6);
   if (d) d = uop_new(TG_OP_CONTIGUOUS_BACKWARD, d->dtype, &d, 1, arg_none());
-  int64_t gshape[8] = {6, 6, 1, groups, rcout, cin, 1, 1}, dshape[8] = {6, 6, bs, groups, 1, cin, ty, tx};
-  UOp *gf = mix_reshape(mix_contiguous(wino_apply(mix_permute(w, w_front, 4), wino_G, 6, 3, 2)), gshape, 8);
-  UOp *df = mix_reshape(mix_contiguous(wino_apply(d, wino_Bt, 6, 6, 2)), dshape, 8);
-  int cin_axis = -3;
-  /* (6, 6, bs, groups, rcout, ty, tx) -> (4, 4, ...) -> (bs, groups, rcout, ty, 4, tx, 4) -> (bs, cout, oy, ox) */
-  UOp *ret = wino_apply(mix_sum(mix_mul(gf, df), &cin_axis, 1, false, NULL), wino_At, 4, 6, 2);
-  int interleave[7] = {2, 3, 4, 5, 0, 6, 1};
+  UOp *gf = mix_contiguous(wino_apply(mix_permute(w, w_front, 4), wino_G, 6, 3, 2)); /* (6, 6, cout, cin) */
+  UOp *df = wino_apply(d, wino_Bt, 6, 6, 2);                                           /* (6, 6, bs, cin_, ty, tx) */
+  if (tg_getenv_int("WINO_GEMM", 1)) {
+    /* (not in tinygrad) the layouts of a batched matmul: the input transform stored (6, 6, cin_, bs, ty, tx) and the
+     * channel sums computed in (6, 6, groups, rcout, bs, ty, tx) order, so each of the 36 positions is a
+     * (rcout x cin) @ (cin x bs*ty*tx) product whose columns are contiguous in both the operand and the result
+     * (tinygrad's order interleaves bs with the channels: neither axis merges) */
+    int cin_first[6] = {0, 1, 3, 2, 4, 5};
+    int64_t split[7] = {6, 6, groups, cin, bs, ty, tx};
+    int to_last[7] = {0, 1, 2, 4, 5, 6, 3};
+    int64_t dshape[8] = {6, 6, groups, 1, bs, ty, tx, cin}, gshape[8] = {6, 6, groups, rcout, 1, 1, 1, cin};
+    df = mix_reshape(mix_permute(mix_reshape(mix_contiguous(mix_permute(df, cin_first, 6)), split, 7), to_last, 7),
+                     dshape, 8);
+    int last = -1;
+    /* (6, 6, groups, rcout, bs, ty, tx) -> (4, 4, ...) -> (bs, groups, rcout, ty, 4, tx, 4) */
+    UOp *m = wino_apply(mix_sum(mix_mul(mix_reshape(gf, gshape, 8), df), &last, 1, false, NULL), wino_At, 4, 6, 2);
+    int interleave[7] = {4, 2, 3, 5, 0, 6, 1};
+    ret = m ? mix_permute(m, interleave, 7) : NULL;
+  } else {
+    int64_t gshape[8] = {6, 6, 1, groups, rcout, cin, 1, 1}, dshape[8] = {6, 6, bs, groups, 1, cin, ty, tx};
+    int cin_axis = -3;
+    /* (6, 6, bs, groups, rcout, ty, tx) -> (4, 4, ...) -> (bs, groups, rcout, ty, 4, tx, 4) */
+    UOp *m = wino_apply(mix_sum(mix_mul(mix_reshape(gf, gshape, 8), mix_reshape(mix_contiguous(df), dshape, 8)),
+                                &cin_axis, 1, false, NULL), wino_At, 4, 6, 2);
+    int interleave[7] = {2, 3, 4, 5, 0, 6, 1};
+    ret = m ? mix_permute(m, interleave, 7) : NULL;
+  }
   int64_t joined[4] = {bs, cout, ty * 4, tx * 4}, out[4] = {bs, cout, oy, ox};
-  ret = mix_shrink_to(mix_reshape(mix_permute(ret, interleave, 7), joined, 4), out, 4);
+  ret = mix_shrink_to(mix_reshape(ret, joined, 4), out, 4);
   return widen ? mix_cast(ret, out_dt) : ret;
 }
 
