@@ -44,6 +44,7 @@ case " $steps " in *" conv "*)
   GPU_OPTS_TRY=tools/gpu_conv_try_inner.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee "$out/conv_try.log"
   CONTIG_HINTS=2 GPU_OPTS_TRY=tools/gpu_conv_try_bcast.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee -a "$out/conv_try.log"
   CONTIG_HINTS=0 GPU_OPTS_TRY=tools/gpu_conv_try_bcast.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee -a "$out/conv_try.log"
+  WINO=1 GPU_OPTS_TRY=tools/gpu_wino_try.txt build/gpu_opts conv 2>&1 | grep -E "^r_|try" | tee -a "$out/conv_try.log"
   variants=("" "GPU_CONV_BLOCK=128" "CONTIG_HINTS=2 GPU_CONV_BCAST=8" "CONTIG_HINTS=2 GPU_CONV_BCAST=4" "CONTIG_HINTS=0 GPU_CONV_BCAST=8"
             "CONTIG_HINTS=2 GPU_CONV_BCAST=8 GPU_CONV_BLOCK=128" "WINO=1")
   # WINO=1 (Winograd F(4x4,3x3)): its four kernels, each timed alone (DEBUG=2), for the default and the 128-thread block
