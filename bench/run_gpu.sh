@@ -47,6 +47,10 @@ ours_tf32=$(ALLOW_TF32=1 "$B/bench_gpu" $conv 2>&1)
 line $conv "$(value $conv "$ours")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
 line ${conv}_fp32 "$(value $conv "$ours")" "$(value ${conv}_fp32 "$peer")" GFLOPS cudnn_fp32
 line ${conv}_tf32 "$(value $conv "$ours_tf32")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
+# tinygrad's WINO=1 (Winograd F(4x4,3x3) in fp32 arithmetic) against both of cuDNN's
+ours_wino=$(WINO=1 "$B/bench_gpu" $conv 2>&1)
+line ${conv}_wino "$(value $conv "$ours_wino")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
+line ${conv}_wino_fp32 "$(value $conv "$ours_wino")" "$(value ${conv}_fp32 "$peer")" GFLOPS cudnn_fp32
 # the eager call's fixed cost and the conv's wall, each with its host part (tg_realize's return, before the sync)
 echo "$ours" | grep -E "^(realize_1_kernel|${conv}_us) " | sed 's/^/bench: ours: /'
 if [ "${BENCH_BEAM:-1}" != 0 ]; then
