@@ -4,8 +4,8 @@
 # GPU suites (make test-gpu), the op fixtures and gradient parity suites on DEV=CUDA, then make bench-gpu.
 # then beautiful_mnist trained on DEV=CUDA (the full Fashion-MNIST from FASHION_MNIST_DIR, default
 # /usr/share/datasets/fashion-mnist, else .devdeps/fashion-mnist). Logs go to $OUT (or build/gpu_out).
-# Steps: GPU_STEPS="build test fixtures demo conv bench" (default all but conv, the conv2d A/B of GPU_CONV_BLOCK,
-# GPU_CONV_BCAST and CONTIG_HINTS).
+# Steps: GPU_STEPS="build test fixtures demo conv hostprof bench" (default all but conv, the conv2d A/B of GPU_CONV_BLOCK,
+# GPU_CONV_BCAST, CONTIG_HINTS and WINO, and hostprof, perf over the eager conv's host side).
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_out}; mkdir -p "$out"
@@ -78,6 +78,16 @@ case " $steps " in *" conv "*)
         --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis \
         build/bench_gpu conv2d_64x32x28x28_k3 2>&1 | grep -E "^  r_|Duration|Registers Per|Waves Per|Achieved Occ|SM Active|Elapsed Cyc|Issue Slots|Eligible Warps|Warp Cycles Per Issued"
     done 2>&1 | tee "$out/conv_ncu.log"
+  fi ;;
+esac
+case " $steps " in *" hostprof "*)
+  # where the eager conv's host time goes on the GPU machine (its realize returns after ~35 us there, ~7 us here)
+  stamp "host profile"
+  if command -v perf >/dev/null; then
+    DEV=CUDA BENCH_SECONDS=3 perf record -q -g -o "$out/perf.data" build/bench_gpu conv2d_64x32x28x28_k3 >/dev/null 2>&1
+    perf report -q -i "$out/perf.data" --no-children --sort dso,symbol 2>/dev/null | grep -v "^$" | head -40 | tee "$out/hostprof.log"
+  else
+    echo "no perf on this machine"; ltrace -V >/dev/null 2>&1 && echo "(ltrace is here)"
   fi ;;
 esac
 case " $steps " in *" bench "*) stamp bench-gpu; timeout 400 bash bench/run_gpu.sh build 2>&1 | tee "$out/bench_gpu.log" ;; esac
