@@ -50,10 +50,13 @@ static double last_host; /* time_graph's median host part: tg_realize's return (
 
 /* median seconds of realizing graph(in) (a new graph each run: the schedule and kernel caches hit after run 0) */
 static double time_graph(const char *name, Graph g, tg_tensor *const *in) {
-  static double runs[200], host[200];
+  enum { MAX_RUNS = 100000 };
+  static double runs[MAX_RUNS], host[MAX_RUNS];
   double budget = getenv("BENCH_SECONDS") ? atof(getenv("BENCH_SECONDS")) : 1.0, start = now();
-  int n = 0;
-  for (int r = 0; r < 201; r++) {
+  /* BENCH_RUNS: at most this many timed runs (default 200; more for a profiler's samples) */
+  int max_runs = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 200, n = 0;
+  if (max_runs < 5 || max_runs > MAX_RUNS) max_runs = max_runs < 5 ? 5 : MAX_RUNS;
+  for (int r = 0; r <= max_runs; r++) {
     tg_scope sc = tg_scope_begin();
     tg_tensor *out = g(in);
     double t0 = now();
@@ -67,7 +70,7 @@ static double time_graph(const char *name, Graph g, tg_tensor *const *in) {
       return -1;
     }
     if (r > 0) host[n] = th, runs[n++] = dt;
-    if (n >= 200 || (n >= 5 && now() - start > budget)) break;
+    if (n >= max_runs || (n >= 5 && now() - start > budget)) break;
   }
   qsort(runs, (size_t)n, sizeof(double), cmp_double);
   qsort(host, (size_t)n, sizeof(double), cmp_double);

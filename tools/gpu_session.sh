@@ -84,10 +84,11 @@ case " $steps " in *" hostprof "*)
   # where the eager conv's host time goes on the GPU machine (its realize returns after ~35 us there, ~7 us here)
   stamp "host profile"
   if command -v perf >/dev/null; then
-    DEV=CUDA BENCH_SECONDS=3 perf record -q -g -o "$out/perf.data" build/bench_gpu conv2d_64x32x28x28_k3 >/dev/null 2>&1
+    DEV=CUDA BENCH_RUNS=50000 BENCH_SECONDS=4 perf record -q -g -o "$out/perf.data" build/bench_gpu conv2d_64x32x28x28_k3 \
+      >/dev/null 2>&1
     perf report -q -i "$out/perf.data" --no-children --sort dso,symbol 2>/dev/null | grep -v "^$" | head -40 | tee "$out/hostprof.log"
   else
-    echo "no perf on this machine"; ltrace -V >/dev/null 2>&1 && echo "(ltrace is here)"
+    echo "no perf on this machine"
   fi ;;
 esac
 case " $steps " in *" bench "*) stamp bench-gpu; timeout 400 bash bench/run_gpu.sh build 2>&1 | tee "$out/bench_gpu.log" ;; esac
