@@ -1721,6 +1721,10 @@ static void test_gpu_heuristic_steps(void) {
   int axm1 = -1;
 #define ROW_OPTS "LOCAL:1:128,UPCAST:1:0,GROUP:0:128,UNROLL:1:0,GROUP:0:128,UNROLL:2:0"
 #define ROW_OPTS_OFF "UNROLL:1:4,GROUP:1:32,LOCAL:1:4" /* gpu_row_reduce on one reduce, every thread loops the other */
+  /* an elementwise kernel whose first ranked axis (the one y broadcasts over) has no local size (7): flat ids, lanes
+   * on consecutive elements (GPU_EW_FLAT=0: LOCAL on the outer axis, lanes 49 elements apart) */
+  gpu_step("x(16,7,7) + y(16,7,1)", tg_add(mk(TG_FLOAT32, 16, 7, 7, 0), mk(TG_FLOAT32, 16, 7, 1, 0)), "NOLOCALS:-1:0",
+           "GPU_EW_FLAT", "LOCAL:0:16");
   gpu_step("softmax 8x1024", tg_softmax(fl(8, 1024), -1), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
   gpu_step("log_softmax 8x1024", tg_log_softmax(fl(8, 1024), -1), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
   gpu_step("layernorm 8x1024", tg_layernorm(fl(8, 1024), &axm1, 1, 1e-5), ROW_OPTS, "GPU_ROW_KERNEL", ROW_OPTS_OFF);
