@@ -170,28 +170,20 @@ tg_tensor *tg_conv2d(const tg_tensor *xt, const tg_tensor *wt, const tg_tensor *
                          mix_fmt_shape(&ws), (long long)(groups * cin), (long long)cin_));
   if (pd[0] < 0 || pd[1] < 0) return tensor_ctx_end(mix_err("negative padding"));
   int64_t pad4[4] = {pd[0], pd[0], pd[1], pd[1]};
+  bool unit = st[0] == 1 && st[1] == 1 && dl[0] == 1 && dl[1] == 1;
   /* tinygrad WINO=1: a float 3x3 conv of stride and dilation 1 as Winograd F(4x4, 3x3) (4 kernels, ~1/4 of the
    * multiplies); its gradient comes through the transforms (tinygrad's graph), its output is realized. Integer convs
    * keep the direct form (the transforms' fractions have no integer meaning). */
-  if (tg_getenv_int("WINO", 0) && ws.d[2] == 3 && ws.d[3] == 3 && st[0] == 1 && st[1] == 1 && dl[0] == 1 && dl[1] == 1 &&
-      dt_is_float(x->dtype)) {
-    UOp *ret = mix_conv2d_winograd(x, w, groups, pad4);
-    if (ret && b) {
-      int64_t br[4] = {1, -1, 1, 1};
-      ret = mix_add(ret, mix_reshape(b, br, 4));
-    }
-    ret = mix_contiguous(ret);
-    if (ret) ret = uop_new(TG_OP_CONTIGUOUS_BACKWARD, ret->dtype, &ret, 1, arg_none());
-    return tensor_ctx_end(ret);
-  }
-  bool transposed_grad = st[0] == 1 && st[1] == 1 && dl[0] == 1 && dl[1] == 1 && pd[0] < ws.d[2] &&
-                         pd[1] < ws.d[3] && dt_is_float(x->dtype);
-  UOp *ret = mix_conv2d(transposed_grad ? mix_detach(x) : x, w, groups, st, dl, pad4);
+  bool wino = tg_getenv_int("WINO", 0) && ws.d[2] == 3 && ws.d[3] == 3 && unit && dt_is_float(x->dtype);
+  bool transposed_grad = !wino && unit && pd[0] < ws.d[2] && pd[1] < ws.d[3] && dt_is_float(x->dtype);
+  UOp *ret = wino ? mix_conv2d_winograd(x, w, groups, pad4)
+                  : mix_conv2d(transposed_grad ? mix_detach(x) : x, w, groups, st, dl, pad4);
   if (ret && transposed_grad) ret = conv2d_input_grad_mark(ret, x, w, groups, pd);
   if (ret && b) {
     int64_t br[4] = {1, -1, 1, 1};
     ret = mix_add(ret, mix_reshape(b, br, 4));
   }
+  if (wino) ret = mix_contiguous_backward(mix_contiguous(ret));
   return tensor_ctx_end(ret);
 }
 

@@ -290,6 +290,9 @@ UOp *mix_contiguous(UOp *x) {
   return uop_alu1(TG_OP_CONTIGUOUS, x);
 }
 
+/* tinygrad contiguous_backward: nothing forward, the gradient made contiguous */
+UOp *mix_contiguous_backward(UOp *x) { return x ? uop_new(TG_OP_CONTIGUOUS_BACKWARD, x->dtype, &x, 1, arg_none()) : NULL; }
+
 /* A copy the scheduler makes only on devices whose renderer profits from it (uop.h ContigHint); else as contiguous. */
 UOp *mix_contiguous_hint(UOp *x, ContigHint hint) {
   if (!x) return NULL;

@@ -144,6 +144,7 @@ UOp *mix_isinf(UOp *a);
 UOp *mix_isnan(UOp *a);
 UOp *mix_detach(UOp *a);
 UOp *mix_contiguous(UOp *a);
+UOp *mix_contiguous_backward(UOp *a);
 UOp *mix_contiguous_hint(UOp *a, ContigHint hint);
 /* tinygrad _broadcasted: both operands promoted to their least upper dtype (a bare weak CONST stays a CONST) */
 bool mix_broadcasted(UOp **a, UOp **b);

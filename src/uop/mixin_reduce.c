@@ -422,8 +422,7 @@ UOp *mix_conv2d_winograd(UOp *x, UOp *w, int groups, const int64_t pad4[4]) {
    * the overlapping windows' accumulation (tinygrad's comment) */
   int to_front[6] = {4, 5, 0, 1, 2, 3}, w_front[4] = {2, 3, 0, 1};
   UOp *ret;
-  d = mix_permute(d, to_front, 6);
-  if (d) d = uop_new(TG_OP_CONTIGUOUS_BACKWARD, d->dtype, &d, 1, arg_none());
+  d = mix_contiguous_backward(mix_permute(d, to_front, 6));
   UOp *gf = mix_contiguous(wino_apply(mix_permute(w, w_front, 4), wino_G, 6, 3, 2)); /* (6, 6, cout, cin) */
   UOp *df = wino_apply(d, wino_Bt, 6, 6, 2);                                           /* (6, 6, bs, cin_, ty, tx) */
   if (tg_getenv_int("WINO_GEMM", 1)) {
