@@ -1,10 +1,12 @@
 /* bench_gpu.c — the GPU issue's figures for tinygrad.c on the default device (run with DEV=CUDA): copy kernel,
  * fused relu(a*b+c) and sum over 2^28 float32, softmax 4096x4096, matmul fp16/bf16 at 4096 and 8192 and fp32 at 4096,
  * conv2d (64x32x28x28, 64 3x3 filters, padding 1). Each figure: one warm-up realize (compiles), then realizes
- * repeated for BENCH_SECONDS (default 1) or at most 200 runs, the device synchronized after each; the median run.
- * Inputs random (never zeros). Prints "<name> <value> <unit>" lines (bench/run_gpu.sh pairs them with torch's).
- * realize_1_kernel: the wall of realizing a 16-element kernel and waiting for it (the fixed cost of an eager call),
- * with its host part (tg_realize's return: schedule lookup, buffers, launch); the conv prints the same split.
+ * repeated for BENCH_SECONDS (default 1) or at most 200 runs, the device synchronized after each; the median run,
+ * timed as bench/peer_torch_gpu.py times torch: the device's time between marks (CUDA events) queued before and
+ * after the call. Inputs random (never zeros). Prints "<name> <value> <unit>" lines (bench/run_gpu.sh pairs them with
+ * torch's). realize_1_kernel: a 16-element kernel's realize (the fixed cost of an eager call), with its host part
+ * (tg_realize's return: schedule lookup, buffers, launch) and the wall until the sync returns; the conv prints the
+ * same, and conv2d_64x32x28x28_k3_jit the conv replayed by the JIT (tinygrad's speed_v_torch method).
  * Arguments: figure names to run (default all). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,12 +48,16 @@ static int cmp_double(const void *a, const void *b) {
 
 typedef tg_tensor *(*Graph)(tg_tensor *const *in);
 
-static double last_host; /* time_graph's median host part: tg_realize's return (the launches queued), before the sync */
+static double last_host, last_wall; /* time_graph's medians: tg_realize's return (the launches queued), and the wall
+                                      * from before tg_realize until tg_synchronize returns */
 
-/* median seconds of realizing graph(in) (a new graph each run: the schedule and kernel caches hit after run 0) */
+/* median seconds of realizing graph(in) (a new graph each run: the schedule and kernel caches hit after run 0), timed
+ * as the peer times torch: marks on the device's stream before tg_realize and after it (torch.cuda.Event around the
+ * call), the device's time between them. The graph is built before the first mark, as torch's timed region holds
+ * only the call. */
 static double time_graph(const char *name, Graph g, tg_tensor *const *in) {
   enum { MAX_RUNS = 100000 };
-  static double runs[MAX_RUNS], host[MAX_RUNS];
+  static double runs[MAX_RUNS], host[MAX_RUNS], wall[MAX_RUNS];
   double budget = getenv("BENCH_SECONDS") ? atof(getenv("BENCH_SECONDS")) : 1.0, start = now();
   /* BENCH_RUNS: at most this many timed runs (default 200; more for a profiler's samples) */
   int max_runs = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 200, n = 0;
@@ -59,22 +65,72 @@ static double time_graph(const char *name, Graph g, tg_tensor *const *in) {
   for (int r = 0; r <= max_runs; r++) {
     tg_scope sc = tg_scope_begin();
     tg_tensor *out = g(in);
+    const char *dev = out ? tg_device(out) : NULL;
+    tg_mark *m0 = dev ? tg_mark_record(dev) : NULL, *m1 = NULL;
     double t0 = now();
-    tg_status st = out ? tg_realize(out) : TG_ERR_RUNTIME;
-    double th = now() - t0;
-    if (st == TG_OK) st = tg_synchronize(tg_device(out));
-    double dt = now() - t0;
+    tg_status st = m0 ? tg_realize(out) : TG_ERR_RUNTIME;
+    double th = now() - t0, dt = 0;
+    if (st == TG_OK) st = (m1 = tg_mark_record(dev)) ? tg_mark_elapsed(m0, m1, &dt) : TG_ERR_RUNTIME;
+    if (st == TG_OK) st = tg_synchronize(dev);
+    double tw = now() - t0;
+    tg_mark_free(m0);
+    tg_mark_free(m1);
     tg_scope_end(sc);
     if (st != TG_OK) {
       fail(name);
       return -1;
     }
-    if (r > 0) host[n] = th, runs[n++] = dt;
+    if (r > 0) host[n] = th, wall[n] = tw, runs[n++] = dt;
     if (n >= max_runs || (n >= 5 && now() - start > budget)) break;
   }
   qsort(runs, (size_t)n, sizeof(double), cmp_double);
   qsort(host, (size_t)n, sizeof(double), cmp_double);
+  qsort(wall, (size_t)n, sizeof(double), cmp_double);
   last_host = host[n / 2];
+  last_wall = wall[n / 2];
+  return runs[n / 2];
+}
+
+/* The same through the JIT (tinygrad's speed_v_torch times TinyJit(lambda: f(...).realize()) against torch eager):
+ * fn builds the graph, the replays after the capture launch the frozen kernels (a CUDA graph); marks around
+ * tg_jit_call. */
+typedef struct JitGraph { Graph g; } JitGraph;
+static tg_status jit_graph_step(void *user, tg_tensor *const *in, size_t nin, tg_tensor *const *vars, size_t nvars,
+                                tg_tensor **out, size_t nout) {
+  (void)nin, (void)vars, (void)nvars, (void)nout;
+  out[0] = ((JitGraph *)user)->g(in);
+  return out[0] ? TG_OK : tg_last_status();
+}
+
+static double time_jit(const char *name, Graph g, tg_tensor *const *in, size_t nin) {
+  enum { MAX_RUNS = 100000 };
+  static double runs[MAX_RUNS];
+  JitGraph jg = {g};
+  tg_jit *j = tg_jit_new(jit_graph_step, &jg, 1, NULL);
+  const char *dev = tg_device(in[0]);
+  double budget = getenv("BENCH_SECONDS") ? atof(getenv("BENCH_SECONDS")) : 1.0, start = now();
+  int max_runs = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 200, n = 0;
+  if (max_runs < 5 || max_runs > MAX_RUNS) max_runs = max_runs < 5 ? 5 : MAX_RUNS;
+  tg_status st = j ? TG_OK : TG_ERR_RUNTIME;
+  for (int r = 0; st == TG_OK && r <= max_runs + 2; r++) { /* calls 0-2: run, capture, first replay */
+    tg_scope sc = tg_scope_begin();
+    tg_tensor *out = NULL;
+    tg_mark *m0 = tg_mark_record(dev), *m1 = NULL;
+    double dt = 0;
+    st = m0 ? tg_jit_call(j, in, nin, NULL, 0, &out) : TG_ERR_RUNTIME;
+    if (st == TG_OK) st = (m1 = tg_mark_record(dev)) ? tg_mark_elapsed(m0, m1, &dt) : TG_ERR_RUNTIME;
+    tg_mark_free(m0);
+    tg_mark_free(m1);
+    tg_scope_end(sc);
+    if (st == TG_OK && r > 2) runs[n++] = dt;
+    if (n >= max_runs || (n >= 5 && now() - start > budget)) break;
+  }
+  tg_jit_free(j);
+  if (st != TG_OK || n == 0) {
+    fail(name);
+    return -1;
+  }
+  qsort(runs, (size_t)n, sizeof(double), cmp_double);
   return runs[n / 2];
 }
 
@@ -110,7 +166,8 @@ int main(int argc, char **argv) {
     tg_scope sc = tg_scope_begin();
     tg_tensor *in[1] = {random_tensor(TG_SHAPE(16), TG_FLOAT32)};
     double t = in[0] ? time_graph("realize_1_kernel", g_copy, in) : -1;
-    if (t > 0) printf("realize_1_kernel %.1f us (host %.1f)\n", t * 1e6, last_host * 1e6);
+    if (t > 0) printf("realize_1_kernel %.1f us (host %.1f, wall with the sync %.1f)\n", t * 1e6, last_host * 1e6,
+                      last_wall * 1e6);
     tg_scope_end(sc);
   }
   if (want("softmax_4096x4096")) {
@@ -139,8 +196,12 @@ int main(int argc, char **argv) {
     tg_tensor *in[2] = {random_tensor(TG_SHAPE(64, 32, 28, 28), TG_FLOAT32),
                         random_tensor(TG_SHAPE(64, 32, 3, 3), TG_FLOAT32)};
     double t = in[0] && in[1] ? time_graph("conv2d_64x32x28x28_k3", g_conv, in) : -1;
-    if (t > 0) printf("conv2d_64x32x28x28_k3 %.4g GFLOPS\nconv2d_64x32x28x28_k3_us %.1f us (host %.1f)\n",
-                      2.0 * 64 * 64 * 28 * 28 * 32 * 9 / t / 1e9, t * 1e6, last_host * 1e6);
+    const double flops = 2.0 * 64 * 64 * 28 * 28 * 32 * 9;
+    if (t > 0)
+      printf("conv2d_64x32x28x28_k3 %.4g GFLOPS\nconv2d_64x32x28x28_k3_us %.1f us (host %.1f, wall with the sync %.1f)\n",
+             flops / t / 1e9, t * 1e6, last_host * 1e6, last_wall * 1e6);
+    double tj = t > 0 ? time_jit("conv2d_64x32x28x28_k3_jit", g_conv, in, 2) : -1;
+    if (tj > 0) printf("conv2d_64x32x28x28_k3_jit %.4g GFLOPS\n", flops / tj / 1e9);
     tg_scope_end(sc);
   }
   return 0;

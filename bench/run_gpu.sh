@@ -47,11 +47,16 @@ ours_tf32=$(ALLOW_TF32=1 "$B/bench_gpu" $conv 2>&1)
 line $conv "$(value $conv "$ours")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
 line ${conv}_fp32 "$(value $conv "$ours")" "$(value ${conv}_fp32 "$peer")" GFLOPS cudnn_fp32
 line ${conv}_tf32 "$(value $conv "$ours_tf32")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
+# the conv replayed by the JIT (tinygrad's speed_v_torch: TinyJit against torch eager), both timed by device events
+line ${conv}_jit "$(value ${conv}_jit "$ours")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
+line ${conv}_jit_fp32 "$(value ${conv}_jit "$ours")" "$(value ${conv}_fp32 "$peer")" GFLOPS cudnn_fp32
+line ${conv}_jit_tf32 "$(value ${conv}_jit "$ours_tf32")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
 # tinygrad's WINO=1 (Winograd F(4x4,3x3) in fp32 arithmetic) against both of cuDNN's
 ours_wino=$(WINO=1 "$B/bench_gpu" $conv 2>&1)
 line ${conv}_wino "$(value $conv "$ours_wino")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
 line ${conv}_wino_fp32 "$(value $conv "$ours_wino")" "$(value ${conv}_fp32 "$peer")" GFLOPS cudnn_fp32
-# the eager call's fixed cost and the conv's wall, each with its host part (tg_realize's return, before the sync)
+# the eager call's fixed cost and the conv's call, each with its host part (tg_realize's return) and its wall until
+# the sync returns (the figures above are the device's time between events, as torch's)
 echo "$ours" | grep -E "^(realize_1_kernel|${conv}_us) " | sed 's/^/bench: ours: /'
 if [ "${BENCH_BEAM:-1}" != 0 ]; then
   # the BEAM search's first call (fresh cache: the search itself), then the figure from the cache

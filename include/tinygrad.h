@@ -117,6 +117,14 @@ tg_tensor *tg_to(const tg_tensor *t, const char *device);
 /* Wait until every kernel and copy queued on `device` (NULL: the default device) has finished (tinygrad
  * Device[...].synchronize()). Realize may return before a GPU is done; reading a tensor back waits by itself. */
 tg_status tg_synchronize(const char *device);
+/* Device-side timing (torch.cuda.Event(enable_timing=True)): tg_mark_record queues a mark on `device`'s stream now
+ * (NULL: the default device); tg_mark_elapsed waits until `end` is reached and gives the seconds the device spent
+ * from `start` to `end` (marks of one device). On the CPU, whose kernels and copies are done when their calls
+ * return, a mark is the host clock. tg_mark_record gives NULL with an error (a bad or missing device). */
+typedef struct tg_mark tg_mark;
+tg_mark *tg_mark_record(const char *device);
+tg_status tg_mark_elapsed(const tg_mark *start, const tg_mark *end, double *seconds);
+void tg_mark_free(tg_mark *m); /* NULL is a no-op */
 /* Can CUDA be used (driver loaded, a GPU present)? false with the reason in *why (a static string) when not. */
 bool tg_cuda_available(const char **why);
 

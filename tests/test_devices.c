@@ -237,7 +237,24 @@ static void test_tensor_devices(void) {
   tg_scope_end(sc);
 }
 
+/* tg_mark on the CPU: the host clock (its work is done when calls return); errors for NULL and unknown devices */
+static void test_marks(void) {
+  tg_mark *a = tg_mark_record("CPU");
+  volatile double sink = 0;
+  for (int i = 0; i < 200000; i++) sink += i * 0.5;
+  tg_mark *b = tg_mark_record(strcmp(tg_default_device(), "CPU") == 0 ? NULL : "cpu");
+  double s = -1;
+  CHECK(a && b && tg_mark_elapsed(a, b, &s) == TG_OK && s > 0 && s < 10);
+  CHECK(tg_mark_elapsed(b, a, &s) == TG_OK && s < 0); /* the order is the caller's */
+  CHECK(tg_mark_elapsed(a, NULL, &s) == TG_ERR_INVALID_ARGUMENT && strstr(tg_last_error(), "tg_mark_elapsed"));
+  CHECK(tg_mark_record("NOPE") == NULL && tg_last_status() != TG_OK);
+  tg_mark_free(a);
+  tg_mark_free(b);
+  tg_mark_free(NULL);
+}
+
 void suite_devices(void) {
+  test_marks();
   test_names();
   test_pools_and_transfer();
   test_compile_launch();

@@ -70,6 +70,7 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUevent;
   X(cuEventRecord, (CUevent e, CUstream s))                                                                      \
   X(cuEventSynchronize, (CUevent e))                                                                             \
   X(cuEventElapsedTime, (float *ms, CUevent a, CUevent b))                                                       \
+  X(cuEventDestroy, (CUevent e))                                                                                 \
   X(cuGetErrorName, (CUresult r, const char **s))                                                                \
   X(cuGetErrorString, (CUresult r, const char **s))
 
@@ -843,6 +844,36 @@ static void cuda_graph_free(RtDevice *d, void *graph) {
   graph_destroy(graph);
 }
 
+/* ---- timing marks (tg_mark_record): a CUDA event recorded on the device's stream (torch.cuda.Event) ---- */
+static tg_status cuda_mark_new(RtDevice *d, void **mark) {
+  CudaDev *c = d->impl;
+  CUevent e = NULL;
+  CU_CHECK(use_ctx(c), "cuCtxSetCurrent");
+  CU_CHECK(p_cuEventCreate(&e, 0), "cuEventCreate");
+  CUresult r = p_cuEventRecord(e, c->stream);
+  if (r != CUDA_SUCCESS) {
+    p_cuEventDestroy(e);
+    return cu_fail("cuEventRecord", r);
+  }
+  *mark = e;
+  return TG_OK;
+}
+
+static tg_status cuda_mark_elapsed(RtDevice *d, void *start, void *end, double *seconds) {
+  CudaDev *c = d->impl;
+  float ms = 0;
+  CU_CHECK(use_ctx(c), "cuCtxSetCurrent");
+  CU_CHECK(p_cuEventSynchronize((CUevent)end), "waiting for a mark");
+  CU_CHECK(p_cuEventElapsedTime(&ms, (CUevent)start, (CUevent)end), "cuEventElapsedTime");
+  *seconds = ms * 1e-3;
+  return TG_OK;
+}
+
+static void cuda_mark_free(RtDevice *d, void *mark) {
+  CudaDev *c = d->impl;
+  if (use_ctx(c) == CUDA_SUCCESS) p_cuEventDestroy((CUevent)mark);
+}
+
 const RtDeviceOps rt_cuda_ops = {
     .kind = "CUDA",
     .host_memory = false,
@@ -860,4 +891,7 @@ const RtDeviceOps rt_cuda_ops = {
     .graph_set = cuda_graph_set,
     .graph_launch = cuda_graph_launch,
     .graph_free = cuda_graph_free,
+    .mark_new = cuda_mark_new,
+    .mark_elapsed = cuda_mark_elapsed,
+    .mark_free = cuda_mark_free,
 };

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "runtime/rt_internal.h"
 
@@ -286,4 +287,45 @@ tg_status tg_synchronize(const char *device) {
   RtDevice *d = NULL;
   tg_status st = rt_device_open(device ? device : tg_default_device(), &d);
   return st == TG_OK ? rt_device_synchronize(d) : st;
+}
+
+/* ---- timing marks (tinygrad.h tg_mark_record) ---- */
+struct tg_mark {
+  RtDevice *dev;
+  void *impl;   /* the device's marker; NULL where host marks it */
+  double host;  /* the host clock at the mark (devices without mark_new: their work is done when calls return) */
+};
+
+tg_mark *tg_mark_record(const char *device) {
+  RtDevice *d = NULL;
+  if (rt_device_open(device ? device : tg_default_device(), &d) != TG_OK) return NULL;
+  tg_mark *m = tg_calloc(1, sizeof *m);
+  m->dev = d;
+  tg_status st = d->ops->mark_new ? d->ops->mark_new(d, &m->impl) : d->ops->synchronize(d);
+  if (st != TG_OK) {
+    tg_free(m);
+    return NULL;
+  }
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  m->host = (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+  return m;
+}
+
+tg_status tg_mark_elapsed(const tg_mark *start, const tg_mark *end, double *seconds) {
+  if (!start || !end || !seconds) return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_mark_elapsed: NULL argument");
+  if (start->dev != end->dev)
+    return tg_set_error(TG_ERR_INVALID_ARGUMENT, "tg_mark_elapsed: marks on different devices (%s, %s)",
+                        start->dev->name, end->dev->name);
+  if (!start->dev->ops->mark_elapsed) {
+    *seconds = end->host - start->host;
+    return TG_OK;
+  }
+  return start->dev->ops->mark_elapsed(start->dev, start->impl, end->impl, seconds);
+}
+
+void tg_mark_free(tg_mark *m) {
+  if (!m) return;
+  if (m->impl && m->dev->ops->mark_free) m->dev->ops->mark_free(m->dev, m->impl);
+  tg_free(m);
 }

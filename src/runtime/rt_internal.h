@@ -48,6 +48,12 @@ typedef struct RtDeviceOps {
   tg_status (*graph_set)(RtDevice *d, void *graph, size_t i, const RtGraphNode *node);
   tg_status (*graph_launch)(RtDevice *d, void *graph, double *seconds);
   void (*graph_free)(RtDevice *d, void *graph);
+  /* Timing marks (tg_mark_record), NULL where the device's work is done when its calls return (the CPU: the host
+   * clock is the mark): a marker queued on the device's stream; elapsed waits for `end`, then the device's seconds
+   * from start to end. */
+  tg_status (*mark_new)(RtDevice *d, void **mark);
+  tg_status (*mark_elapsed)(RtDevice *d, void *start, void *end, double *seconds);
+  void (*mark_free)(RtDevice *d, void *mark);
 } RtDeviceOps;
 
 /* One LRU pool slot: the blocks of one exact size. */

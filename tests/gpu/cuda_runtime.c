@@ -1,6 +1,6 @@
 /* cuda_runtime.c — the CUDA backend on a real GPU: open (name, arch), a hand-written kernel compiled by NVRTC and
  * launched, H2D/D2H round trips exact (with bandwidth), D2D copies (bandwidth), the LRU pool reusing a freed block,
- * out of memory as a clean TG_ERR_OUT_OF_MEMORY with nothing lost, the NVRTC error log, event timing, launch
+ * out of memory as a clean TG_ERR_OUT_OF_MEMORY with nothing lost, the NVRTC error log, event timing (and tg_mark), launch
  * overhead, and tensors moved to the GPU and back with tg_to (COPY calls in the schedule). */
 #include <stdlib.h>
 #include <time.h>
@@ -73,6 +73,21 @@ static void test_kernel(RtDevice *d) {
   CHECK(rt_device_launch(d, p[1], sb, long_v, 2, one, b32, &tl) == TG_OK);
   CHECK_MSG(tl > ts * 10 && tl > 1e-4, "event timing: 1e3 iterations %.1f us, 1e6 %.1f us", ts * 1e6, tl * 1e6);
   printf("  cuda_runtime: event timing: 1e3 iterations %.2f us, 1e6 iterations %.2f us\n", ts * 1e6, tl * 1e6);
+  /* tg_mark_record / tg_mark_elapsed: the device's time between two marks holds the long spin queued between them,
+   * and the first mark is reached before the work (elapsed from the first to the second >= the spin's own time) */
+  tg_mark *m0 = tg_mark_record("CUDA");
+  CHECK(m0 && rt_device_launch(d, p[1], sb, long_v, 2, one, b32, NULL) == TG_OK);
+  tg_mark *m1 = tg_mark_record("cuda");
+  double tm = -1, tz = -1;
+  CHECK_MSG(m1 && tg_mark_elapsed(m0, m1, &tm) == TG_OK && tm > tl * 0.8 && tm < 1, "marks: %.1f us, spin %.1f us",
+            tm * 1e6, tl * 1e6);
+  CHECK(tg_mark_elapsed(m1, m1, &tz) == TG_OK && tz == 0);
+  tg_mark *mc = tg_mark_record("CPU");
+  CHECK(mc && tg_mark_elapsed(m0, mc, &tz) == TG_ERR_INVALID_ARGUMENT && strstr(tg_last_error(), "different devices"));
+  printf("  cuda_runtime: marks around a 1e6-iteration spin: %.2f us\n", tm * 1e6);
+  tg_mark_free(m0);
+  tg_mark_free(m1);
+  tg_mark_free(mc);
 
   /* launch overhead: back-to-back async launches of an empty kernel, then one synchronize */
   int iters = 20000;
