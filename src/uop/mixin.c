@@ -111,11 +111,6 @@ int mix_ndim(UOp *u) {
   return s ? s->max.ndim : -1;
 }
 
-static bool device_unknown(const UOp *u, void *unused) {
-  TG_UNUSED(unused);
-  return uopmap_get(&ctx.device, u) == NULL;
-}
-
 /* Device names live for the process: a handle's device is a pointer compare, and names never dangle. */
 const char *mix_device_intern(const char *canonical) {
   static TG_VEC(char *) names;
@@ -152,34 +147,16 @@ static const char *device_step(UOpMap *memo, const UOp *n) {
   return dev;
 }
 
-/* The common query (a node just built on a few new nodes over seeded inputs) fills the memo by a short recursion,
- * sources first as the toposort would; deeper than a few levels it gives up and the walk below finishes. */
-static bool device_fill_small(UOp *u, int depth) {
-  if (uopmap_get(&ctx.device, u)) return true;
-  if (depth == 6) return false;
-  for (uint32_t k = 0; k < u->nsrc; k++)
-    if (!device_fill_small(u->src[k], depth + 1)) return false;
-  device_step(&ctx.device, u);
-  return true;
-}
+static void device_visit(UOp *n, void *memo) { device_step(memo, n); }
 
+/* One walk that stops at known nodes (the context's memo, seeded with the inputs' devices; outside a context a local
+ * one over the whole graph), each new node's device from its sources'. */
 const char *mix_device_name(UOp *u) {
   if (!u) return NULL;
-  if (ctx.depth && device_fill_small(u, 0)) {
-    void **hit = uopmap_get(&ctx.device, u);
-    return *hit != (void *)&no_device ? *hit : NULL;
-  }
-  UOpVec order = {0};
   UOpMap local;
   UOpMap *memo = ctx.depth ? &ctx.device : &local;
   if (!ctx.depth) uopmap_init(&local);
-  if (ctx.depth) uop_toposort(u, device_unknown, NULL, &order);
-  else uop_toposort(u, NULL, NULL, &order);
-  for (size_t i = 0; i < order.len; i++) {
-    UOp *n = order.data[i];
-    if (!uopmap_get(memo, n)) device_step(memo, n);
-  }
-  tg_vec_free(&order);
+  uopmap_fill(memo, u, device_visit, memo);
   void **v = uopmap_get(memo, u);
   const char *r = v && *v != (void *)&no_device ? *v : NULL;
   if (!ctx.depth) uopmap_free(&local);

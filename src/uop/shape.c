@@ -521,40 +521,21 @@ void shape_cache_free(ShapeCache *c) {
   uopmap_free(&c->aspace);
 }
 
-/* do not descend into nodes whose shape is known already */
-static bool not_cached(const UOp *u, void *ctx) { return uopmap_get(&((ShapeCache *)ctx)->map, u) == NULL; }
 
-/* The common query is a node just built on a few new nodes over known ones (a tensor call's inputs are seeded): a
- * short recursion fills them in the toposort's order (sources first, in source order) with no walk state at all.
- * Deeper than FILL_DEPTH it gives up (false) and the toposort below finishes from what it filled. */
-enum { FILL_DEPTH = 6 };
-static bool fill_small(ShapeCache *c, UOp *u, int depth) {
-  if (uopmap_get(&c->map, u)) return true;
-  if (depth == FILL_DEPTH) return false;
-  for (uint32_t k = 0; k < u->nsrc; k++)
-    if (!fill_small(c, u->src[k], depth + 1)) return false;
+/* One walk from u that stops at cached nodes, each new node's rule in order (sources first): a graph is walked once
+ * per cache however many queries touch it (a tensor call's queries share the context's cache, seeded with the
+ * inputs' shapes, so a query costs the nodes built since the last one). */
+static void shape_visit(UOp *n, void *ctx) {
+  ShapeCache *c = ctx;
   ShapeSlot *slot = slot_new(c);
-  slot->res = one_shape(u, &c->map, &slot->s);
-  uopmap_put(&c->map, u, slot);
-  return true;
+  slot->res = one_shape(n, &c->map, &slot->s);
+  uopmap_put(&c->map, n, slot);
 }
 
-/* One toposort from u that stops at cached nodes, then each new node's rule in order: a graph is walked once per
- * cache however many queries touch it (a tensor call's queries share the context's cache). */
 ShapeResult uop_shape_sym_cached(UOp *u, ShapeCache *c, SymShape *out) {
   void **hit = uopmap_get(&c->map, u);
-  if (!hit && fill_small(c, u, 0)) hit = uopmap_get(&c->map, u);
   if (!hit) {
-    UOpVec order = {0};
-    uop_toposort(u, not_cached, c, &order);
-    for (size_t i = 0; i < order.len; i++) {
-      UOp *n = order.data[i];
-      if (uopmap_get(&c->map, n)) continue;
-      ShapeSlot *slot = slot_new(c);
-      slot->res = one_shape(n, &c->map, &slot->s);
-      uopmap_put(&c->map, n, slot);
-    }
-    tg_vec_free(&order);
+    uopmap_fill(&c->map, u, shape_visit, c);
     hit = uopmap_get(&c->map, u);
   }
   ShapeSlot *slot = *hit;

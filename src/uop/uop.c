@@ -778,6 +778,36 @@ void uopmap_put(UOpMap *m, const UOp *k, void *v) {
   m->vals[i] = v;
 }
 
+/* A node on the stack is never reached again before it is visited (that would be a cycle), so membership in memo
+ * is the only visited mark needed. */
+void uopmap_fill(UOpMap *memo, UOp *root, void (*visit)(UOp *n, void *ctx), void *ctx) {
+  if (uopmap_get(memo, root)) return;
+  typedef struct { UOp *u; uint32_t next; } Frame;
+  Frame local[64];
+  Frame *stack = local;
+  size_t len = 0, cap = 64;
+  stack[len++] = (Frame){root, 0};
+  while (len) {
+    Frame *f = &stack[len - 1];
+    UOp *u = f->u;
+    while (f->next < u->nsrc && uopmap_get(memo, u->src[f->next])) f->next++;
+    if (f->next < u->nsrc) {
+      UOp *s = u->src[f->next++];
+      if (len == cap) {
+        Frame *grown = tg_malloc(2 * cap * sizeof *grown);
+        memcpy(grown, stack, len * sizeof *grown);
+        if (stack != local) tg_free(stack);
+        stack = grown, cap *= 2;
+      }
+      stack[len++] = (Frame){s, 0};
+      continue;
+    }
+    visit(u, ctx);
+    len--;
+  }
+  if (stack != local) tg_free(stack);
+}
+
 /* ------------------------------------------------------------------------------------------------------------ */
 /* walks: iterative post-order DFS (graphs can be far deeper than the C stack)                                    */
 
