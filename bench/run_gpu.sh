@@ -6,7 +6,9 @@
 # relu(a*b+c) and sum over 2^28 float32 (target >= 0.92x copy). Matmuls run with the heuristic and with BEAM=2
 # (`_beam2` lines; BENCH_BEAM=0 skips them, BENCH_BEAM_FIGURES picks the figures, BENCH_BEAM_TIMEOUT caps the run).
 # The JIT on CUDA: train_cnn_jit (the CNN step replayed), jit_replay_{1,50}_graph (CUDA graphs vs JIT=2's direct
-# launches, per kernel) and _vs_eager (times: ratio = peer/ours). Needs a CUDA device: without one it says so and exits 1.
+# launches, per kernel) and _vs_eager (times: ratio = peer/ours). Both sides time a call alike: the device's time
+# between two events queued before and after it (torch.cuda.Event; ours tg_mark_record), the median of the runs.
+# Needs a CUDA device: without one it says so and exits 1.
 set -u
 B=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
