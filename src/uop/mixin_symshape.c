@@ -26,6 +26,19 @@ static bool sint_ok(UOp *e, int depth) {
   }
 }
 
+/* The value of a sum or product of int constants (what a concrete shape's size arithmetic builds: pad and shrink
+ * lengths), without the rewrite engine; false for anything else, or on overflow. */
+static bool const_fold(const UOp *e, int depth, int64_t *out) {
+  if (e->op == TG_OP_CONST) {
+    *out = e->arg.c.i;
+    return e->arg.c.kind == CK_INT;
+  }
+  if ((e->op != TG_OP_ADD && e->op != TG_OP_MUL) || e->nsrc != 2 || depth > 8) return false;
+  int64_t a, b;
+  if (!const_fold(e->src[0], depth + 1, &a) || !const_fold(e->src[1], depth + 1, &b)) return false;
+  return e->op == TG_OP_ADD ? !__builtin_add_overflow(a, b, out) : !__builtin_mul_overflow(a, b, out);
+}
+
 /* A size expression checked (leaves CONST ints and bound Variables, int ops only) and simplified, so equal sizes are
  * one node and shape equality stays a pointer compare. */
 UOp *mix_sint(UOp *e) {
@@ -34,7 +47,8 @@ UOp *mix_sint(UOp *e) {
     return mix_err("a symbolic size must be an int expression of bound Variables (tg_bind), got %s %s",
                       uop_op_name(uop_op(e)), e->dtype->name);
   if (e->op == TG_OP_CONST) return e->dtype == DT_WEAKINT ? e : uop_const_int(DT_WEAKINT, e->arg.c.i);
-  UOp *s = uop_simplify(e);
+  int64_t v;
+  UOp *s = const_fold(e, 0, &v) ? uop_const_int(DT_WEAKINT, v) : uop_simplify(e);
   if (uop_vmin(s) < 0) {
     char *r = uop_render(s);
     mix_err("size %s can be negative (minimum %lld)", r, (long long)uop_vmin(s));
