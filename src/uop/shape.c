@@ -532,10 +532,13 @@ static void shape_visit(UOp *n, void *ctx) {
   uopmap_put(&c->map, n, slot);
 }
 
+/* a movement op's rule reads its source's shape and decodes its size arguments itself (uop_marg_pair_sym) */
+static uint32_t shape_sources(const UOp *n) { return op_has(uop_op(n), OPP_MOVEMENT) && n->nsrc ? 1 : n->nsrc; }
+
 ShapeResult uop_shape_sym_cached(UOp *u, ShapeCache *c, SymShape *out) {
   void **hit = uopmap_get(&c->map, u);
   if (!hit) {
-    uopmap_fill(&c->map, u, shape_visit, c);
+    uopmap_fill(&c->map, u, shape_sources, shape_visit, c);
     hit = uopmap_get(&c->map, u);
   }
   ShapeSlot *slot = *hit;

@@ -780,7 +780,8 @@ void uopmap_put(UOpMap *m, const UOp *k, void *v) {
 
 /* A node on the stack is never reached again before it is visited (that would be a cycle), so membership in memo
  * is the only visited mark needed. */
-void uopmap_fill(UOpMap *memo, UOp *root, void (*visit)(UOp *n, void *ctx), void *ctx) {
+void uopmap_fill(UOpMap *memo, UOp *root, uint32_t (*walked)(const UOp *n), void (*visit)(UOp *n, void *ctx),
+                 void *ctx) {
   if (uopmap_get(memo, root)) return;
   typedef struct { UOp *u; uint32_t next; } Frame;
   Frame local[64];
@@ -790,8 +791,9 @@ void uopmap_fill(UOpMap *memo, UOp *root, void (*visit)(UOp *n, void *ctx), void
   while (len) {
     Frame *f = &stack[len - 1];
     UOp *u = f->u;
-    while (f->next < u->nsrc && uopmap_get(memo, u->src[f->next])) f->next++;
-    if (f->next < u->nsrc) {
+    uint32_t nsrc = walked ? walked(u) : u->nsrc;
+    while (f->next < nsrc && uopmap_get(memo, u->src[f->next])) f->next++;
+    if (f->next < nsrc) {
       UOp *s = u->src[f->next++];
       if (len == cap) {
         Frame *grown = tg_malloc(2 * cap * sizeof *grown);

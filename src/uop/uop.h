@@ -288,8 +288,10 @@ void **uopmap_get(const UOpMap *m, const UOp *k); /* NULL if absent */
 void uopmap_put(UOpMap *m, const UOp *k, void *v);
 /* Memo filling: visit(n, ctx) for each node below root (root included) that memo lacks, sources before users in
  * source order (uop_toposort's order, stopping at nodes memo has); visit must put n into memo. No walk state beyond
- * a stack: memo itself marks what is done. */
-void uopmap_fill(UOpMap *memo, UOp *root, void (*visit)(UOp *n, void *ctx), void *ctx);
+ * a stack: memo itself marks what is done. walked(n) says how many of n's leading sources the walk enters (NULL: all;
+ * e.g. a movement op's shape needs its source's, not its size arguments'). */
+void uopmap_fill(UOpMap *memo, UOp *root, uint32_t (*walked)(const UOp *n), void (*visit)(UOp *n, void *ctx),
+                 void *ctx);
 
 /* ---- stable structural hash (tinygrad's key): same graph -> same key in every process ---- */
 typedef struct UOpKey { uint64_t lo, hi; } UOpKey;
