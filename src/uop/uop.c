@@ -336,8 +336,24 @@ static void park(UOp *u) {
 static UOpBufferFreeHook buffer_free_hook;
 void uop_set_buffer_free_hook(UOpBufferFreeHook hook) { buffer_free_hook = hook; }
 
+/* uop_const's lookaside: a direct-mapped table of CONST nodes (tag 0) by dtype and normalized value. A hit is the
+ * node the intern table holds for that constant (nodes are immutable and unique), found without hashing an Arg;
+ * free_node clears a slot whose node dies, so no entry dangles and no node is kept alive by it. */
+enum { CONST_LOOKASIDE = 1024 };
+static UOp *const_lookaside[CONST_LOOKASIDE];
+static size_t const_slot(const DType *d, Const c) {
+  uint64_t h = (uint64_t)(uintptr_t)d * 0x9e3779b97f4a7c15ULL;
+  h ^= (uint64_t)c.i + (uint64_t)c.kind * 0x632be59bd9b4e019ULL;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return (size_t)(h >> 40) & (CONST_LOOKASIDE - 1);
+}
+
 static void free_node(UOp *u) {
   if (u->op == TG_OP_BUFFER && buffer_free_hook) buffer_free_hook(u);
+  if (u->op == TG_OP_CONST && u->arg.kind == ARG_CONST) {
+    size_t slot = const_slot(u->dtype, u->arg.c);
+    if (const_lookaside[slot] == u) const_lookaside[slot] = NULL;
+  }
   itab_remove(u);
   for (uint32_t i = 0; i < u->nsrc; i++) {
     UOp *s = u->src[i];
@@ -584,8 +600,17 @@ UOp *uop_const(const DType *d, Const v) {
     for (int i = 0; i < d->count; i++) lanes[i] = lane;
     return uop_new(TG_OP_STACK, d->scalar, lanes, (size_t)d->count, arg_none());
   }
-  Const c = v.kind == CK_INVALID ? v : dt_const(d, v);
-  return uop_new(TG_OP_CONST, v.kind == CK_INVALID ? DT_BOOL : d, NULL, 0, arg_const(c));
+  Const c = v.kind == CK_INVALID ? v : dt_const(d, v), n = normalize_const(c);
+  const DType *dt = v.kind == CK_INVALID ? DT_BOOL : d;
+  size_t slot = const_slot(dt, n);
+  UOp *u = const_lookaside[slot];
+  if (u && u->dtype == dt && u->tag == 0 && u->arg.c.kind == n.kind && u->arg.c.i == n.i) {
+    park(u); /* as the intern table's hit: the current scope owns it too */
+    return u;
+  }
+  u = uop_new(TG_OP_CONST, dt, NULL, 0, arg_const(c));
+  if (u->arg.kind == ARG_CONST && u->tag == 0) const_lookaside[const_slot(u->dtype, u->arg.c)] = u;
+  return u;
 }
 UOp *uop_const_int(const DType *d, int64_t v) { return uop_const(d, dt_is_float(d) ? const_float((double)v) : const_int(v)); }
 UOp *uop_const_float(const DType *d, double v) { return uop_const(d, const_float(v)); }
