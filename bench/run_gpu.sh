@@ -49,7 +49,10 @@ ours_tf32=$(ALLOW_TF32=1 "$B/bench_gpu" $conv 2>&1)
 line $conv "$(value $conv "$ours")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
 line ${conv}_fp32 "$(value $conv "$ours")" "$(value ${conv}_fp32 "$peer")" GFLOPS cudnn_fp32
 line ${conv}_tf32 "$(value $conv "$ours_tf32")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
-# the conv replayed by the JIT (tinygrad's speed_v_torch: TinyJit against torch eager), both timed by device events
+# the whole eager call (the graph's build inside the timed region, as torch's dispatch is in its) and the conv
+# replayed by the JIT (tinygrad's speed_v_torch: TinyJit against torch eager), both timed by device events
+line ${conv}_call "$(value ${conv}_call "$ours")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
+line ${conv}_call_fp32 "$(value ${conv}_call "$ours")" "$(value ${conv}_fp32 "$peer")" GFLOPS cudnn_fp32
 line ${conv}_jit "$(value ${conv}_jit "$ours")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
 line ${conv}_jit_fp32 "$(value ${conv}_jit "$ours")" "$(value ${conv}_fp32 "$peer")" GFLOPS cudnn_fp32
 line ${conv}_jit_tf32 "$(value ${conv}_jit "$ours_tf32")" "$(value $conv "$peer")" GFLOPS cudnn_tf32
