@@ -103,9 +103,7 @@ char uop_axis_type_letter(AxisType t) { return (unsigned)t <= AXIS_LOOP ? axis_l
 /* args: normalized so equal args have equal bytes (padding zeroed, NaN canonical, bools 0/1)                    */
 
 static Const normalize_const(Const c) {
-  Const n;
-  memset(&n, 0, sizeof n);
-  n.kind = c.kind;
+  Const n = {c.kind, {.i = 0}}; /* fields, not memset: a split store then a wide load stalled store forwarding */
   switch (c.kind) {
   case CK_NONE: case CK_INVALID: break;
   case CK_BOOL: n.i = c.b ? 1 : 0; break;
