@@ -13,7 +13,8 @@
  *              the figure is the throughput of queued replays; on CUDA with graphs unless JIT=2)
  * All training: random 28x28 images of 0..255 values as float, random labels, sparse categorical cross-entropy,
  * Adam(1e-3); one warm-up step (compiles the kernels), then the timed steps. Prints "<name> <value> <unit>".
- * Usage: bench_train [cnn_steps [mlp_steps [replays]]] (defaults 2, 20 and 20000; 0 leaves that part out).
+ * Usage: bench_train [cnn_steps [mlp_steps [replays]]] (defaults 2, 20 and 20000; 0 leaves that part out);
+ * BENCH_TRAIN_BS=n (1..512) trains at batch n instead of 512 (where the host's share of an eager step shows).
  * bench_train first: the first-call latency of the JIT'd MLP step in this process (parameters realized first; the
  *   call runs the step eagerly: schedule, codegen, compile unless the kernel cache has it, launch; the loss read
  *   back), then the second call (the capture); prints train_mlp_jit_first_call and train_mlp_jit_capture in ms.
@@ -25,7 +26,8 @@
 
 #include "tinygrad.h"
 
-enum { BS = 512, PIXELS = 28 * 28, POOL = 4096 };
+enum { MAX_BS = 512, PIXELS = 28 * 28, POOL = 4096 };
+static int BS = MAX_BS; /* BENCH_TRAIN_BS (1..512): a smaller batch, where the host's share of a step shows */
 
 static double now_s(void) {
   struct timespec t;
@@ -81,8 +83,8 @@ static double bench(Net *n, tg_tensor **tensors, size_t ntensors, int steps, con
                     const uint8_t *pool_y) {
   tg_optim *opt = tg_optim_adam(tensors, ntensors, 0.001, 0.9, 0.999, 1e-8);
   if (!opt) return -1;
-  static float x[BS * PIXELS];
-  static int32_t y[BS];
+  static float x[MAX_BS * PIXELS];
+  static int32_t y[MAX_BS];
   uint32_t s = 7;
   bool was = tg_set_training(true);
   double t0 = 0, rate = -1;
@@ -137,8 +139,8 @@ static double bench_jit(Net *n, tg_tensor **tensors, size_t ntensors, int steps,
     tg_optim_free(js.opt);
     return -1;
   }
-  static float x[BS * PIXELS];
-  static int32_t y[BS];
+  static float x[MAX_BS * PIXELS];
+  static int32_t y[MAX_BS];
   uint32_t s = 7;
   bool was = tg_set_training(true);
   double t0 = 0, rate = -1, host_sum = 0;
@@ -233,8 +235,8 @@ static int first_call(const uint8_t *pool_x, const uint8_t *pool_y) {
   js.opt = tg_optim_adam(t, 4, 0.001, 0.9, 0.999, 1e-8);
   j = js.opt ? tg_jit_new(jit_train_step, &js, 1, NULL) : NULL;
   if (!j) goto done;
-  static float x[BS * PIXELS];
-  static int32_t y[BS];
+  static float x[MAX_BS * PIXELS];
+  static int32_t y[MAX_BS];
   uint32_t s = 7;
   double ms[2];
   for (int call = 0; call < 2; call++) {
@@ -263,6 +265,12 @@ done:
 int main(int argc, char **argv) {
   int cnn_steps = argc > 1 ? atoi(argv[1]) : 2, mlp_steps = argc > 2 ? atoi(argv[2]) : 20;
   int replays = argc > 3 ? atoi(argv[3]) : 20000;
+  const char *bs = getenv("BENCH_TRAIN_BS");
+  if (bs && (atoi(bs) < 1 || atoi(bs) > MAX_BS)) {
+    fprintf(stderr, "bench_train: BENCH_TRAIN_BS=%s: want 1..%d\n", bs, MAX_BS);
+    return 1;
+  }
+  if (bs) BS = atoi(bs);
   uint8_t *pool_x = malloc((size_t)POOL * PIXELS), *pool_y = malloc(POOL);
   if (!pool_x || !pool_y) return 1;
   uint32_t s = 1;
