@@ -48,6 +48,20 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+enum { MAX_RUNS = 100000 };
+/* the timed runs' limits: BENCH_SECONDS (default 1) of runs, at most BENCH_RUNS (default 200; more for a profiler's
+ * samples), at least 5 */
+static int max_runs(double *budget) {
+  *budget = getenv("BENCH_SECONDS") ? atof(getenv("BENCH_SECONDS")) : 1.0;
+  int n = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 200;
+  return n < 5 ? 5 : n > MAX_RUNS ? MAX_RUNS : n;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  return v[n / 2];
+}
+
 typedef tg_tensor *(*Graph)(tg_tensor *const *in);
 
 /* time_graph's medians: tg_realize's return (the launches queued), the wall from before tg_realize until
@@ -60,13 +74,10 @@ static double last_host, last_wall, last_build;
  * only the call. */
 static bool mark_before_build; /* time_graph's first mark before g(in): the whole eager call, as torch's */
 static double time_graph(const char *name, Graph g, tg_tensor *const *in) {
-  enum { MAX_RUNS = 100000 };
   static double runs[MAX_RUNS], host[MAX_RUNS], wall[MAX_RUNS], build[MAX_RUNS];
-  double budget = getenv("BENCH_SECONDS") ? atof(getenv("BENCH_SECONDS")) : 1.0, start = now();
-  /* BENCH_RUNS: at most this many timed runs (default 200; more for a profiler's samples) */
-  int max_runs = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 200, n = 0;
-  if (max_runs < 5 || max_runs > MAX_RUNS) max_runs = max_runs < 5 ? 5 : MAX_RUNS;
-  for (int r = 0; r <= max_runs; r++) {
+  double budget, start = now();
+  int limit = max_runs(&budget), n = 0;
+  for (int r = 0; r <= limit; r++) {
     tg_scope sc = tg_scope_begin();
     tg_mark *m0 = mark_before_build ? tg_mark_record(tg_device(in[0])) : NULL, *m1 = NULL;
     double tb = now();
@@ -88,16 +99,12 @@ static double time_graph(const char *name, Graph g, tg_tensor *const *in) {
       return -1;
     }
     if (r > 0) host[n] = th, wall[n] = tw, build[n] = tb, runs[n++] = dt;
-    if (n >= max_runs || (n >= 5 && now() - start > budget)) break;
+    if (n >= limit || (n >= 5 && now() - start > budget)) break;
   }
-  qsort(runs, (size_t)n, sizeof(double), cmp_double);
-  qsort(host, (size_t)n, sizeof(double), cmp_double);
-  qsort(wall, (size_t)n, sizeof(double), cmp_double);
-  qsort(build, (size_t)n, sizeof(double), cmp_double);
-  last_build = build[n / 2];
-  last_host = host[n / 2];
-  last_wall = wall[n / 2];
-  return runs[n / 2];
+  last_build = median(build, n);
+  last_host = median(host, n);
+  last_wall = median(wall, n);
+  return median(runs, n);
 }
 
 /* The same through the JIT (tinygrad's speed_v_torch times TinyJit(lambda: f(...).realize()) against torch eager):
@@ -112,16 +119,14 @@ static tg_status jit_graph_step(void *user, tg_tensor *const *in, size_t nin, tg
 }
 
 static double time_jit(const char *name, Graph g, tg_tensor *const *in, size_t nin) {
-  enum { MAX_RUNS = 100000 };
   static double runs[MAX_RUNS];
   JitGraph jg = {g};
   tg_jit *j = tg_jit_new(jit_graph_step, &jg, 1, NULL);
   const char *dev = tg_device(in[0]);
-  double budget = getenv("BENCH_SECONDS") ? atof(getenv("BENCH_SECONDS")) : 1.0, start = now();
-  int max_runs = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 200, n = 0;
-  if (max_runs < 5 || max_runs > MAX_RUNS) max_runs = max_runs < 5 ? 5 : MAX_RUNS;
+  double budget, start = now();
+  int limit = max_runs(&budget), n = 0;
   tg_status st = j ? TG_OK : TG_ERR_RUNTIME;
-  for (int r = 0; st == TG_OK && r <= max_runs + 2; r++) { /* calls 0-2: run, capture, first replay */
+  for (int r = 0; st == TG_OK && r <= limit + 2; r++) { /* calls 0-2: run, capture, first replay */
     tg_scope sc = tg_scope_begin();
     tg_tensor *out = NULL;
     tg_mark *m0 = tg_mark_record(dev), *m1 = NULL;
@@ -132,15 +137,14 @@ static double time_jit(const char *name, Graph g, tg_tensor *const *in, size_t n
     tg_mark_free(m1);
     tg_scope_end(sc);
     if (st == TG_OK && r > 2) runs[n++] = dt;
-    if (n >= max_runs || (n >= 5 && now() - start > budget)) break;
+    if (n >= limit || (n >= 5 && now() - start > budget)) break;
   }
   tg_jit_free(j);
   if (st != TG_OK || n == 0) {
     fail(name);
     return -1;
   }
-  qsort(runs, (size_t)n, sizeof(double), cmp_double);
-  return runs[n / 2];
+  return median(runs, n);
 }
 
 static tg_tensor *g_copy(tg_tensor *const *in) { return tg_neg(in[0]); }

@@ -149,9 +149,6 @@ static const char *device_step(UOpMap *memo, const UOp *n) {
 
 static void device_visit(UOp *n, void *memo) { device_step(memo, n); }
 
-/* a movement op's size arguments are int expressions of constants and Variables: never a device */
-static uint32_t device_sources(const UOp *n) { return op_has(uop_op(n), OPP_MOVEMENT) && n->nsrc ? 1 : n->nsrc; }
-
 /* One walk that stops at known nodes (the context's memo, seeded with the inputs' devices; outside a context a local
  * one over the whole graph), each new node's device from its sources'. */
 const char *mix_device_name(UOp *u) {
@@ -159,7 +156,7 @@ const char *mix_device_name(UOp *u) {
   UOpMap local;
   UOpMap *memo = ctx.depth ? &ctx.device : &local;
   if (!ctx.depth) uopmap_init(&local);
-  uopmap_fill(memo, u, device_sources, device_visit, memo);
+  uopmap_fill(memo, u, uop_data_sources, device_visit, memo);
   void **v = uopmap_get(memo, u);
   const char *r = v && *v != (void *)&no_device ? *v : NULL;
   if (!ctx.depth) uopmap_free(&local);

@@ -521,7 +521,6 @@ void shape_cache_free(ShapeCache *c) {
   uopmap_free(&c->aspace);
 }
 
-
 /* One walk from u that stops at cached nodes, each new node's rule in order (sources first): a graph is walked once
  * per cache however many queries touch it (a tensor call's queries share the context's cache, seeded with the
  * inputs' shapes, so a query costs the nodes built since the last one). */
@@ -532,13 +531,10 @@ static void shape_visit(UOp *n, void *ctx) {
   uopmap_put(&c->map, n, slot);
 }
 
-/* a movement op's rule reads its source's shape and decodes its size arguments itself (uop_marg_pair_sym) */
-static uint32_t shape_sources(const UOp *n) { return op_has(uop_op(n), OPP_MOVEMENT) && n->nsrc ? 1 : n->nsrc; }
-
 ShapeResult uop_shape_sym_cached(UOp *u, ShapeCache *c, SymShape *out) {
   void **hit = uopmap_get(&c->map, u);
   if (!hit) {
-    uopmap_fill(&c->map, u, shape_sources, shape_visit, c);
+    uopmap_fill(&c->map, u, uop_data_sources, shape_visit, c);
     hit = uopmap_get(&c->map, u);
   }
   ShapeSlot *slot = *hit;

@@ -607,7 +607,7 @@ UOp *uop_const(const DType *d, Const v) {
     return u;
   }
   u = uop_new(TG_OP_CONST, dt, NULL, 0, arg_const(c));
-  if (u->arg.kind == ARG_CONST && u->tag == 0) const_lookaside[const_slot(u->dtype, u->arg.c)] = u;
+  const_lookaside[slot] = u; /* its stored arg is n, so free_node finds this slot */
   return u;
 }
 UOp *uop_const_int(const DType *d, int64_t v) { return uop_const(d, dt_is_float(d) ? const_float((double)v) : const_int(v)); }
@@ -801,6 +801,9 @@ void uopmap_put(UOpMap *m, const UOp *k, void *v) {
   m->vals[i] = v;
 }
 
+/* ------------------------------------------------------------------------------------------------------------ */
+/* walks: iterative post-order DFS (graphs can be far deeper than the C stack)                                    */
+
 /* A node on the stack is never reached again before it is visited (that would be a cycle), so membership in memo
  * is the only visited mark needed. */
 void uopmap_fill(UOpMap *memo, UOp *root, uint32_t (*walked)(const UOp *n), void (*visit)(UOp *n, void *ctx),
@@ -832,9 +835,6 @@ void uopmap_fill(UOpMap *memo, UOp *root, uint32_t (*walked)(const UOp *n), void
   }
   if (stack != local) tg_free(stack);
 }
-
-/* ------------------------------------------------------------------------------------------------------------ */
-/* walks: iterative post-order DFS (graphs can be far deeper than the C stack)                                    */
 
 void uop_toposort_many(UOp *const *roots, size_t n, UOpGate gate, void *gate_ctx, UOpVec *out) {
   UOpMap seen;

@@ -289,9 +289,12 @@ void uopmap_put(UOpMap *m, const UOp *k, void *v);
 /* Memo filling: visit(n, ctx) for each node below root (root included) that memo lacks, sources before users in
  * source order (uop_toposort's order, stopping at nodes memo has); visit must put n into memo. No walk state beyond
  * a stack: memo itself marks what is done. walked(n) says how many of n's leading sources the walk enters (NULL: all;
- * e.g. a movement op's shape needs its source's, not its size arguments'). */
+ * uop_data_sources below for a value's shape or device). */
 void uopmap_fill(UOpMap *memo, UOp *root, uint32_t (*walked)(const UOp *n), void (*visit)(UOp *n, void *ctx),
                  void *ctx);
+/* The sources a node's shape and device come from: a movement op's first (its size arguments are int expressions of
+ * constants and Variables, which its rule decodes itself and which never have a device), every other op's all. */
+static inline uint32_t uop_data_sources(const UOp *n) { return op_has(uop_op(n), OPP_MOVEMENT) && n->nsrc ? 1 : n->nsrc; }
 
 /* ---- stable structural hash (tinygrad's key): same graph -> same key in every process ---- */
 typedef struct UOpKey { uint64_t lo, hi; } UOpKey;
